@@ -1,0 +1,142 @@
+"""Host side of multi-GPU castpile kernels: symmetric memory, wrapped.
+
+A collective kernel needs, on every rank, the addresses of every rank's buffer
+and of every rank's signal pad.  torch's symmetric memory provides both::
+
+    import torch, torch.distributed as dist
+    from castpile import runtime
+    dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
+    symm = runtime.symmetric_empty((n,), torch.bfloat16)   # collective: every rank calls it
+    symm.tensor          # this rank's buffer (write your input here)
+    symm.buffer_ptrs     # int64 (world_size,) on the GPU: every rank's buffer address
+    symm.signal_pad_ptrs # int64 (world_size,) on the GPU: every rank's signal pad address
+
+``castpile.sim.symmetric_empty`` builds the same object from shared host memory,
+so code written against :class:`SymmetricTensor` runs in the CPU simulator too.
+``torch.distributed`` is imported only when a function here needs it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+
+class SymmetricMemoryError(ValueError):
+    """A tensor or group cannot serve as symmetric memory for a collective."""
+
+
+@dataclass(frozen=True)
+class SymmetricTensor:
+    """One rank's handle on a buffer that every rank of a group holds.
+
+    ``max_blocks`` is the largest grid a barriered kernel may launch: every block
+    must be resident at once (blocks wait on each other) and owns one int32
+    signal-pad slot per peer.
+    """
+
+    tensor: torch.Tensor
+    buffer_ptrs: torch.Tensor
+    signal_pad: torch.Tensor
+    signal_pad_ptrs: torch.Tensor
+    rank: int
+    world_size: int
+    max_blocks: int
+    handle: Any = None
+
+
+def symmetric_empty(shape, dtype: torch.dtype, device=None, group=None) -> SymmetricTensor:
+    """Allocate a symmetric buffer on every rank of ``group`` and rendezvous (collective)."""
+    from torch.distributed import _symmetric_memory as symm_mem
+
+    _require_initialized()
+    device = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    return rendezvous(symm_mem.empty(shape, dtype=dtype, device=device), group)
+
+
+def rendezvous(tensor: torch.Tensor, group=None) -> SymmetricTensor:
+    """Exchange addresses of ``tensor`` (from symmetric memory) across ``group`` (collective).
+
+    Raises :class:`SymmetricMemoryError` when ``tensor`` is not in symmetric memory,
+    when ranks disagree on its shape, strides, dtype or offset, or when the group
+    does not match the one the memory was set up with.
+    """
+    import torch.distributed as dist
+    from torch.distributed import _symmetric_memory as symm_mem
+
+    _require_initialized()
+    group = dist.group.WORLD if group is None else group
+    if dist.get_rank(group) < 0:
+        raise SymmetricMemoryError(
+            f"rank {dist.get_rank()} is not a member of the process group it passed to rendezvous"
+        )
+    problem = None
+    if tensor.device.type != "cuda":
+        problem = f"its tensor is on {tensor.device}; {_NOT_SYMMETRIC}"
+    elif getattr(symm_mem, "is_symm_mem_tensor", None) is not None and not symm_mem.is_symm_mem_tensor(tensor):
+        problem = _NOT_SYMMETRIC
+    metas: list = [None] * dist.get_world_size(group)
+    dist.all_gather_object(metas, (problem, _meta(tensor)), group=group)
+    for r, (bad, _) in enumerate(metas):
+        if bad is not None:
+            raise SymmetricMemoryError(f"rank {r}: {bad}")
+    check_agreement([m for _, m in metas])
+    try:
+        hdl = symm_mem.rendezvous(tensor, group.group_name)
+    except RuntimeError as exc:
+        raise SymmetricMemoryError(f"{_NOT_SYMMETRIC} (torch: {exc})") from exc
+    if hdl.world_size != dist.get_world_size(group) or hdl.rank != dist.get_rank(group):
+        raise SymmetricMemoryError(
+            f"group mismatch: the symmetric memory spans {hdl.world_size} ranks with this one as "
+            f"rank {hdl.rank}, but the group has {dist.get_world_size(group)} with this one as "
+            f"rank {dist.get_rank(group)}; rendezvous a buffer with the group it was set up for"
+        )
+    offset = tensor.data_ptr() - hdl.buffer_ptrs[hdl.rank]
+    pad = hdl.get_signal_pad(hdl.rank).view(torch.int32)
+    slots = pad.numel()
+    sms = torch.cuda.get_device_properties(tensor.device).multi_processor_count
+    return SymmetricTensor(
+        tensor=tensor,
+        buffer_ptrs=torch.tensor([p + offset for p in hdl.buffer_ptrs], dtype=torch.int64, device=tensor.device),
+        signal_pad=pad,
+        signal_pad_ptrs=torch.tensor(list(hdl.signal_pad_ptrs), dtype=torch.int64, device=tensor.device),
+        rank=hdl.rank,
+        world_size=hdl.world_size,
+        max_blocks=min(sms, slots // hdl.world_size),
+        handle=hdl,
+    )
+
+
+def check_agreement(metas: list) -> None:
+    """Raise unless every rank's (shape, strides, dtype, storage offset) is the same."""
+    if all(m == metas[0] for m in metas):
+        return
+    rows = "\n".join(
+        f"  rank {r}: shape {m[0]}, strides {m[1]}, dtype {m[2]}, storage offset {m[3]}"
+        for r, m in enumerate(metas)
+    )
+    raise SymmetricMemoryError(f"ranks disagree on the symmetric tensor's layout:\n{rows}")
+
+
+_NOT_SYMMETRIC = (
+    "the tensor is not in symmetric memory: allocate it with castpile.runtime.symmetric_empty(shape, dtype) "
+    "(or torch.distributed._symmetric_memory.empty) on every rank"
+)
+
+
+def _meta(tensor: torch.Tensor) -> tuple:
+    return (tuple(tensor.shape), tuple(tensor.stride()), str(tensor.dtype), tensor.storage_offset())
+
+
+def _require_initialized() -> None:
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        raise SymmetricMemoryError(
+            "torch.distributed is not initialised: start one process per GPU with "
+            "`torchrun --nproc_per_node N script.py` and call "
+            "dist.init_process_group('nccl', device_id=torch.device('cuda', local_rank)) first"
+        )

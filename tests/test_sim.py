@@ -1,0 +1,151 @@
+"""The CPU multi-rank simulator, checked with a hand-written plain-Triton all-reduce."""
+
+import os
+
+os.environ["TRITON_INTERPRET"] = "1"
+
+import random
+import time
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from castpile import sim
+
+
+@triton.jit
+def _barrier(pad_ptrs, rank, slot, WORLD: tl.constexpr, WP: tl.constexpr):
+    """Compare-and-swap barrier among block ``slot`` of every rank (plain Triton)."""
+    peer = tl.arange(0, WP)
+    live = peer < WORLD
+    safe = tl.where(live, peer, rank)
+    tl.debug_barrier()
+    remote = tl.load(pad_ptrs + safe).to(tl.pointer_type(tl.int32)) + slot * WORLD + rank
+    one = tl.full((WP,), 1, tl.int32)
+    todo = live
+    while tl.max(todo.to(tl.int32), axis=0) > 0:
+        old = tl.atomic_cas(remote, tl.where(todo, 0, -1), one, sem="release", scope="sys")
+        todo = todo & (old != 0)
+    own = tl.load(pad_ptrs + rank).to(tl.pointer_type(tl.int32)) + slot * WORLD + safe
+    todo = live
+    while tl.max(todo.to(tl.int32), axis=0) > 0:
+        old = tl.atomic_cas(own, tl.where(todo, 1, -1), one * 0, sem="acquire", scope="sys")
+        todo = todo & (old != 1)
+    tl.debug_barrier()
+
+
+@triton.jit
+def _all_reduce(buf_ptrs, pad_ptrs, out, rank, n, WORLD: tl.constexpr, WP: tl.constexpr,
+                BLOCK: tl.constexpr, BARRIER: tl.constexpr):
+    pid = tl.program_id(0)
+    if BARRIER:
+        _barrier(pad_ptrs, rank, pid, WORLD, WP)
+    tile = pid
+    while tile < tl.cdiv(n, BLOCK):  # not `for ... in range(runtime)`: see docs/collectives.md
+        offs = tile * BLOCK + tl.arange(0, BLOCK)
+        acc = tl.zeros((BLOCK,), tl.float32)
+        for p in tl.static_range(WORLD):
+            src = tl.load(buf_ptrs + p).to(tl.pointer_type(out.dtype.element_ty))
+            acc += tl.load(src + offs, mask=offs < n, other=0).to(tl.float32)
+        tl.store(out + offs, acc, mask=offs < n)
+        tile += tl.num_programs(0)
+    if BARRIER:
+        _barrier(pad_ptrs, rank, pid, WORLD, WP)
+
+
+def _hand_all_reduce(symm, barrier=True, grid=2, block=32):
+    out = torch.empty_like(symm.tensor)
+    world = symm.world_size
+    _all_reduce[(grid,)](symm.buffer_ptrs, symm.signal_pad_ptrs, out, symm.rank, out.numel(),
+                         world, triton.next_power_of_2(world), block, barrier)
+    return out
+
+
+def test_results_come_back_by_rank():
+    assert sim.run(lambda rank, k: rank * k, 3, args=(10,)) == [0, 10, 20]
+
+
+def test_shared_buffers_are_shared_at_one_address():
+    handles = sim.symmetric_empty(3, (4,), torch.int32)
+    for h in handles:
+        h.tensor.zero_()
+
+    def body(rank):
+        time.sleep(0.05 * rank)
+        handles[rank].tensor.fill_(rank + 1)
+        return [h.tensor.data_ptr() for h in handles]
+
+    ptrs = sim.run(body, 3)
+    assert ptrs[0] == ptrs[1] == ptrs[2] == handles[0].buffer_ptrs.tolist()
+    assert [int(h.tensor.sum()) for h in handles] == [4, 8, 12]
+    assert all(int(h.signal_pad.abs().sum()) == 0 for h in handles)
+
+
+def test_a_raising_rank_is_reported_with_its_traceback():
+    def body(rank):
+        if rank == 1:
+            raise ValueError("boom on one rank")
+        return rank
+
+    with pytest.raises(sim.RankError) as info:
+        sim.run(body, 2, timeout=20)
+    assert list(info.value.errors) == [1]
+    assert "ValueError: boom on one rank" in str(info.value)
+
+
+def test_a_hung_rank_is_killed_and_named():
+    def body(rank):
+        while rank == 2:
+            time.sleep(0.01)
+        return rank
+
+    start = time.monotonic()
+    with pytest.raises(sim.RankTimeout) as info:
+        sim.run(body, 3, timeout=1.5)
+    assert info.value.hung == [2]
+    assert "ranks [2] did not finish within 1.5 s" in str(info.value)
+    assert time.monotonic() - start < 10
+
+
+def test_a_kernel_waiting_for_a_missing_peer_times_out():
+    handles = sim.symmetric_empty(2, (8,), torch.float32)
+
+    def body(rank):
+        if rank == 0:
+            _hand_all_reduce(handles[rank], grid=1)
+
+    with pytest.raises(sim.RankTimeout) as info:
+        sim.run(body, 2, timeout=3)
+    assert info.value.hung == [0]
+
+
+def _check_hand_all_reduce(world, barrier, delays, dtype=torch.float32, n=100):
+    gen = torch.Generator().manual_seed(world)
+    inputs = [torch.randint(-50, 50, (n,), generator=gen).to(dtype) for _ in range(world)]
+    handles = sim.symmetric_empty(world, (n,), dtype)
+    for h in handles:
+        h.tensor.fill_(float("nan"))
+
+    def body(rank):
+        time.sleep(delays[rank])
+        handles[rank].tensor.copy_(inputs[rank])
+        return _hand_all_reduce(handles[rank], barrier=barrier)
+
+    outs = sim.run(body, world, timeout=60)
+    expected = torch.stack(inputs).float().sum(0).to(dtype)
+    pads_zero = all(int(h.signal_pad.abs().sum()) == 0 for h in handles)
+    return all(torch.equal(o, expected) for o in outs), pads_zero
+
+
+@pytest.mark.parametrize("world", [2, 3, 4])
+def test_barrier_synchronises_ranks_started_at_random_times(world):
+    rng = random.Random(world)
+    exact, pads_zero = _check_hand_all_reduce(world, True, [rng.uniform(0, 0.3) for _ in range(world)])
+    assert exact and pads_zero
+
+
+def test_without_the_barrier_an_early_rank_reads_stale_data():
+    exact, _ = _check_hand_all_reduce(2, False, [0.0, 0.5])
+    assert not exact
