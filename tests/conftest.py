@@ -1,0 +1,3 @@
+import os
+
+os.environ["TRITON_INTERPRET"] = "1"

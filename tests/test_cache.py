@@ -1,0 +1,185 @@
+"""The compile cache: key, private directory, sealed entries, info and clear."""
+
+import hashlib
+import os
+import stat
+
+import platformdirs
+import pytest
+
+import castpile
+from castpile import cache
+
+KEY = "ab" * 32
+BODY = b"import triton\n\n\ndef f():\n    return 1\n"
+
+
+def mode(path):
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_cache_dir_precedence(monkeypatch, tmp_path):
+    monkeypatch.delenv(cache.ENV_VAR, raising=False)
+    assert str(cache.cache_dir()) == os.path.abspath(platformdirs.user_cache_dir("castpile"))
+    monkeypatch.setenv(cache.ENV_VAR, str(tmp_path / "env"))
+    assert str(cache.cache_dir()) == str(tmp_path / "env")
+    assert str(cache.cache_dir(tmp_path / "arg")) == str(tmp_path / "arg")
+
+
+def test_dir_is_created_private(tmp_path):
+    d = cache.prepare_dir(tmp_path / "a" / "cache")
+    assert d.is_dir() and mode(d) == 0o700
+
+
+@pytest.mark.parametrize("bits", [0o770, 0o707, 0o777])
+def test_dir_writable_by_others_is_refused(tmp_path, bits):
+    d = tmp_path / "cache"
+    d.mkdir()
+    os.chmod(d, bits)
+    with pytest.raises(cache.UnsafeCacheError, match="writable by group or others"):
+        cache.prepare_dir(d)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a directory away")
+def test_dir_owned_by_another_user_is_refused(tmp_path):
+    d = tmp_path / "cache"
+    d.mkdir(mode=0o700)
+    os.chown(d, 4242, 4242)
+    with pytest.raises(cache.UnsafeCacheError, match="owned by uid 4242"):
+        cache.prepare_dir(d)
+
+
+def test_store_then_load_keeps_every_line(tmp_path):
+    d = cache.prepare_dir(tmp_path / "c")
+    p = cache.entry_path(d, "pkg.kern", KEY)
+    data = cache.store(p, KEY, BODY)
+    assert mode(p) == 0o600
+    assert p.read_bytes() == data == cache.load(p, KEY)
+    assert data.splitlines()[: len(BODY.splitlines())] == BODY.splitlines()
+    assert data.splitlines()[-1].startswith(b"# castpile-cache ")
+    assert [f.name for f in d.iterdir()] == [p.name]
+
+
+def test_body_without_final_newline(tmp_path):
+    p = cache.entry_path(cache.prepare_dir(tmp_path / "c"), "m", KEY)
+    data = cache.store(p, KEY, b"x = 1")
+    assert data.startswith(b"x = 1\n# castpile-cache ") and cache.load(p, KEY) == data
+    compile(data, str(p), "exec")
+
+
+def corruptions():
+    def truncate(data):
+        return data[: len(data) // 2]
+
+    def garbage(data):
+        return os.urandom(len(data))
+
+    def tampered_body(data):
+        return data.replace(b"return 1", b"return 2")
+
+    def no_trailer(data):
+        return data[: data.rindex(b"# castpile-cache")]
+
+    def empty(data):
+        return b""
+
+    return [truncate, garbage, tampered_body, no_trailer, empty]
+
+
+@pytest.mark.parametrize("corrupt", corruptions(), ids=lambda f: f.__name__)
+def test_corrupt_entry_is_not_loaded(tmp_path, corrupt):
+    p = cache.entry_path(cache.prepare_dir(tmp_path / "c"), "m", KEY)
+    p.write_bytes(corrupt(cache.store(p, KEY, BODY)))
+    assert cache.load(p, KEY) is None
+
+
+def test_entry_under_another_key_is_not_loaded(tmp_path):
+    p = cache.entry_path(cache.prepare_dir(tmp_path / "c"), "m", KEY)
+    cache.store(p, KEY, BODY)
+    assert cache.load(p, "cd" * 32) is None
+
+
+@pytest.mark.parametrize("bits", [0o620, 0o602, 0o666])
+def test_entry_writable_by_others_is_not_loaded(tmp_path, bits):
+    p = cache.entry_path(cache.prepare_dir(tmp_path / "c"), "m", KEY)
+    cache.store(p, KEY, BODY)
+    os.chmod(p, bits)
+    assert cache.load(p, KEY) is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a file away")
+def test_entry_owned_by_another_user_is_not_loaded(tmp_path):
+    p = cache.entry_path(cache.prepare_dir(tmp_path / "c"), "m", KEY)
+    cache.store(p, KEY, BODY)
+    os.chown(p, 4242, 4242)
+    assert cache.load(p, KEY) is None
+
+
+def test_symlinked_entry_is_not_loaded(tmp_path):
+    d = cache.prepare_dir(tmp_path / "c")
+    real = cache.entry_path(d, "real", KEY)
+    cache.store(real, KEY, BODY)
+    link = cache.entry_path(d, "m", KEY)
+    link.symlink_to(real)
+    assert cache.load(link, KEY) is None
+
+
+def test_failed_write_leaves_no_temp_file(tmp_path, monkeypatch):
+    d = cache.prepare_dir(tmp_path / "c")
+
+    def fail(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(cache.os, "replace", fail)
+    with pytest.raises(OSError, match="disk full"):
+        cache.store(cache.entry_path(d, "m", KEY), KEY, BODY)
+    assert list(d.iterdir()) == []
+
+
+def test_key_covers_source_path_options_and_version(monkeypatch):
+    base = cache.entry_key(BODY, "/a/kern.py", {"strategy": "loop"})
+    assert base == cache.entry_key(BODY, "/a/kern.py", {"strategy": "loop"})
+    others = {
+        cache.entry_key(BODY + b"#\n", "/a/kern.py", {"strategy": "loop"}),
+        cache.entry_key(BODY, "/b/kern.py", {"strategy": "loop"}),
+        cache.entry_key(BODY, "/a/kern.py", {"strategy": "gather"}),
+    }
+    monkeypatch.setattr(castpile, "__version__", "999.0")
+    monkeypatch.setattr(cache, "_fingerprint", None)
+    others.add(cache.entry_key(BODY, "/a/kern.py", {"strategy": "loop"}))
+    assert base not in others and len(others) == 4
+    assert len(base) == 64 and int(base, 16) >= 0
+
+
+def fill(d):
+    for i, body in enumerate([BODY, b"y = 2\n"]):
+        key = hashlib.sha256(bytes([i])).hexdigest()
+        cache.store(cache.entry_path(d, f"m{i}", key), key, body)
+    (d / ".tmp-m0-left-by-a-killed-process").write_bytes(b"x")
+    (d / "notes.txt").write_text("not ours")
+
+
+def test_info_and_clear(tmp_path):
+    d = cache.prepare_dir(tmp_path / "c")
+    fill(d)
+    sizes = sum(p.stat().st_size for p in d.glob("m*.py"))
+    assert cache.info(d) == {"dir": str(d), "entries": 2, "bytes": sizes}
+    assert cache.clear(d) == 2
+    assert [p.name for p in d.iterdir()] == ["notes.txt"]
+    assert cache.info(d)["entries"] == 0
+    assert cache.info(tmp_path / "missing") == {"dir": str(tmp_path / "missing"), "entries": 0, "bytes": 0}
+
+
+def test_cache_main(tmp_path, monkeypatch, capsys):
+    d = cache.prepare_dir(tmp_path / "c")
+    fill(d)
+    monkeypatch.setenv(cache.ENV_VAR, str(d))
+    assert cache.cache_main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert f"dir: {d}\n" in out and "entries: 2\n" in out and "bytes: " in out
+    assert cache.cache_main(["clear"]) == 0
+    assert capsys.readouterr().out == f"removed 2 entries from {d}\n"
+    assert cache.cache_main(["info", "--dir", str(tmp_path / "other")]) == 0
+    assert f"dir: {tmp_path / 'other'}\n" in capsys.readouterr().out
+    assert cache.cache_main(["bogus"]) == 2
+    assert "usage: castpile cache" in capsys.readouterr().err
