@@ -1,0 +1,28 @@
+# The two commands of a fresh machine: `make demo` and `make test`.
+# Both create/refresh the local venv (.venv) from pyproject.toml's pinned `test` extra.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: venv demo test snapshots bench-cpu clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m castpile.demo
+
+test: $(STAMP)
+	TRITON_INTERPRET=1 $(BIN)/python -m pytest
+
+snapshots: $(STAMP)
+	CASTPILE_UPDATE_SNAPSHOTS=1 TRITON_INTERPRET=1 $(BIN)/python -m pytest tests/test_snapshots.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

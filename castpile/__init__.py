@@ -1,0 +1,72 @@
+"""castpile: multicast tensors for Triton kernels.
+
+A kernel binds ``bufs = multicast_like(out, dev_ptrs[:WORLD], shape=(n,))`` and
+subscripts ``bufs`` like a tensor whose leading dims run over the buffers;
+castpile rewrites those subscripts into plain Triton.  Transpile a file with
+``castpile kernel.py -o out.py`` or :func:`transpile`, or on import with
+:func:`install_import_hook`.
+
+Importing castpile is cheap (no libcst, no sympy): transpiled modules import it
+for the names below, and GPU machines need nothing but triton to run them.
+"""
+
+from __future__ import annotations
+
+from .errors import Diagnostic, TranspileError
+
+__version__ = "0.1.0"
+
+STRATEGIES = ("loop", "gather")
+"""How accesses are lowered: a loop over the buffers, or one gather of P + I pointers."""
+
+_HOW = (
+    "castpile.{name} only has meaning inside a kernel that castpile has transpiled: "
+    "run `castpile kernel.py -o kernel_out.py` and import the output, or call "
+    "castpile.install_import_hook('your_package') before importing your kernels"
+)
+
+
+def transpile(source: bytes | str, path: str = "<string>", *, strategy: str = "loop") -> bytes:
+    """Transpile one module's source; raises :class:`TranspileError` with every located error.
+
+    >>> transpile(b"x = 1\\n")  # no castpile use: the bytes come back unchanged
+    b'x = 1\\n'
+    """
+    from .transpiler import transpile_source
+
+    return transpile_source(source, path, strategy=strategy)
+
+
+def multicast_like(*args, **kwargs):
+    """Bind a multicast tensor (a source-level marker; see docs/language.md)."""
+    raise RuntimeError(_HOW.format(name="multicast_like"))
+
+
+def signal(*args, **kwargs):
+    """Set flags in every addressed buffer (a source-level marker)."""
+    raise RuntimeError(_HOW.format(name="signal"))
+
+
+def wait(*args, **kwargs):
+    """Spin until every addressed flag holds a value (a source-level marker)."""
+    raise RuntimeError(_HOW.format(name="wait"))
+
+
+def install_import_hook(*packages, cache_dir=None):
+    """Transpile the modules of ``packages`` on import; see :mod:`castpile.hook`."""
+    from .hook import install_import_hook as install
+
+    return install(*packages, cache_dir=cache_dir)
+
+
+__all__ = [
+    "Diagnostic",
+    "STRATEGIES",
+    "TranspileError",
+    "install_import_hook",
+    "multicast_like",
+    "signal",
+    "transpile",
+    "wait",
+    "__version__",
+]

@@ -1,0 +1,157 @@
+"""The command line: ``castpile SRC [-o OUT] [--diff | --check] [--strategy loop|gather]``.
+
+Exit status: 0 success, 1 diagnostics in the input, 2 usage errors, 3 an
+internal error (a castpile bug: please report it).  A failed run never creates
+or overwrites OUT: output goes to a temporary file that is renamed into place.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+from . import STRATEGIES, __version__
+from .errors import TranspileError
+
+
+class _Usage(Exception):
+    """A usage error: message for stderr, exit 2."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="castpile",
+        description="Transpile Triton kernels that use castpile multicast tensors into plain Triton.",
+        epilog="Subcommands: `castpile cache info` and `castpile cache clear` manage the import hook's cache.",
+    )
+    p.add_argument("sources", nargs="+", metavar="SRC", help="input .py files, or - for stdin")
+    p.add_argument("-o", "--output", metavar="OUT", help="output file (one SRC) or directory (several SRC)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--diff", action="store_true", help="print a unified diff input -> output")
+    mode.add_argument("--check", action="store_true", help="diagnose only; write nothing")
+    p.add_argument("--strategy", choices=STRATEGIES, default="loop", help="lowering of accesses (default: loop)")
+    p.add_argument("--version", action="version", version=f"castpile {__version__}")
+    return p
+
+
+def _read(src: str) -> bytes:
+    if src == "-":
+        return sys.stdin.buffer.read()
+    path = Path(src)
+    if path.is_dir():
+        raise _Usage(f"{src}: is a directory, not a Python file")
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise _Usage(f"{src}: no such file") from None
+    except OSError as exc:
+        raise _Usage(f"{src}: cannot read: {exc.strerror}") from None
+
+
+def write_atomically(target: Path, data: bytes) -> None:
+    """Write ``data`` to ``target`` through a temporary file in the same directory and a rename."""
+    directory = target.parent if str(target.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        if target.exists():
+            os.chmod(tmp, target.stat().st_mode & 0o7777)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _targets(sources: list[str], output: str | None) -> list[Path | None]:
+    if output is None:
+        return [None] * len(sources)
+    out = Path(output)
+    if len(sources) > 1:
+        if not out.is_dir():
+            raise _Usage(f"{output}: with several SRC, -o must name an existing directory")
+        if "-" in sources:
+            raise _Usage("- (stdin) can only be transpiled alone")
+        return [out / Path(s).name for s in sources]
+    if out.is_dir():
+        raise _Usage(f"{output}: is a directory; give a file name, or several SRC")
+    if not out.parent.exists() and str(out.parent):
+        raise _Usage(f"{output}: directory {out.parent} does not exist")
+    src = sources[0]
+    if src != "-" and Path(src).exists() and out.exists() and os.path.samefile(src, out):
+        raise _Usage(f"{output}: is the input file itself; castpile never overwrites its input")
+    return [out]
+
+
+def _run(args) -> int:
+    targets = _targets(args.sources, args.output)
+    from .transpiler import transpile_source
+
+    status = 0
+    results = []
+    for src, target in zip(args.sources, targets):
+        data = _read(src)
+        name = "<stdin>" if src == "-" else src
+        try:
+            out = transpile_source(data, name, strategy=args.strategy)
+        except TranspileError as exc:
+            print(exc.render(), file=sys.stderr)
+            status = 1
+            continue
+        results.append((name, data, out, target))
+    if status or args.check:
+        return status
+    for name, data, out, target in results:
+        if args.diff:
+            _print_diff(name, data, out)
+        elif target is None:
+            sys.stdout.buffer.write(out)
+            sys.stdout.flush()
+        else:
+            write_atomically(target, out)
+    return 0
+
+
+def _print_diff(name: str, before: bytes, after: bytes) -> None:
+    a = before.decode("utf-8", errors="replace").splitlines(keepends=True)
+    b = after.decode("utf-8", errors="replace").splitlines(keepends=True)
+    sys.stdout.writelines(difflib.unified_diff(a, b, name, f"{name} (castpile)"))
+    sys.stdout.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``castpile`` command; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["cache"]:
+        from .cache import cache_main
+
+        return cache_main(argv[1:])
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    try:
+        return _run(args)
+    except _Usage as exc:
+        print(f"castpile: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception:
+        where = ", ".join(args.sources)
+        print(
+            f"castpile: internal error while transpiling {where}: this is a bug in castpile, "
+            "please report it with the input file and this trace:",
+            file=sys.stderr,
+        )
+        traceback.print_exc(file=sys.stderr)
+        return 3

@@ -1,0 +1,140 @@
+"""Emit: put the lowered source in place and append the helpers.
+
+Only the planned nodes change; libcst renders every other byte as it was read.
+A replacement keeps the line count of the code it replaces (extra newlines go
+inside its closing parenthesis), so every input line keeps its number.  The
+helpers a module calls are appended after its last line.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import lru_cache
+from pathlib import Path
+
+import libcst as cst
+
+from . import __version__
+from .analyse import AugStore, Binding, CallOn, Load, Plan, Reduction, Store
+from .lower import Lowerer, code
+
+_HELPERS_FILE = Path(__file__).with_name("helpers.py")
+
+
+def _padded(text: str, lines: int, newline: str) -> str:
+    """``text`` (ending in ``)``) with ``lines`` newlines before its last parenthesis."""
+    if lines == 0:
+        return text
+    return text[:-1] + newline * lines + text[-1]
+
+
+class _Rewriter(cst.CSTTransformer):
+    """Replaces every node of the plan, children first."""
+
+    def __init__(self, module: cst.Module, plan: Plan, lowerer: Lowerer):
+        self.module = module
+        self.plan = plan
+        self.lower = lowerer
+        self.updated: dict[cst.Subscript, cst.Subscript] = {}
+        self.newline = module.default_newline
+        self.config = module.config_for_parsing
+
+    def _lines(self, node: cst.CSTNode) -> int:
+        return self.module.code_for_node(node).count("\n")
+
+    def _expression(self, original: cst.CSTNode, text: str) -> cst.BaseExpression:
+        return cst.parse_expression(_padded(text, self._lines(original), self.newline), self.config)
+
+    def _statements(self, original, texts: list[str]):
+        lines = self._lines(original)
+        if lines:
+            head, _, value = texts[-1].partition(" = ")
+            texts = texts[:-1] + [f"{head} = " + _padded(f"({value})", lines, self.newline) if value else _padded(head, lines, self.newline)]
+        parsed = list(cst.parse_statement("; ".join(texts) + self.newline, self.config).body)
+        parsed[-1] = parsed[-1].with_changes(semicolon=original.semicolon)
+        return cst.FlattenSentinel(parsed) if len(parsed) > 1 else parsed[0]
+
+    def leave_Subscript(self, original_node, updated_node):
+        self.updated[original_node] = updated_node
+        use = self.plan.uses.get(original_node)
+        if isinstance(use, Load):
+            return self._expression(original_node, self.lower.load(use.access, updated_node))
+        return updated_node
+
+    def leave_Assign(self, original_node, updated_node):
+        use = self.plan.uses.get(original_node)
+        if isinstance(use, Binding):
+            return self._statements(original_node, self.lower.binding(use))
+        if isinstance(use, Store):
+            subscript = self.updated[use.access.subscript]
+            text = self.lower.store(use.access, subscript, code(updated_node.value))
+            return self._statements(original_node, [text])
+        return updated_node
+
+    def leave_AugAssign(self, original_node, updated_node):
+        use = self.plan.uses.get(original_node)
+        if isinstance(use, AugStore):
+            subscript = self.updated[use.access.subscript]
+            operator = code(updated_node.operator).rstrip("=")
+            text = self.lower.augmented_store(use.access, subscript, operator, updated_node.value)
+            return self._statements(original_node, [text])
+        return updated_node
+
+    def leave_Call(self, original_node, updated_node):
+        use = self.plan.uses.get(original_node)
+        if isinstance(use, CallOn):
+            subscript = self.updated.get(use.access.subscript) if use.access is not None else None
+            return self._expression(original_node, self.lower.call_on(use.op, use.access, subscript, updated_node))
+        if isinstance(use, Reduction) and self.lower.fuses(use.access):
+            subscript = self.updated[use.access.subscript]
+            dtype = updated_node.args[0].value.args[0].value if use.dtype is not None else None
+            return self._expression(original_node, self.lower.reduction(use.op, use.access, subscript, dtype))
+        return updated_node
+
+
+@lru_cache(maxsize=1)
+def _helper_sources() -> tuple[dict[str, str], dict[str, set[str]], list[str]]:
+    """Each helper's source, the helpers it calls, and their order in helpers.py."""
+    text = _HELPERS_FILE.read_text()
+    tree = ast.parse(text)
+    sources, calls, order = {}, {}, []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            start = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+            lines = text.splitlines()[start - 1 : node.end_lineno]
+            sources[node.name] = "\n".join(lines)
+            calls[node.name] = {
+                n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id.startswith("_castpile_")
+            } - {node.name}
+            order.append(node.name)
+    return sources, calls, order
+
+
+def helpers_block(used: set[str], newline: str) -> str:
+    """The source appended to a module that calls ``used`` helpers (with their dependencies)."""
+    sources, calls, order = _helper_sources()
+    needed, todo = set(), list(used)
+    while todo:
+        name = todo.pop()
+        if name not in needed:
+            needed.add(name)
+            todo.extend(calls[name])
+    body = "\n\n\n".join(sources[name] for name in order if name in needed)
+    text = (
+        "\n\n# ---- castpile " + __version__ + " helpers: generated, called by the rewritten accesses above ----\n"
+        "import triton\nimport triton.language as tl\n\n\n" + body + "\n"
+    )
+    return text.replace("\n", newline)
+
+
+def render(module: cst.Module, plan: Plan, strategy: str) -> bytes:
+    """The rewritten module's bytes, helpers appended."""
+    lowerer = Lowerer(strategy)
+    rewritten = module.visit(_Rewriter(module, plan, lowerer))
+    out = rewritten.bytes
+    if not lowerer.helpers:
+        return out
+    newline = module.default_newline
+    if out and not out.endswith(newline.encode(module.encoding)):
+        out += newline.encode(module.encoding)
+    return out + helpers_block(lowerer.helpers, newline).encode(module.encoding)

@@ -1,0 +1,50 @@
+"""Located diagnostics.
+
+Every problem castpile finds in a user's file becomes a :class:`Diagnostic` that
+knows its file, line and column; :class:`TranspileError` carries all of a file's
+diagnostics at once and renders them the way compilers do::
+
+    kern.py:12:5: error: 'bufs' is a multicast tensor and may only be subscripted
+        x = bufs + 1
+            ^
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One error at a 1-based line and 1-based column of ``path``."""
+
+    path: str
+    line: int
+    col: int
+    message: str
+    source_line: str = ""
+
+    def render(self) -> str:
+        head = f"{self.path}:{self.line}:{self.col}: error: {self.message}"
+        if not self.source_line:
+            return head
+        text = self.source_line.rstrip("\r\n")
+        caret = "".join(c if c == "\t" else " " for c in text[: max(self.col - 1, 0)]) + "^"
+        return f"{head}\n    {text}\n    {caret}"
+
+
+class TranspileError(Exception):
+    """A file could not be transpiled; ``diagnostics`` holds every error found."""
+
+    def __init__(self, diagnostics: list[Diagnostic]):
+        self.diagnostics = sorted(diagnostics, key=lambda d: (d.line, d.col))
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        return "\n".join(d.render() for d in self.diagnostics)
+
+
+def source_line(text: str, line: int) -> str:
+    """The 1-based ``line`` of ``text`` (empty when out of range)."""
+    lines = text.splitlines()
+    return lines[line - 1] if 0 < line <= len(lines) else ""

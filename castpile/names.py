@@ -1,0 +1,150 @@
+"""Which names mean castpile, triton and triton.language in a module.
+
+castpile resolves names itself instead of running libcst's qualified-name
+provider over the whole file (seven times the cost of parsing): it reads the
+import statements and the bindings of each scope, which is all the contract
+needs::
+
+    import castpile as cp                  # cp.multicast_like -> "multicast_like"
+    from castpile import multicast_like    # multicast_like    -> "multicast_like"
+    def k(multicast_like): ...             # a parameter shadows it: left alone
+
+A module-level name that is also bound to anything else (a local
+``def multicast_like``) is not castpile's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+CASTPILE_NAMES = ("multicast_like", "signal", "wait")
+
+
+def dotted(node: cst.BaseExpression) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else ``None``."""
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+@dataclass
+class Scope:
+    """The castpile/triton-related bindings of one scope, and the names it binds otherwise."""
+
+    castpile_modules: set[str] = field(default_factory=set)
+    castpile_names: dict[str, str] = field(default_factory=dict)
+    tl_modules: set[str] = field(default_factory=set)
+    triton_modules: set[str] = field(default_factory=set)
+    other: set[str] = field(default_factory=set)
+
+    def add_import(self, node: cst.Import | cst.ImportFrom) -> None:
+        """Record what one import statement binds."""
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                name = dotted(alias.name) or ""
+                local = alias.asname.name.value if alias.asname else name.split(".")[0]
+                if alias.asname is None:
+                    # `import triton.language` binds `triton`; `import castpile.x` binds `castpile`.
+                    {"castpile": self.castpile_modules, "triton": self.triton_modules}.get(
+                        name.split(".")[0], self.other
+                    ).add(local)
+                elif name == "castpile":
+                    self.castpile_modules.add(local)
+                elif name == "triton.language":
+                    self.tl_modules.add(local)
+                elif name == "triton":
+                    self.triton_modules.add(local)
+                else:
+                    self.other.add(local)
+            return
+        module = dotted(node.module) if node.module is not None and not node.relative else None
+        if isinstance(node.names, cst.ImportStar):
+            return
+        for alias in node.names:
+            name = alias.name.value if isinstance(alias.name, cst.Name) else dotted(alias.name)
+            local = alias.asname.name.value if alias.asname else name
+            if module == "castpile" and name in CASTPILE_NAMES:
+                self.castpile_names[local] = name
+            elif module == "triton" and name == "language":
+                self.tl_modules.add(local)
+            else:
+                self.other.add(local)
+
+    def bound(self, name: str) -> bool:
+        """Whether this scope binds ``name`` at all."""
+        return (
+            name in self.other
+            or name in self.castpile_modules
+            or name in self.castpile_names
+            or name in self.tl_modules
+            or name in self.triton_modules
+        )
+
+
+class Resolver:
+    """Resolves call targets inside one function, given its scope and the module's."""
+
+    def __init__(self, module: Scope, local: Scope):
+        self.module = module
+        self.local = local
+
+    def _scope_of(self, name: str) -> Scope | None:
+        if self.local.bound(name):
+            return self.local
+        if name in self.module.other:
+            return None
+        return self.module
+
+    def castpile(self, func: cst.BaseExpression) -> str | None:
+        """``"multicast_like"``/``"signal"``/``"wait"`` when ``func`` names castpile's."""
+        name = dotted(func)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        scope = self._scope_of(head)
+        if scope is None:
+            return None
+        if not rest:
+            return scope.castpile_names.get(head)
+        if head in scope.castpile_modules and rest in CASTPILE_NAMES:
+            return rest
+        return None
+
+    def triton_language(self, func: cst.BaseExpression) -> str | None:
+        """``"load"`` for ``tl.load`` / ``triton.language.load``, else ``None``."""
+        name = dotted(func)
+        if name is None or "." not in name:
+            return None
+        head, _, rest = name.partition(".")
+        scope = self._scope_of(head)
+        if scope is None:
+            return None
+        if head in scope.tl_modules and "." not in rest:
+            return rest
+        if head in scope.triton_modules and rest.startswith("language.") and rest.count(".") == 1:
+            return rest.split(".")[1]
+        return None
+
+
+def is_triton_jit(decorator: cst.Decorator) -> bool:
+    """``@triton.jit``, ``@jit`` or ``@triton.jit(...)``."""
+    expr = decorator.decorator
+    if isinstance(expr, cst.Call):
+        expr = expr.func
+    name = dotted(expr)
+    return name is not None and name.split(".")[-1] == "jit"
+
+
+def is_constexpr_annotation(annotation: cst.Annotation | None) -> bool:
+    """``tl.constexpr``, ``triton.language.constexpr`` or ``constexpr``."""
+    if annotation is None:
+        return False
+    name = dotted(annotation.annotation)
+    return name is not None and name.split(".")[-1] == "constexpr"
