@@ -1,0 +1,114 @@
+"""Collective kernels written with castpile multicast tensors.
+
+Every rank launches the same kernel on its own GPU with the same grid.  A
+multicast tensor over ``buf_ptrs[:WORLD]`` addresses every rank's symmetric
+buffer at once; ``bufs[offs]`` loads a (WORLD padded, BLOCK) tile.
+
+Each kernel starts and ends with :func:`barrier`: the first makes every rank's
+input visible before anyone reads it, the second keeps a rank from returning
+(and overwriting its buffer in a later call) while a peer still reads it or
+writes into it.  Block ``b`` of every rank meets block ``b`` of every other
+rank; each block walks the same tiles on every rank, so that is enough.
+
+Regenerate the plain-Triton module after editing:
+``python -m castpile castpile/collectives/kernels.py -o castpile/collectives/kernels_triton.py``
+"""
+
+import triton
+import triton.language as tl
+
+import castpile
+from castpile import multicast_like
+
+
+@triton.jit
+def barrier(pad, pad_ptrs, rank, WORLD: tl.constexpr):
+    """Block ``program_id`` of every rank meets here; signal pads are left zero.
+
+    Signal: compare-and-swap 0 -> 1 (release, system scope) on slot
+    ``(block, rank)`` of every rank's pad, retried while the peer has not yet
+    consumed the previous signal.  Wait: until slot ``(block, peer)`` of this
+    rank's pad is 1 for every peer, then reset it to 0 (acquire, system scope).
+    """
+    slot = tl.program_id(0) * WORLD
+    pads = multicast_like(pad, pad_ptrs[:WORLD])
+    peers = tl.arange(0, triton.next_power_of_2(WORLD))
+    tl.debug_barrier()
+    castpile.signal(pads[slot + rank], value=1, wait_for=0, sem="release", scope="sys")
+    castpile.wait(pad + slot + peers, value=1, reset=0, sem="acquire", scope="sys", mask=peers < WORLD)
+    tl.debug_barrier()
+
+
+@triton.jit
+def one_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.constexpr,
+                        BLOCK: tl.constexpr, BARRIER: tl.constexpr):
+    """``out = sum over ranks of buf``: every rank reads every rank's whole buffer."""
+    bufs = multicast_like(buf, buf_ptrs[:WORLD], shape=(n,))
+    if BARRIER:
+        barrier(pad, pad_ptrs, rank, WORLD)
+    tile = tl.program_id(0)
+    while tile < tl.cdiv(n, BLOCK):
+        offs = tile * BLOCK + tl.arange(0, BLOCK)
+        total = tl.sum(bufs[offs].to(tl.float32), axis=0)
+        tl.store(out + offs, total.to(out.dtype.element_ty), mask=offs < n)
+        tile += tl.num_programs(0)
+    if BARRIER:
+        barrier(pad, pad_ptrs, rank, WORLD)
+
+
+@triton.jit
+def two_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, rank, n, WORLD: tl.constexpr,
+                        BLOCK: tl.constexpr, BARRIER: tl.constexpr):
+    """``buf = sum over ranks of buf`` in place, each rank owning one chunk.
+
+    Reduce-scatter: rank r sums chunk r of every buffer.  All-gather: it writes
+    that sum into chunk r of every buffer.  Only rank r touches chunk r, so the
+    two phases need no barrier between them.
+    """
+    bufs = multicast_like(buf, buf_ptrs[:WORLD], shape=(n,))
+    chunk = tl.cdiv(n, WORLD)
+    if BARRIER:
+        barrier(pad, pad_ptrs, rank, WORLD)
+    tile = tl.program_id(0)
+    while tile < tl.cdiv(chunk, BLOCK):
+        local = tile * BLOCK + tl.arange(0, BLOCK)
+        offs = rank * chunk + local
+        total = tl.sum(tl.load(bufs[offs], mask=local < chunk).to(tl.float32), axis=0)
+        tl.store(bufs[offs], total[None, :], mask=local < chunk)
+        tile += tl.num_programs(0)
+    if BARRIER:
+        barrier(pad, pad_ptrs, rank, WORLD)
+
+
+@triton.jit
+def all_gather(buf, buf_ptrs, pad, pad_ptrs, out, rank, m, WORLD: tl.constexpr,
+               BLOCK: tl.constexpr, BARRIER: tl.constexpr):
+    """``out[q, :] = buf of rank q`` for every rank q (``out`` is WORLD x m)."""
+    bufs = multicast_like(buf, buf_ptrs[:WORLD], shape=(m,))
+    rows = tl.arange(0, triton.next_power_of_2(WORLD))[:, None]
+    if BARRIER:
+        barrier(pad, pad_ptrs, rank, WORLD)
+    tile = tl.program_id(0)
+    while tile < tl.cdiv(m, BLOCK):
+        offs = tile * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out + rows * m + offs[None, :], bufs[offs], mask=(rows < WORLD) & (offs[None, :] < m))
+        tile += tl.num_programs(0)
+    if BARRIER:
+        barrier(pad, pad_ptrs, rank, WORLD)
+
+
+@triton.jit
+def reduce_scatter(buf, buf_ptrs, pad, pad_ptrs, out, rank, m, WORLD: tl.constexpr,
+                   BLOCK: tl.constexpr, BARRIER: tl.constexpr):
+    """``out = sum over ranks of chunk `rank` of buf`` (buf holds WORLD chunks of m)."""
+    bufs = multicast_like(buf, buf_ptrs[:WORLD], shape=(WORLD * m,))
+    if BARRIER:
+        barrier(pad, pad_ptrs, rank, WORLD)
+    tile = tl.program_id(0)
+    while tile < tl.cdiv(m, BLOCK):
+        local = tile * BLOCK + tl.arange(0, BLOCK)
+        total = tl.sum(tl.load(bufs[rank * m + local], mask=local < m).to(tl.float32), axis=0)
+        tl.store(out + local, total.to(out.dtype.element_ty), mask=local < m)
+        tile += tl.num_programs(0)
+    if BARRIER:
+        barrier(pad, pad_ptrs, rank, WORLD)

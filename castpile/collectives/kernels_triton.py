@@ -1,0 +1,362 @@
+"""Collective kernels written with castpile multicast tensors.
+
+Every rank launches the same kernel on its own GPU with the same grid.  A
+multicast tensor over ``buf_ptrs[:WORLD]`` addresses every rank's symmetric
+buffer at once; ``bufs[offs]`` loads a (WORLD padded, BLOCK) tile.
+
+Each kernel starts and ends with :func:`barrier`: the first makes every rank's
+input visible before anyone reads it, the second keeps a rank from returning
+(and overwriting its buffer in a later call) while a peer still reads it or
+writes into it.  Block ``b`` of every rank meets block ``b`` of every other
+rank; each block walks the same tiles on every rank, so that is enough.
+
+Regenerate the plain-Triton module after editing:
+``python -m castpile castpile/collectives/kernels.py -o castpile/collectives/kernels_triton.py``
+"""
+
+import triton
+import triton.language as tl
+
+import castpile
+from castpile import multicast_like
+
+
+@triton.jit
+def barrier(pad, pad_ptrs, rank, WORLD: tl.constexpr):
+    """Block ``program_id`` of every rank meets here; signal pads are left zero.
+
+    Signal: compare-and-swap 0 -> 1 (release, system scope) on slot
+    ``(block, rank)`` of every rank's pad, retried while the peer has not yet
+    consumed the previous signal.  Wait: until slot ``(block, peer)`` of this
+    rank's pad is 1 for every peer, then reset it to 0 (acquire, system scope).
+    """
+    slot = tl.program_id(0) * WORLD
+    pads = pad_ptrs
+    peers = tl.arange(0, triton.next_power_of_2(WORLD))
+    tl.debug_barrier()
+    _castpile_signal(pads, WORLD, None, pad, rank + slot, None, value=1, wait_for=0, sem="release", scope="sys")
+    _castpile_wait_flags(pad + slot + peers, peers < WORLD, value=1, sem="acquire", scope="sys", reset=0)
+    tl.debug_barrier()
+
+
+@triton.jit
+def one_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.constexpr,
+                        BLOCK: tl.constexpr, BARRIER: tl.constexpr):
+    """``out = sum over ranks of buf``: every rank reads every rank's whole buffer."""
+    bufs = buf_ptrs
+    if BARRIER:
+        barrier(pad, pad_ptrs, rank, WORLD)
+    tile = tl.program_id(0)
+    while tile < tl.cdiv(n, BLOCK):
+        offs = tile * BLOCK + tl.arange(0, BLOCK)
+        total = _castpile_reduce_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n), "sum", acc_dtype=tl.float32)
+        tl.store(out + offs, total.to(out.dtype.element_ty), mask=offs < n)
+        tile += tl.num_programs(0)
+    if BARRIER:
+        barrier(pad, pad_ptrs, rank, WORLD)
+
+
+@triton.jit
+def two_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, rank, n, WORLD: tl.constexpr,
+                        BLOCK: tl.constexpr, BARRIER: tl.constexpr):
+    """``buf = sum over ranks of buf`` in place, each rank owning one chunk.
+
+    Reduce-scatter: rank r sums chunk r of every buffer.  All-gather: it writes
+    that sum into chunk r of every buffer.  Only rank r touches chunk r, so the
+    two phases need no barrier between them.
+    """
+    bufs = buf_ptrs
+    chunk = tl.cdiv(n, WORLD)
+    if BARRIER:
+        barrier(pad, pad_ptrs, rank, WORLD)
+    tile = tl.program_id(0)
+    while tile < tl.cdiv(chunk, BLOCK):
+        local = tile * BLOCK + tl.arange(0, BLOCK)
+        offs = rank * chunk + local
+        total = tl.sum(_castpile_load_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n) & (local < chunk)).to(tl.float32), axis=0)
+        _castpile_store_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n) & (local < chunk), total[None, :])
+        tile += tl.num_programs(0)
+    if BARRIER:
+        barrier(pad, pad_ptrs, rank, WORLD)
+
+
+@triton.jit
+def all_gather(buf, buf_ptrs, pad, pad_ptrs, out, rank, m, WORLD: tl.constexpr,
+               BLOCK: tl.constexpr, BARRIER: tl.constexpr):
+    """``out[q, :] = buf of rank q`` for every rank q (``out`` is WORLD x m)."""
+    bufs = buf_ptrs
+    rows = tl.arange(0, triton.next_power_of_2(WORLD))[:, None]
+    if BARRIER:
+        barrier(pad, pad_ptrs, rank, WORLD)
+    tile = tl.program_id(0)
+    while tile < tl.cdiv(m, BLOCK):
+        offs = tile * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out + rows * m + offs[None, :], _castpile_load_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < m)), mask=(rows < WORLD) & (offs[None, :] < m))
+        tile += tl.num_programs(0)
+    if BARRIER:
+        barrier(pad, pad_ptrs, rank, WORLD)
+
+
+@triton.jit
+def reduce_scatter(buf, buf_ptrs, pad, pad_ptrs, out, rank, m, WORLD: tl.constexpr,
+                   BLOCK: tl.constexpr, BARRIER: tl.constexpr):
+    """``out = sum over ranks of chunk `rank` of buf`` (buf holds WORLD chunks of m)."""
+    bufs = buf_ptrs; bufs_shape0 = WORLD * m
+    if BARRIER:
+        barrier(pad, pad_ptrs, rank, WORLD)
+    tile = tl.program_id(0)
+    while tile < tl.cdiv(m, BLOCK):
+        local = tile * BLOCK + tl.arange(0, BLOCK)
+        total = tl.sum(_castpile_load_loop(bufs, WORLD, None, buf, local + m*rank, (local + m*rank >= 0) & (local + m*rank < bufs_shape0) & (local < m)).to(tl.float32), axis=0)
+        tl.store(out + local, total.to(out.dtype.element_ty), mask=local < m)
+        tile += tl.num_programs(0)
+    if BARRIER:
+        barrier(pad, pad_ptrs, rank, WORLD)
+
+
+# ---- castpile 0.1.0 helpers: generated, called by the rewritten accesses above ----
+import triton
+import triton.language as tl
+
+
+@triton.constexpr_function
+def _castpile_leading_ones(shape, r):
+    """True when the first ``r`` extents of ``shape`` are all 1."""
+    return all(int(s) == 1 for s in list(shape)[:r])
+
+
+@triton.constexpr_function
+def _castpile_sum_dtype(dtype):
+    """The accumulator ``tl.sum`` picks for ``dtype`` (int32 for small ints)."""
+    if dtype.is_int() and dtype.primitive_bitwidth < 32:
+        return tl.int32 if dtype.is_int_signed() else tl.uint32
+    return dtype
+
+
+@triton.jit
+def _castpile_prepend(x, r: tl.constexpr):
+    """``x`` with ``r`` leading unit dims."""
+    for _ in tl.static_range(r):
+        x = tl.expand_dims(x, 0)
+    return x
+
+
+@triton.jit
+def _castpile_positions(src, count: tl.constexpr, offs):
+    """Flat stack positions, shape P + (1,) * len(I)."""
+    if src.dtype.is_ptr():
+        pos = tl.arange(0, triton.next_power_of_2(count))
+    else:
+        pos = tl.reshape(tl.arange(0, count), src.shape)
+    for _ in tl.static_range(len(offs.shape)):
+        pos = tl.expand_dims(pos, len(pos.shape))
+    return pos
+
+
+@triton.jit
+def _castpile_peer(src, smask, p: tl.constexpr, example):
+    """Typed pointer to buffer ``p`` of the stack, and whether it is valid."""
+    ptr_ty = tl.pointer_type(example.dtype.element_ty)
+    if src.dtype.is_ptr():
+        return tl.load(src + p).to(ptr_ty), True
+    else:
+        pos = tl.reshape(tl.arange(0, src.numel), src.shape)
+        addr = tl.sum(tl.where(pos == p, src, 0))
+        if smask is None:
+            return addr.to(ptr_ty), True
+        else:
+            valid = tl.sum(tl.where(pos == p, smask.to(tl.int32), 0)) != 0
+            return addr.to(ptr_ty), valid
+
+
+@triton.jit
+def _castpile_lane_mask(valid, mask):
+    """``valid`` (one buffer) ANDed with the element mask, or ``None``."""
+    if mask is None:
+        return valid
+    else:
+        return mask & valid
+
+
+@triton.jit
+def _castpile_slice(v, pos, p: tl.constexpr, offs):
+    """The part of ``v`` (broadcast to P + I) that belongs to buffer ``p``."""
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    if len(v.shape) <= len(offs.shape):
+        return v
+    elif _castpile_leading_ones(v.shape, len(v.shape) - len(offs.shape)):
+        return tl.reshape(v, v.shape[len(v.shape) - len(offs.shape):])
+    else:
+        full = tl.where(pos == p, v, tl.zeros_like(v))
+        for _ in tl.static_range(R):
+            full = tl.sum(full, axis=0)
+        return full
+
+
+@triton.jit
+def _castpile_zeros(pos, offs, dtype):
+    """Zeros of shape P + I and type ``dtype``."""
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    return (pos * 0 + _castpile_prepend(offs, R) * 0).to(dtype)
+
+
+@triton.jit
+def _castpile_offsets(offs):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
+    return offs + tl.zeros((), tl.int32)
+
+
+@triton.jit
+def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, mask, other=None,
+                        cache_modifier: tl.constexpr = "", eviction_policy: tl.constexpr = "",
+                        volatile: tl.constexpr = False):
+    """Load P + I elements, one buffer at a time."""
+    offs = _castpile_offsets(offs)
+    pos = _castpile_positions(src, count, offs)
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    dtype = example.dtype.element_ty
+    res = _castpile_zeros(pos, offs, dtype)
+    if other is not None:
+        res = res + tl.cast(other, dtype)
+    for p in tl.static_range(count):
+        peer, valid = _castpile_peer(src, smask, p, example)
+        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, mask), other=other,
+                    cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
+        res = tl.where(pos == p, _castpile_prepend(v, R), res)
+    return res
+
+
+@triton.jit
+def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, mask, OP: tl.constexpr,
+                          acc_dtype: tl.constexpr = None):
+    """``tl.sum``/``max``/``min`` over the stack axis without the P + I tensor."""
+    offs = _castpile_offsets(offs)
+    dtype = example.dtype.element_ty
+    if acc_dtype is not None:
+        dtype = acc_dtype
+    if OP == "sum":
+        ACC: tl.constexpr = _castpile_sum_dtype(dtype)
+    else:
+        ACC: tl.constexpr = dtype
+    acc = tl.zeros_like(offs).to(ACC)
+    for p in tl.static_range(count):
+        peer, valid = _castpile_peer(src, smask, p, example)
+        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, mask), other=0).to(ACC)
+        if p == 0:
+            acc = v
+        elif OP == "sum":
+            acc = acc + v
+        elif OP == "max":
+            acc = tl.maximum(acc, v)
+        else:
+            acc = tl.minimum(acc, v)
+    if triton.next_power_of_2(count) > count:
+        # The padded entries of the P + I tensor are zeros: they take part.
+        if OP == "max":
+            acc = tl.maximum(acc, tl.zeros_like(acc))
+        elif OP == "min":
+            acc = tl.minimum(acc, tl.zeros_like(acc))
+    return acc
+
+
+@triton.jit
+def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, mask, value,
+                         cache_modifier: tl.constexpr = "", eviction_policy: tl.constexpr = ""):
+    """Store ``value`` (broadcast to P + I), one buffer at a time."""
+    offs = _castpile_offsets(offs)
+    pos = _castpile_positions(src, count, offs)
+    dtype = example.dtype.element_ty
+    value = tl.cast(value, dtype)
+    for p in tl.static_range(count):
+        peer, valid = _castpile_peer(src, smask, p, example)
+        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, mask),
+                 cache_modifier=cache_modifier, eviction_policy=eviction_policy)
+
+
+@triton.jit
+def _castpile_cas(ptrs, mask, example, cmp, value, sem: tl.constexpr, scope: tl.constexpr):
+    """``tl.atomic_cas`` that leaves masked-off lanes alone.
+
+    ``tl.atomic_cas`` has no mask: masked-off lanes are pointed at ``example``
+    (memory the kernel owns) and swap a value for itself, which never changes it.
+    """
+    cmp = _castpile_full(cmp, ptrs, example)
+    value = _castpile_full(value, ptrs, example)
+    if mask is None:
+        return tl.atomic_cas(ptrs, cmp, value, sem=sem, scope=scope)
+    else:
+        return tl.atomic_cas(tl.where(mask, ptrs, example), tl.where(mask, cmp, value), value, sem=sem, scope=scope)
+
+
+@triton.jit
+def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask):
+    """The P + I pointer tensor of an access and its mask (never ``None``)."""
+    offs = _castpile_offsets(offs)
+    ptr_ty = tl.pointer_type(example.dtype.element_ty)
+    if src.dtype.is_ptr():
+        rows = tl.arange(0, triton.next_power_of_2(count))
+        valid = rows < count
+        tile = tl.load(src + rows, mask=valid, other=0)
+    else:
+        tile = src
+        if smask is None:
+            valid = tl.full(src.shape, 1, tl.int1)
+        else:
+            valid = smask
+    ptrs = tile.to(ptr_ty)
+    for _ in tl.static_range(len(offs.shape)):
+        ptrs = tl.expand_dims(ptrs, len(ptrs.shape))
+        valid = tl.expand_dims(valid, len(valid.shape))
+    R: tl.constexpr = len(ptrs.shape) - len(offs.shape)
+    ptrs = ptrs + _castpile_prepend(offs, R)
+    if mask is not None:
+        valid = valid & _castpile_prepend(mask, R)
+    return ptrs, tl.broadcast_to(valid, ptrs.shape)
+
+
+@triton.jit
+def _castpile_full(value, ptrs, example):
+    """``value`` cast to the buffers' type and broadcast (NumPy-style) to the shape of ``ptrs``."""
+    value = tl.cast(value, example.dtype.element_ty)
+    value = _castpile_prepend(value, len(ptrs.shape) - len(value.shape))
+    return tl.broadcast_to(value, ptrs.shape)
+
+
+@triton.jit
+def _castpile_signal(src, count: tl.constexpr, smask, example, offs, mask, value=1, wait_for=None,
+                     sem: tl.constexpr = "release", scope: tl.constexpr = "sys"):
+    """Set every addressed flag to ``value``.
+
+    Without ``wait_for``: one atomic exchange.  With it: a compare-and-swap
+    ``wait_for`` -> ``value``, retried on the lanes that have not succeeded yet
+    (lanes that succeeded are masked off and stop touching their flag).
+    """
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, mask)
+    dtype = example.dtype.element_ty
+    if wait_for is None:
+        tl.atomic_xchg(ptrs, tl.cast(value, dtype), mask=valid, sem=sem, scope=scope)
+    else:
+        pending = valid
+        while tl.sum(pending.to(tl.int32)) > 0:
+            old = _castpile_cas(ptrs, pending, example, wait_for, value, sem, scope)
+            pending = pending & (old != tl.cast(wait_for, dtype))
+
+
+@triton.jit
+def _castpile_wait_flags(ptrs, mask, value=1, sem: tl.constexpr = "acquire", scope: tl.constexpr = "sys",
+                         reset=0):
+    """Spin until every flag at ``ptrs`` equals ``value``, then set it to ``reset``.
+
+    A lane reads its flag with an atomic (``sem``, ``scope``) until it sees
+    ``value``, resets it and is masked off from then on.
+    """
+    dtype = ptrs.dtype.element_ty
+    if mask is None:
+        pending = tl.full(ptrs.shape, 1, tl.int1)
+    else:
+        pending = tl.broadcast_to(mask, ptrs.shape)
+    while tl.sum(pending.to(tl.int32)) > 0:
+        seen = tl.atomic_add(ptrs, tl.zeros(ptrs.shape, dtype), mask=pending, sem=sem, scope=scope)
+        arrived = pending & (seen == tl.cast(value, dtype))
+        tl.atomic_xchg(ptrs, tl.cast(reset, dtype) + tl.zeros(ptrs.shape, dtype), mask=arrived, sem=sem, scope=scope)
+        pending = pending & ~arrived
