@@ -13,7 +13,6 @@ and of every rank's signal pad.  torch's symmetric memory provides both::
 
 ``castpile.sim.symmetric_empty`` builds the same object from shared host memory,
 so code written against :class:`SymmetricTensor` runs in the CPU simulator too.
-``torch.distributed`` is imported only when a function here needs it.
 """
 
 from __future__ import annotations
