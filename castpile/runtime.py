@@ -94,7 +94,14 @@ def rendezvous(tensor: torch.Tensor, group=None) -> SymmetricTensor:
             f"rank {dist.get_rank(group)}; rendezvous a buffer with the group it was set up for"
         )
     offset = tensor.data_ptr() - hdl.buffer_ptrs[hdl.rank]
-    pad = hdl.get_signal_pad(hdl.rank).view(torch.int32)
+    offsets: list = [None] * hdl.world_size
+    dist.all_gather_object(offsets, offset, group=group)
+    if len(set(offsets)) != 1:
+        raise SymmetricMemoryError(
+            f"the tensor sits at different byte offsets in each rank's symmetric memory {offsets}: "
+            "allocate the same sequence of symmetric tensors on every rank"
+        )
+    pad = hdl.get_signal_pad(hdl.rank, dtype=torch.int32)
     slots = pad.numel()
     sms = torch.cuda.get_device_properties(tensor.device).multi_processor_count
     return SymmetricTensor(
