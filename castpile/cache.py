@@ -97,9 +97,9 @@ def _castpile_fingerprint() -> bytes:
             except metadata.PackageNotFoundError:
                 parts.append(f"{dist}=none")
         here = Path(__file__).parent
-        for src in sorted(here.glob("*.py")):
+        for src in sorted(here.rglob("*.py")):
             st = src.stat()
-            parts.append(f"{src.name}:{st.st_size}:{st.st_mtime_ns}")
+            parts.append(f"{src.relative_to(here)}:{st.st_size}:{st.st_mtime_ns}")
         _fingerprint = "\n".join(parts).encode()
     return _fingerprint
 

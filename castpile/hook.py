@@ -77,7 +77,7 @@ class _Loader(importlib.abc.InspectLoader):
             entry = cache.entry_path(directory, self._name, key)
             data = cache.load(entry, key)
             if data is None:
-                from .transpile import transpile
+                from . import transpile
 
                 out = transpile(self._source, self._path, **self._hook.options)
                 data = cache.store(entry, key, out)
