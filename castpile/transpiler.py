@@ -9,6 +9,9 @@ one :class:`~castpile.errors.TranspileError`.
 
 from __future__ import annotations
 
+import ast
+import sys
+
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
@@ -18,19 +21,61 @@ from .emit import render
 from .errors import Diagnostic, TranspileError, source_line
 
 
+# libcst's visitors recurse a few frames per nesting level; Python's default of
+# 1000 is too little for some real code (CPython's parser caps nesting itself).
+_RECURSION_LIMIT = 8000
+
+
 def _decode_for_display(source: bytes) -> str:
     return source.decode("utf-8", errors="replace")
 
 
 def parse(source: bytes, path: str) -> cst.Module:
-    """libcst module of ``source``; a syntax error becomes a located diagnostic."""
+    """libcst module of ``source``; what Python itself rejects becomes a located diagnostic.
+
+    ``ast.parse`` runs first: it is fast and bounded, so undecodable bytes, NUL
+    bytes and nesting beyond Python's own limits are reported before libcst
+    (slow on such input) sees them.
+    """
+    text = _decode_for_display(source)
+    if b"\0" in source:
+        line, col = _byte_position(source, source.find(b"\0"))
+        raise TranspileError([Diagnostic(path, line, col, "syntax error: source contains a NUL byte", source_line(text, line))])
+    try:
+        ast.parse(source, path)
+    except SyntaxError as exc:
+        line, col = exc.lineno or 1, max(exc.offset or 1, 1)
+        raise TranspileError([Diagnostic(path, line, col, f"syntax error: {exc.msg}", source_line(text, line))]) from None
+    except (RecursionError, MemoryError):
+        raise TranspileError([Diagnostic(path, 1, 1, "file is nested too deeply for Python's parser")]) from None
+    return _parse_cst(source, path, text)
+
+
+def _parse_cst(source: bytes, path: str, text: str) -> cst.Module:
+    """libcst's parse (of source that Python accepts)."""
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
-        text = _decode_for_display(source)
         line, col = exc.raw_line, exc.raw_column + 1
         message = str(exc.message) if hasattr(exc, "message") else str(exc).splitlines()[0]
         raise TranspileError([Diagnostic(path, line, col, f"syntax error: {message}", source_line(text, line))]) from None
+
+
+def _byte_position(source: bytes, offset: int) -> tuple[int, int]:
+    """1-based line and column of byte ``offset``."""
+    start = source.rfind(b"\n", 0, offset) + 1
+    return source.count(b"\n", 0, offset) + 1, offset - start + 1
+
+
+def _deepest_line(source: bytes) -> int:
+    """The line of the most deeply nested node of ``source`` (1 when unknown)."""
+    stack, best, line = [(ast.parse(source), 0)], -1, 1
+    while stack:
+        node, depth = stack.pop()
+        if depth > best and hasattr(node, "lineno"):
+            best, line = depth, node.lineno
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return line
 
 
 def transpile_source(source: bytes | str, path: str = "<string>", *, strategy: str = "loop") -> bytes:
@@ -42,12 +87,22 @@ def transpile_source(source: bytes | str, path: str = "<string>", *, strategy: s
     if b"castpile" not in source:
         return source
     module = parse(source, path)
-    plan = analyse(module)
-    if plan.errors:
-        raise TranspileError(_locate(module, source, path, plan.errors))
-    if not plan.uses:
-        return source
-    return render(module, plan, strategy)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
+    try:
+        plan = analyse(module)
+        if plan.errors:
+            raise TranspileError(_locate(module, source, path, plan.errors))
+        if not plan.uses:
+            return source
+        return render(module, plan, strategy)
+    except RecursionError:
+        line = _deepest_line(source)
+        text = _decode_for_display(source)
+        message = "expression nested too deeply for castpile; split it into smaller statements"
+        raise TranspileError([Diagnostic(path, line, 1, message, source_line(text, line))]) from None
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def _locate(module: cst.Module, source: bytes, path: str, errors) -> list[Diagnostic]:
