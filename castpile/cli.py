@@ -1,8 +1,10 @@
 """The command line: ``castpile SRC [-o OUT] [--diff | --check] [--strategy loop|gather]``.
 
-Exit status: 0 success, 1 diagnostics in the input, 2 usage errors, 3 an
+Exit status: 0 success, 1 diagnostics in the input, 2 usage and I/O errors, 3 an
 internal error (a castpile bug: please report it).  A failed run never creates
-or overwrites OUT: output goes to a temporary file that is renamed into place.
+or overwrites OUT: output goes to a temporary file that is renamed into place,
+and only once every SRC has transpiled.  SRC is only ever read, and only if it
+is a regular file (or ``-``) of at most :data:`MAX_SOURCE_BYTES`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,10 @@ from pathlib import Path
 
 from . import STRATEGIES, __version__
 from .errors import TranspileError
+
+
+MAX_SOURCE_BYTES = 64 * 1024 * 1024
+"""Larger inputs are refused (exit 2) rather than risk exhausting memory."""
 
 
 class _Usage(Exception):
@@ -41,16 +47,27 @@ def _parser() -> argparse.ArgumentParser:
 
 def _read(src: str) -> bytes:
     if src == "-":
-        return sys.stdin.buffer.read()
+        return _capped(sys.stdin.buffer, "<stdin>")
     path = Path(src)
-    if path.is_dir():
-        raise _Usage(f"{src}: is a directory, not a Python file")
     try:
-        return path.read_bytes()
+        if path.is_dir():
+            raise _Usage(f"{src}: is a directory, not a Python file")
+        if path.exists() and not path.is_file():
+            raise _Usage(f"{src}: not a regular file")
+        with path.open("rb") as f:
+            return _capped(f, src)
     except FileNotFoundError:
         raise _Usage(f"{src}: no such file") from None
     except OSError as exc:
-        raise _Usage(f"{src}: cannot read: {exc.strerror}") from None
+        raise _Usage(f"{src}: cannot read: {exc.strerror or exc}") from None
+
+
+def _capped(stream, name: str) -> bytes:
+    """All of ``stream``, unless it holds more than :data:`MAX_SOURCE_BYTES`."""
+    data = stream.read(MAX_SOURCE_BYTES + 1)
+    if len(data) > MAX_SOURCE_BYTES:
+        raise _Usage(f"{name}: larger than {MAX_SOURCE_BYTES // (1024 * 1024)} MiB; castpile refuses it")
+    return data
 
 
 def write_atomically(target: Path, data: bytes) -> None:
@@ -81,15 +98,26 @@ def _targets(sources: list[str], output: str | None) -> list[Path | None]:
             raise _Usage(f"{output}: with several SRC, -o must name an existing directory")
         if "-" in sources:
             raise _Usage("- (stdin) can only be transpiled alone")
-        return [out / Path(s).name for s in sources]
-    if out.is_dir():
-        raise _Usage(f"{output}: is a directory; give a file name, or several SRC")
-    if not out.parent.exists() and str(out.parent):
-        raise _Usage(f"{output}: directory {out.parent} does not exist")
-    src = sources[0]
-    if src != "-" and Path(src).exists() and out.exists() and os.path.samefile(src, out):
-        raise _Usage(f"{output}: is the input file itself; castpile never overwrites its input")
-    return [out]
+        targets = [out / Path(s).name for s in sources]
+        if len({t.name for t in targets}) < len(targets):
+            raise _Usage("several SRC share a file name; their outputs in one -o directory would collide")
+    else:
+        if out.is_dir():
+            raise _Usage(f"{output}: is a directory; give a file name, or several SRC")
+        if str(out.parent) and not out.parent.is_dir():
+            raise _Usage(f"{output}: directory {out.parent} does not exist")
+        targets = [out]
+    for src, target in zip(sources, targets):
+        if src != "-" and _same_file(src, target):
+            raise _Usage(f"{target}: is the input file {src} itself; castpile never overwrites its input")
+    return targets
+
+
+def _same_file(a: str | Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _run(args) -> int:
@@ -107,6 +135,8 @@ def _run(args) -> int:
             print(exc.render(), file=sys.stderr)
             status = 1
             continue
+        except Exception as exc:
+            raise _Internal(name) from exc
         results.append((name, data, out, target))
     if status or args.check:
         return status
@@ -117,8 +147,15 @@ def _run(args) -> int:
             sys.stdout.buffer.write(out)
             sys.stdout.flush()
         else:
-            write_atomically(target, out)
+            try:
+                write_atomically(target, out)
+            except OSError as exc:
+                raise _Usage(f"{target}: cannot write: {exc.strerror or exc}") from None
     return 0
+
+
+class _Internal(Exception):
+    """An unexpected exception while transpiling the file ``args[0]``."""
 
 
 def _print_diff(name: str, before: bytes, after: bytes) -> None:
@@ -144,14 +181,23 @@ def main(argv: list[str] | None = None) -> int:
     except _Usage as exc:
         print(f"castpile: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        sys.stderr.close()  # the reader went away: nothing left to tell
+        return 2
     except KeyboardInterrupt:
         return 130
-    except Exception:
-        where = ", ".join(args.sources)
-        print(
-            f"castpile: internal error while transpiling {where}: this is a bug in castpile, "
-            "please report it with the input file and this trace:",
-            file=sys.stderr,
-        )
-        traceback.print_exc(file=sys.stderr)
-        return 3
+    except _Internal as exc:
+        return _internal_error(exc.args[0], exc.__cause__)
+    except Exception as exc:
+        return _internal_error(", ".join(args.sources), exc)
+
+
+def _internal_error(where: str, exc: BaseException) -> int:
+    """Report a castpile bug (never the user's fault): exit 3, nothing written."""
+    print(
+        f"castpile: internal error while transpiling {where}: this is a bug in castpile; nothing was written. "
+        "Please report it at the castpile issue tracker with the input file and this trace:",
+        file=sys.stderr,
+    )
+    traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    return 3
