@@ -1,0 +1,77 @@
+"""A one-shot all-reduce: every rank sums all ranks' buffers into its output.
+
+Single launch, no barrier: the caller guarantees that every rank's input is
+written before any rank starts.  ``tl.sum(bufs[offs], axis=0)`` reduces the
+(WORLD, BLOCK) stack over its buffers.
+"""
+
+import triton
+import triton.language as tl
+
+from castpile import multicast_like
+
+
+@triton.jit
+def allreduce_oneshot(out, dev_ptrs, n, WORLD: tl.constexpr, BLOCK: tl.constexpr):
+    """out[i] = sum over w of buffer w's element i."""
+    bufs = dev_ptrs
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    total = tl.sum(_castpile_load_gather(bufs, WORLD, None, out, offs, (offs >= 0) & (offs < n)), axis=0)  # (WORLD, BLOCK) -> (BLOCK,)
+    tl.store(out + offs, total, mask=offs < n)
+
+
+# ---- castpile 0.1.0 helpers: generated, called by the rewritten accesses above ----
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _castpile_prepend(x, r: tl.constexpr):
+    """``x`` with ``r`` leading unit dims."""
+    for _ in tl.static_range(r):
+        x = tl.expand_dims(x, 0)
+    return x
+
+
+@triton.jit
+def _castpile_offsets(offs):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
+    return offs + tl.zeros((), tl.int32)
+
+
+@triton.jit
+def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask):
+    """The P + I pointer tensor of an access and its mask (never ``None``)."""
+    offs = _castpile_offsets(offs)
+    ptr_ty = tl.pointer_type(example.dtype.element_ty)
+    if src.dtype.is_ptr():
+        rows = tl.arange(0, triton.next_power_of_2(count))
+        valid = rows < count
+        tile = tl.load(src + rows, mask=valid, other=0)
+    else:
+        tile = src
+        if smask is None:
+            valid = tl.full(src.shape, 1, tl.int1)
+        else:
+            valid = smask
+    ptrs = tile.to(ptr_ty)
+    for _ in tl.static_range(len(offs.shape)):
+        ptrs = tl.expand_dims(ptrs, len(ptrs.shape))
+        valid = tl.expand_dims(valid, len(valid.shape))
+    R: tl.constexpr = len(ptrs.shape) - len(offs.shape)
+    ptrs = ptrs + _castpile_prepend(offs, R)
+    if mask is not None:
+        valid = valid & _castpile_prepend(mask, R)
+    return ptrs, tl.broadcast_to(valid, ptrs.shape)
+
+
+@triton.jit
+def _castpile_load_gather(src, count: tl.constexpr, smask, example, offs, mask, other=None,
+                          cache_modifier: tl.constexpr = "", eviction_policy: tl.constexpr = "",
+                          volatile: tl.constexpr = False):
+    """Load P + I elements with one gather."""
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, mask)
+    if other is None:
+        other = 0
+    return tl.load(ptrs, mask=valid, other=other, cache_modifier=cache_modifier,
+                   eviction_policy=eviction_policy, volatile=volatile)

@@ -1,0 +1,144 @@
+"""A one-shot all-reduce: every rank sums all ranks' buffers into its output.
+
+Single launch, no barrier: the caller guarantees that every rank's input is
+written before any rank starts.  ``tl.sum(bufs[offs], axis=0)`` reduces the
+(WORLD, BLOCK) stack over its buffers.
+"""
+
+import triton
+import triton.language as tl
+
+from castpile import multicast_like
+
+
+@triton.jit
+def allreduce_oneshot(out, dev_ptrs, n, WORLD: tl.constexpr, BLOCK: tl.constexpr):
+    """out[i] = sum over w of buffer w's element i."""
+    bufs = dev_ptrs
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    total = _castpile_reduce_loop(bufs, WORLD, None, out, offs, (offs >= 0) & (offs < n), "sum")  # (WORLD, BLOCK) -> (BLOCK,)
+    tl.store(out + offs, total, mask=offs < n)
+
+
+# ---- castpile 0.1.0 helpers: generated, called by the rewritten accesses above ----
+import triton
+import triton.language as tl
+
+
+@triton.constexpr_function
+def _castpile_sum_dtype(dtype):
+    """The accumulator ``tl.sum`` picks for ``dtype`` (int32 for small ints)."""
+    if dtype.is_int() and dtype.primitive_bitwidth < 32:
+        return tl.int32 if dtype.is_int_signed() else tl.uint32
+    return dtype
+
+
+@triton.jit
+def _castpile_prepend(x, r: tl.constexpr):
+    """``x`` with ``r`` leading unit dims."""
+    for _ in tl.static_range(r):
+        x = tl.expand_dims(x, 0)
+    return x
+
+
+@triton.jit
+def _castpile_positions(src, count: tl.constexpr, offs):
+    """Flat stack positions, shape P + (1,) * len(I)."""
+    if src.dtype.is_ptr():
+        pos = tl.arange(0, triton.next_power_of_2(count))
+    else:
+        pos = tl.reshape(tl.arange(0, count), src.shape)
+    for _ in tl.static_range(len(offs.shape)):
+        pos = tl.expand_dims(pos, len(pos.shape))
+    return pos
+
+
+@triton.jit
+def _castpile_peer(src, smask, p: tl.constexpr, example):
+    """Typed pointer to buffer ``p`` of the stack, and whether it is valid."""
+    ptr_ty = tl.pointer_type(example.dtype.element_ty)
+    if src.dtype.is_ptr():
+        return tl.load(src + p).to(ptr_ty), True
+    else:
+        pos = tl.reshape(tl.arange(0, src.numel), src.shape)
+        addr = tl.sum(tl.where(pos == p, src, 0))
+        if smask is None:
+            return addr.to(ptr_ty), True
+        else:
+            valid = tl.sum(tl.where(pos == p, smask.to(tl.int32), 0)) != 0
+            return addr.to(ptr_ty), valid
+
+
+@triton.jit
+def _castpile_lane_mask(valid, mask):
+    """``valid`` (one buffer) ANDed with the element mask, or ``None``."""
+    if mask is None:
+        return valid
+    else:
+        return mask & valid
+
+
+@triton.jit
+def _castpile_zeros(pos, offs, dtype):
+    """Zeros of shape P + I and type ``dtype``."""
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    return (pos * 0 + _castpile_prepend(offs, R) * 0).to(dtype)
+
+
+@triton.jit
+def _castpile_offsets(offs):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
+    return offs + tl.zeros((), tl.int32)
+
+
+@triton.jit
+def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, mask, other=None,
+                        cache_modifier: tl.constexpr = "", eviction_policy: tl.constexpr = "",
+                        volatile: tl.constexpr = False):
+    """Load P + I elements, one buffer at a time."""
+    offs = _castpile_offsets(offs)
+    pos = _castpile_positions(src, count, offs)
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    dtype = example.dtype.element_ty
+    res = _castpile_zeros(pos, offs, dtype)
+    if other is not None:
+        res = res + tl.cast(other, dtype)
+    for p in tl.static_range(count):
+        peer, valid = _castpile_peer(src, smask, p, example)
+        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, mask), other=other,
+                    cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
+        res = tl.where(pos == p, _castpile_prepend(v, R), res)
+    return res
+
+
+@triton.jit
+def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, mask, OP: tl.constexpr,
+                          acc_dtype: tl.constexpr = None):
+    """``tl.sum``/``max``/``min`` over the stack axis without the P + I tensor."""
+    offs = _castpile_offsets(offs)
+    dtype = example.dtype.element_ty
+    if acc_dtype is not None:
+        dtype = acc_dtype
+    if OP == "sum":
+        ACC: tl.constexpr = _castpile_sum_dtype(dtype)
+    else:
+        ACC: tl.constexpr = dtype
+    acc = tl.zeros_like(offs).to(ACC)
+    for p in tl.static_range(count):
+        peer, valid = _castpile_peer(src, smask, p, example)
+        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, mask), other=0).to(ACC)
+        if p == 0:
+            acc = v
+        elif OP == "sum":
+            acc = acc + v
+        elif OP == "max":
+            acc = tl.maximum(acc, v)
+        else:
+            acc = tl.minimum(acc, v)
+    if triton.next_power_of_2(count) > count:
+        # The padded entries of the P + I tensor are zeros: they take part.
+        if OP == "max":
+            acc = tl.maximum(acc, tl.zeros_like(acc))
+        elif OP == "min":
+            acc = tl.minimum(acc, tl.zeros_like(acc))
+    return acc

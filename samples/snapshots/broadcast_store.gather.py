@@ -1,0 +1,81 @@
+"""A store of one row to every buffer.
+
+``bufs[offs] = row[None, :]`` broadcasts a (1, BLOCK) value over the stack:
+every buffer receives the same row (a one-to-all broadcast).
+"""
+
+import triton
+import triton.language as tl
+
+from castpile import multicast_like
+
+
+@triton.jit
+def broadcast(src, dev_ptrs, n, WORLD: tl.constexpr, BLOCK: tl.constexpr):
+    """Copy the local ``src`` (n elements) into each of the WORLD buffers."""
+    bufs = dev_ptrs
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    row = tl.load(src + offs, mask=offs < n)
+    _castpile_store_gather(bufs, WORLD, None, src, offs, (offs >= 0) & (offs < n), row[None, :])
+
+
+# ---- castpile 0.1.0 helpers: generated, called by the rewritten accesses above ----
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _castpile_prepend(x, r: tl.constexpr):
+    """``x`` with ``r`` leading unit dims."""
+    for _ in tl.static_range(r):
+        x = tl.expand_dims(x, 0)
+    return x
+
+
+@triton.jit
+def _castpile_offsets(offs):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
+    return offs + tl.zeros((), tl.int32)
+
+
+@triton.jit
+def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask):
+    """The P + I pointer tensor of an access and its mask (never ``None``)."""
+    offs = _castpile_offsets(offs)
+    ptr_ty = tl.pointer_type(example.dtype.element_ty)
+    if src.dtype.is_ptr():
+        rows = tl.arange(0, triton.next_power_of_2(count))
+        valid = rows < count
+        tile = tl.load(src + rows, mask=valid, other=0)
+    else:
+        tile = src
+        if smask is None:
+            valid = tl.full(src.shape, 1, tl.int1)
+        else:
+            valid = smask
+    ptrs = tile.to(ptr_ty)
+    for _ in tl.static_range(len(offs.shape)):
+        ptrs = tl.expand_dims(ptrs, len(ptrs.shape))
+        valid = tl.expand_dims(valid, len(valid.shape))
+    R: tl.constexpr = len(ptrs.shape) - len(offs.shape)
+    ptrs = ptrs + _castpile_prepend(offs, R)
+    if mask is not None:
+        valid = valid & _castpile_prepend(mask, R)
+    return ptrs, tl.broadcast_to(valid, ptrs.shape)
+
+
+@triton.jit
+def _castpile_full(value, ptrs, example):
+    """``value`` cast to the buffers' type and broadcast (NumPy-style) to the shape of ``ptrs``."""
+    value = tl.cast(value, example.dtype.element_ty)
+    value = _castpile_prepend(value, len(ptrs.shape) - len(value.shape))
+    return tl.broadcast_to(value, ptrs.shape)
+
+
+@triton.jit
+def _castpile_store_gather(src, count: tl.constexpr, smask, example, offs, mask, value,
+                           cache_modifier: tl.constexpr = "", eviction_policy: tl.constexpr = ""):
+    """Store ``value`` (broadcast to P + I) with one scatter."""
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, mask)
+    tl.store(ptrs, _castpile_full(value, ptrs, example), mask=valid, cache_modifier=cache_modifier,
+             eviction_policy=eviction_policy)

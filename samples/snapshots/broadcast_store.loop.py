@@ -1,0 +1,102 @@
+"""A store of one row to every buffer.
+
+``bufs[offs] = row[None, :]`` broadcasts a (1, BLOCK) value over the stack:
+every buffer receives the same row (a one-to-all broadcast).
+"""
+
+import triton
+import triton.language as tl
+
+from castpile import multicast_like
+
+
+@triton.jit
+def broadcast(src, dev_ptrs, n, WORLD: tl.constexpr, BLOCK: tl.constexpr):
+    """Copy the local ``src`` (n elements) into each of the WORLD buffers."""
+    bufs = dev_ptrs
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    row = tl.load(src + offs, mask=offs < n)
+    _castpile_store_loop(bufs, WORLD, None, src, offs, (offs >= 0) & (offs < n), row[None, :])
+
+
+# ---- castpile 0.1.0 helpers: generated, called by the rewritten accesses above ----
+import triton
+import triton.language as tl
+
+
+@triton.constexpr_function
+def _castpile_leading_ones(shape, r):
+    """True when the first ``r`` extents of ``shape`` are all 1."""
+    return all(int(s) == 1 for s in list(shape)[:r])
+
+
+@triton.jit
+def _castpile_positions(src, count: tl.constexpr, offs):
+    """Flat stack positions, shape P + (1,) * len(I)."""
+    if src.dtype.is_ptr():
+        pos = tl.arange(0, triton.next_power_of_2(count))
+    else:
+        pos = tl.reshape(tl.arange(0, count), src.shape)
+    for _ in tl.static_range(len(offs.shape)):
+        pos = tl.expand_dims(pos, len(pos.shape))
+    return pos
+
+
+@triton.jit
+def _castpile_peer(src, smask, p: tl.constexpr, example):
+    """Typed pointer to buffer ``p`` of the stack, and whether it is valid."""
+    ptr_ty = tl.pointer_type(example.dtype.element_ty)
+    if src.dtype.is_ptr():
+        return tl.load(src + p).to(ptr_ty), True
+    else:
+        pos = tl.reshape(tl.arange(0, src.numel), src.shape)
+        addr = tl.sum(tl.where(pos == p, src, 0))
+        if smask is None:
+            return addr.to(ptr_ty), True
+        else:
+            valid = tl.sum(tl.where(pos == p, smask.to(tl.int32), 0)) != 0
+            return addr.to(ptr_ty), valid
+
+
+@triton.jit
+def _castpile_lane_mask(valid, mask):
+    """``valid`` (one buffer) ANDed with the element mask, or ``None``."""
+    if mask is None:
+        return valid
+    else:
+        return mask & valid
+
+
+@triton.jit
+def _castpile_slice(v, pos, p: tl.constexpr, offs):
+    """The part of ``v`` (broadcast to P + I) that belongs to buffer ``p``."""
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    if len(v.shape) <= len(offs.shape):
+        return v
+    elif _castpile_leading_ones(v.shape, len(v.shape) - len(offs.shape)):
+        return tl.reshape(v, v.shape[len(v.shape) - len(offs.shape):])
+    else:
+        full = tl.where(pos == p, v, tl.zeros_like(v))
+        for _ in tl.static_range(R):
+            full = tl.sum(full, axis=0)
+        return full
+
+
+@triton.jit
+def _castpile_offsets(offs):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
+    return offs + tl.zeros((), tl.int32)
+
+
+@triton.jit
+def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, mask, value,
+                         cache_modifier: tl.constexpr = "", eviction_policy: tl.constexpr = ""):
+    """Store ``value`` (broadcast to P + I), one buffer at a time."""
+    offs = _castpile_offsets(offs)
+    pos = _castpile_positions(src, count, offs)
+    dtype = example.dtype.element_ty
+    value = tl.cast(value, dtype)
+    for p in tl.static_range(count):
+        peer, valid = _castpile_peer(src, smask, p, example)
+        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, mask),
+                 cache_modifier=cache_modifier, eviction_policy=eviction_policy)

@@ -1,0 +1,104 @@
+"""A world of 3 GPUs: a stack of 3 is padded to a block of 4.
+
+``dev_ptrs[:3]`` is legal although 3 is no power of two: accesses have a
+leading extent of 4 and the padded entry is never touched (loads give 0 there).
+The tensor-tile form says the same with ``ptr_mask``: a 4-entry tile whose
+last address is masked off, so that buffer is neither read nor written.
+"""
+
+import triton
+import triton.language as tl
+
+from castpile import multicast_like as mcl
+
+
+@triton.jit
+def stack3(out, dev_ptrs, n, BLOCK: tl.constexpr):
+    """out[w] = buffer w for w < 3 and out[3] = 0; ``out`` is (4, n)."""
+    bufs = dev_ptrs
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    w = tl.arange(0, 4)
+    tl.store(out + w[:, None] * n + offs[None, :], _castpile_load_gather(bufs, 3, None, out, offs, (offs >= 0) & (offs < n)), mask=offs[None, :] < n)
+
+
+@triton.jit
+def add_one_masked(dev_ptrs, n, example, BLOCK: tl.constexpr):
+    """Add 1 to buffers 0..2 of a 4-entry table; buffer 3 is masked off and left alone."""
+    w = tl.arange(0, 4)
+    bufs = tl.load(dev_ptrs + w); bufs_mask = w < 3
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    _castpile_store_gather(bufs, bufs.numel, bufs_mask, example, offs, (offs >= 0) & (offs < n), _castpile_load_gather(bufs, bufs.numel, bufs_mask, example, offs, (offs >= 0) & (offs < n)) + 1)
+
+
+# ---- castpile 0.1.0 helpers: generated, called by the rewritten accesses above ----
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _castpile_prepend(x, r: tl.constexpr):
+    """``x`` with ``r`` leading unit dims."""
+    for _ in tl.static_range(r):
+        x = tl.expand_dims(x, 0)
+    return x
+
+
+@triton.jit
+def _castpile_offsets(offs):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
+    return offs + tl.zeros((), tl.int32)
+
+
+@triton.jit
+def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask):
+    """The P + I pointer tensor of an access and its mask (never ``None``)."""
+    offs = _castpile_offsets(offs)
+    ptr_ty = tl.pointer_type(example.dtype.element_ty)
+    if src.dtype.is_ptr():
+        rows = tl.arange(0, triton.next_power_of_2(count))
+        valid = rows < count
+        tile = tl.load(src + rows, mask=valid, other=0)
+    else:
+        tile = src
+        if smask is None:
+            valid = tl.full(src.shape, 1, tl.int1)
+        else:
+            valid = smask
+    ptrs = tile.to(ptr_ty)
+    for _ in tl.static_range(len(offs.shape)):
+        ptrs = tl.expand_dims(ptrs, len(ptrs.shape))
+        valid = tl.expand_dims(valid, len(valid.shape))
+    R: tl.constexpr = len(ptrs.shape) - len(offs.shape)
+    ptrs = ptrs + _castpile_prepend(offs, R)
+    if mask is not None:
+        valid = valid & _castpile_prepend(mask, R)
+    return ptrs, tl.broadcast_to(valid, ptrs.shape)
+
+
+@triton.jit
+def _castpile_full(value, ptrs, example):
+    """``value`` cast to the buffers' type and broadcast (NumPy-style) to the shape of ``ptrs``."""
+    value = tl.cast(value, example.dtype.element_ty)
+    value = _castpile_prepend(value, len(ptrs.shape) - len(value.shape))
+    return tl.broadcast_to(value, ptrs.shape)
+
+
+@triton.jit
+def _castpile_load_gather(src, count: tl.constexpr, smask, example, offs, mask, other=None,
+                          cache_modifier: tl.constexpr = "", eviction_policy: tl.constexpr = "",
+                          volatile: tl.constexpr = False):
+    """Load P + I elements with one gather."""
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, mask)
+    if other is None:
+        other = 0
+    return tl.load(ptrs, mask=valid, other=other, cache_modifier=cache_modifier,
+                   eviction_policy=eviction_policy, volatile=volatile)
+
+
+@triton.jit
+def _castpile_store_gather(src, count: tl.constexpr, smask, example, offs, mask, value,
+                           cache_modifier: tl.constexpr = "", eviction_policy: tl.constexpr = ""):
+    """Store ``value`` (broadcast to P + I) with one scatter."""
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, mask)
+    tl.store(ptrs, _castpile_full(value, ptrs, example), mask=valid, cache_modifier=cache_modifier,
+             eviction_policy=eviction_policy)

@@ -1,0 +1,148 @@
+"""A world of 3 GPUs: a stack of 3 is padded to a block of 4.
+
+``dev_ptrs[:3]`` is legal although 3 is no power of two: accesses have a
+leading extent of 4 and the padded entry is never touched (loads give 0 there).
+The tensor-tile form says the same with ``ptr_mask``: a 4-entry tile whose
+last address is masked off, so that buffer is neither read nor written.
+"""
+
+import triton
+import triton.language as tl
+
+from castpile import multicast_like as mcl
+
+
+@triton.jit
+def stack3(out, dev_ptrs, n, BLOCK: tl.constexpr):
+    """out[w] = buffer w for w < 3 and out[3] = 0; ``out`` is (4, n)."""
+    bufs = dev_ptrs
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    w = tl.arange(0, 4)
+    tl.store(out + w[:, None] * n + offs[None, :], _castpile_load_loop(bufs, 3, None, out, offs, (offs >= 0) & (offs < n)), mask=offs[None, :] < n)
+
+
+@triton.jit
+def add_one_masked(dev_ptrs, n, example, BLOCK: tl.constexpr):
+    """Add 1 to buffers 0..2 of a 4-entry table; buffer 3 is masked off and left alone."""
+    w = tl.arange(0, 4)
+    bufs = tl.load(dev_ptrs + w); bufs_mask = w < 3
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    _castpile_store_loop(bufs, bufs.numel, bufs_mask, example, offs, (offs >= 0) & (offs < n), _castpile_load_loop(bufs, bufs.numel, bufs_mask, example, offs, (offs >= 0) & (offs < n)) + 1)
+
+
+# ---- castpile 0.1.0 helpers: generated, called by the rewritten accesses above ----
+import triton
+import triton.language as tl
+
+
+@triton.constexpr_function
+def _castpile_leading_ones(shape, r):
+    """True when the first ``r`` extents of ``shape`` are all 1."""
+    return all(int(s) == 1 for s in list(shape)[:r])
+
+
+@triton.jit
+def _castpile_prepend(x, r: tl.constexpr):
+    """``x`` with ``r`` leading unit dims."""
+    for _ in tl.static_range(r):
+        x = tl.expand_dims(x, 0)
+    return x
+
+
+@triton.jit
+def _castpile_positions(src, count: tl.constexpr, offs):
+    """Flat stack positions, shape P + (1,) * len(I)."""
+    if src.dtype.is_ptr():
+        pos = tl.arange(0, triton.next_power_of_2(count))
+    else:
+        pos = tl.reshape(tl.arange(0, count), src.shape)
+    for _ in tl.static_range(len(offs.shape)):
+        pos = tl.expand_dims(pos, len(pos.shape))
+    return pos
+
+
+@triton.jit
+def _castpile_peer(src, smask, p: tl.constexpr, example):
+    """Typed pointer to buffer ``p`` of the stack, and whether it is valid."""
+    ptr_ty = tl.pointer_type(example.dtype.element_ty)
+    if src.dtype.is_ptr():
+        return tl.load(src + p).to(ptr_ty), True
+    else:
+        pos = tl.reshape(tl.arange(0, src.numel), src.shape)
+        addr = tl.sum(tl.where(pos == p, src, 0))
+        if smask is None:
+            return addr.to(ptr_ty), True
+        else:
+            valid = tl.sum(tl.where(pos == p, smask.to(tl.int32), 0)) != 0
+            return addr.to(ptr_ty), valid
+
+
+@triton.jit
+def _castpile_lane_mask(valid, mask):
+    """``valid`` (one buffer) ANDed with the element mask, or ``None``."""
+    if mask is None:
+        return valid
+    else:
+        return mask & valid
+
+
+@triton.jit
+def _castpile_slice(v, pos, p: tl.constexpr, offs):
+    """The part of ``v`` (broadcast to P + I) that belongs to buffer ``p``."""
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    if len(v.shape) <= len(offs.shape):
+        return v
+    elif _castpile_leading_ones(v.shape, len(v.shape) - len(offs.shape)):
+        return tl.reshape(v, v.shape[len(v.shape) - len(offs.shape):])
+    else:
+        full = tl.where(pos == p, v, tl.zeros_like(v))
+        for _ in tl.static_range(R):
+            full = tl.sum(full, axis=0)
+        return full
+
+
+@triton.jit
+def _castpile_zeros(pos, offs, dtype):
+    """Zeros of shape P + I and type ``dtype``."""
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    return (pos * 0 + _castpile_prepend(offs, R) * 0).to(dtype)
+
+
+@triton.jit
+def _castpile_offsets(offs):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
+    return offs + tl.zeros((), tl.int32)
+
+
+@triton.jit
+def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, mask, other=None,
+                        cache_modifier: tl.constexpr = "", eviction_policy: tl.constexpr = "",
+                        volatile: tl.constexpr = False):
+    """Load P + I elements, one buffer at a time."""
+    offs = _castpile_offsets(offs)
+    pos = _castpile_positions(src, count, offs)
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    dtype = example.dtype.element_ty
+    res = _castpile_zeros(pos, offs, dtype)
+    if other is not None:
+        res = res + tl.cast(other, dtype)
+    for p in tl.static_range(count):
+        peer, valid = _castpile_peer(src, smask, p, example)
+        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, mask), other=other,
+                    cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
+        res = tl.where(pos == p, _castpile_prepend(v, R), res)
+    return res
+
+
+@triton.jit
+def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, mask, value,
+                         cache_modifier: tl.constexpr = "", eviction_policy: tl.constexpr = ""):
+    """Store ``value`` (broadcast to P + I), one buffer at a time."""
+    offs = _castpile_offsets(offs)
+    pos = _castpile_positions(src, count, offs)
+    dtype = example.dtype.element_ty
+    value = tl.cast(value, dtype)
+    for p in tl.static_range(count):
+        peer, valid = _castpile_peer(src, smask, p, example)
+        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, mask),
+                 cache_modifier=cache_modifier, eviction_policy=eviction_policy)

@@ -1,0 +1,117 @@
+"""A 2-D tile of device pointers with a 1-D element index.
+
+The pointer tile is a Triton tensor of addresses, (R, C) — e.g. R nodes of C
+GPUs each — so ``bufs[offs]`` loads an (R, C, BLOCK) tensor: entry [r, c, q] is
+element offs[q] of the buffer at ``tile[r, c]``.
+"""
+
+import triton
+import triton.language as tl
+
+import castpile as cp
+
+
+@triton.jit
+def grid_copy(out, dev_ptrs, n, R: tl.constexpr, C: tl.constexpr, BLOCK: tl.constexpr):
+    """out[r, c] = the buffer at dev_ptrs[r * C + c]; ``out`` is (R, C, n)."""
+    r = tl.arange(0, R)
+    c = tl.arange(0, C)
+    bufs = tl.load(dev_ptrs + r[:, None] * C + c[None, :])
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = _castpile_load_loop(bufs, bufs.numel, None, out, offs, (offs >= 0) & (offs < n))  # (R, C, BLOCK)
+    dst = out + (r[:, None, None] * C + c[None, :, None]) * n + offs[None, None, :]
+    tl.store(dst, x, mask=offs[None, None, :] < n)
+
+
+@triton.jit
+def row_sums(out, dev_ptrs, n, R: tl.constexpr, C: tl.constexpr, BLOCK: tl.constexpr):
+    """out[r] = the sum of the C buffers of row r of the tile; ``out`` is (R, n)."""
+    r = tl.arange(0, R)
+    c = tl.arange(0, C)
+    bufs = tl.load(dev_ptrs + r[:, None] * C + c[None, :])
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    total = tl.sum(_castpile_load_loop(bufs, bufs.numel, None, out, offs, (offs >= 0) & (offs < n)), axis=1)  # (R, C, BLOCK) -> (R, BLOCK)
+    tl.store(out + r[:, None] * n + offs[None, :], total, mask=offs[None, :] < n)
+
+
+# ---- castpile 0.1.0 helpers: generated, called by the rewritten accesses above ----
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _castpile_prepend(x, r: tl.constexpr):
+    """``x`` with ``r`` leading unit dims."""
+    for _ in tl.static_range(r):
+        x = tl.expand_dims(x, 0)
+    return x
+
+
+@triton.jit
+def _castpile_positions(src, count: tl.constexpr, offs):
+    """Flat stack positions, shape P + (1,) * len(I)."""
+    if src.dtype.is_ptr():
+        pos = tl.arange(0, triton.next_power_of_2(count))
+    else:
+        pos = tl.reshape(tl.arange(0, count), src.shape)
+    for _ in tl.static_range(len(offs.shape)):
+        pos = tl.expand_dims(pos, len(pos.shape))
+    return pos
+
+
+@triton.jit
+def _castpile_peer(src, smask, p: tl.constexpr, example):
+    """Typed pointer to buffer ``p`` of the stack, and whether it is valid."""
+    ptr_ty = tl.pointer_type(example.dtype.element_ty)
+    if src.dtype.is_ptr():
+        return tl.load(src + p).to(ptr_ty), True
+    else:
+        pos = tl.reshape(tl.arange(0, src.numel), src.shape)
+        addr = tl.sum(tl.where(pos == p, src, 0))
+        if smask is None:
+            return addr.to(ptr_ty), True
+        else:
+            valid = tl.sum(tl.where(pos == p, smask.to(tl.int32), 0)) != 0
+            return addr.to(ptr_ty), valid
+
+
+@triton.jit
+def _castpile_lane_mask(valid, mask):
+    """``valid`` (one buffer) ANDed with the element mask, or ``None``."""
+    if mask is None:
+        return valid
+    else:
+        return mask & valid
+
+
+@triton.jit
+def _castpile_zeros(pos, offs, dtype):
+    """Zeros of shape P + I and type ``dtype``."""
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    return (pos * 0 + _castpile_prepend(offs, R) * 0).to(dtype)
+
+
+@triton.jit
+def _castpile_offsets(offs):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
+    return offs + tl.zeros((), tl.int32)
+
+
+@triton.jit
+def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, mask, other=None,
+                        cache_modifier: tl.constexpr = "", eviction_policy: tl.constexpr = "",
+                        volatile: tl.constexpr = False):
+    """Load P + I elements, one buffer at a time."""
+    offs = _castpile_offsets(offs)
+    pos = _castpile_positions(src, count, offs)
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    dtype = example.dtype.element_ty
+    res = _castpile_zeros(pos, offs, dtype)
+    if other is not None:
+        res = res + tl.cast(other, dtype)
+    for p in tl.static_range(count):
+        peer, valid = _castpile_peer(src, smask, p, example)
+        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, mask), other=other,
+                    cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
+        res = tl.where(pos == p, _castpile_prepend(v, R), res)
+    return res

@@ -1,0 +1,119 @@
+"""2-D element tiles: a 1-D table of buffers, a 2-D index, a 3-D result.
+
+With ``shape=(M, N)`` the access ``bufs[i[:, None], j[None, :]]`` loads a
+(WORLD, BI, BJ) tile: entry [w, a, b] is element (i[a], j[b]) of buffer w,
+masked to the M x N extent.  ``strides=`` reads a buffer through another
+layout; here (1, M) reads each (N, M) row-major buffer as its transpose.
+"""
+
+import triton
+import triton.language as tl
+
+import castpile
+
+
+@triton.jit
+def stack_tiles(out, dev_ptrs, M, N, WORLD: tl.constexpr, BI: tl.constexpr, BJ: tl.constexpr):
+    """out[w] = buffer w, each buffer (M, N) row-major; ``out`` is (WORLD, M, N)."""
+    bufs = dev_ptrs
+    i = tl.program_id(0) * BI + tl.arange(0, BI)
+    j = tl.program_id(1) * BJ + tl.arange(0, BJ)
+    x = _castpile_load_loop(bufs, WORLD, None, out, N*i[:, None] + j[None, :], (i[:, None] >= 0) & (i[:, None] < M) & (j[None, :] >= 0) & (j[None, :] < N))  # (WORLD padded to a power of two, BI, BJ)
+    w = tl.arange(0, triton.next_power_of_2(WORLD))[:, None, None]
+    mask = (w < WORLD) & (i[None, :, None] < M) & (j[None, None, :] < N)
+    tl.store(out + w * M * N + i[None, :, None] * N + j[None, None, :], x, mask=mask)
+
+
+@triton.jit
+def stack_transposed(out, dev_ptrs, M, N, WORLD: tl.constexpr, BI: tl.constexpr, BJ: tl.constexpr):
+    """out[w] = buffer w transposed, each buffer (N, M) row-major; ``out`` is (WORLD, M, N)."""
+    bufs = dev_ptrs
+    i = tl.program_id(0) * BI + tl.arange(0, BI)
+    j = tl.program_id(1) * BJ + tl.arange(0, BJ)
+    x = _castpile_load_loop(bufs, WORLD, None, out, M*j[None, :] + i[:, None], (i[:, None] >= 0) & (i[:, None] < M) & (j[None, :] >= 0) & (j[None, :] < N))  # element (i, j) of the view is element (j, i) of the buffer
+    w = tl.arange(0, triton.next_power_of_2(WORLD))[:, None, None]
+    mask = (w < WORLD) & (i[None, :, None] < M) & (j[None, None, :] < N)
+    tl.store(out + w * M * N + i[None, :, None] * N + j[None, None, :], x, mask=mask)
+
+
+# ---- castpile 0.1.0 helpers: generated, called by the rewritten accesses above ----
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _castpile_prepend(x, r: tl.constexpr):
+    """``x`` with ``r`` leading unit dims."""
+    for _ in tl.static_range(r):
+        x = tl.expand_dims(x, 0)
+    return x
+
+
+@triton.jit
+def _castpile_positions(src, count: tl.constexpr, offs):
+    """Flat stack positions, shape P + (1,) * len(I)."""
+    if src.dtype.is_ptr():
+        pos = tl.arange(0, triton.next_power_of_2(count))
+    else:
+        pos = tl.reshape(tl.arange(0, count), src.shape)
+    for _ in tl.static_range(len(offs.shape)):
+        pos = tl.expand_dims(pos, len(pos.shape))
+    return pos
+
+
+@triton.jit
+def _castpile_peer(src, smask, p: tl.constexpr, example):
+    """Typed pointer to buffer ``p`` of the stack, and whether it is valid."""
+    ptr_ty = tl.pointer_type(example.dtype.element_ty)
+    if src.dtype.is_ptr():
+        return tl.load(src + p).to(ptr_ty), True
+    else:
+        pos = tl.reshape(tl.arange(0, src.numel), src.shape)
+        addr = tl.sum(tl.where(pos == p, src, 0))
+        if smask is None:
+            return addr.to(ptr_ty), True
+        else:
+            valid = tl.sum(tl.where(pos == p, smask.to(tl.int32), 0)) != 0
+            return addr.to(ptr_ty), valid
+
+
+@triton.jit
+def _castpile_lane_mask(valid, mask):
+    """``valid`` (one buffer) ANDed with the element mask, or ``None``."""
+    if mask is None:
+        return valid
+    else:
+        return mask & valid
+
+
+@triton.jit
+def _castpile_zeros(pos, offs, dtype):
+    """Zeros of shape P + I and type ``dtype``."""
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    return (pos * 0 + _castpile_prepend(offs, R) * 0).to(dtype)
+
+
+@triton.jit
+def _castpile_offsets(offs):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
+    return offs + tl.zeros((), tl.int32)
+
+
+@triton.jit
+def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, mask, other=None,
+                        cache_modifier: tl.constexpr = "", eviction_policy: tl.constexpr = "",
+                        volatile: tl.constexpr = False):
+    """Load P + I elements, one buffer at a time."""
+    offs = _castpile_offsets(offs)
+    pos = _castpile_positions(src, count, offs)
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    dtype = example.dtype.element_ty
+    res = _castpile_zeros(pos, offs, dtype)
+    if other is not None:
+        res = res + tl.cast(other, dtype)
+    for p in tl.static_range(count):
+        peer, valid = _castpile_peer(src, smask, p, example)
+        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, mask), other=other,
+                    cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
+        res = tl.where(pos == p, _castpile_prepend(v, R), res)
+    return res
