@@ -3,8 +3,8 @@
 Exit status: 0 success, 1 diagnostics in the input, 2 usage and I/O errors, 3 an
 internal error (a castpile bug: please report it).  A failed run never creates
 or overwrites OUT: output goes to a temporary file that is renamed into place,
-and only once every SRC has transpiled.  SRC is only ever read, and only if it
-is a regular file (or ``-``) of at most :data:`MAX_SOURCE_BYTES`.
+and only once every SRC has transpiled.  SRC is only ever read, and at most
+:data:`MAX_SOURCE_BYTES` of it.
 """
 
 from __future__ import annotations
@@ -52,8 +52,6 @@ def _read(src: str) -> bytes:
     try:
         if path.is_dir():
             raise _Usage(f"{src}: is a directory, not a Python file")
-        if path.exists() and not path.is_file():
-            raise _Usage(f"{src}: not a regular file")
         with path.open("rb") as f:
             return _capped(f, src)
     except FileNotFoundError:
