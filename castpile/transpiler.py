@@ -10,7 +10,9 @@ one :class:`~castpile.errors.TranspileError`.
 from __future__ import annotations
 
 import ast
+import io
 import sys
+import tokenize
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -33,14 +35,24 @@ def _decode_for_display(source: bytes) -> str:
 def parse(source: bytes, path: str) -> cst.Module:
     """libcst module of ``source``; what Python itself rejects becomes a located diagnostic.
 
-    ``ast.parse`` runs first: it is fast and bounded, so undecodable bytes, NUL
-    bytes and nesting beyond Python's own limits are reported before libcst
-    (slow on such input) sees them.
+    The bytes are decoded and ``ast.parse`` runs first: both are fast and bounded,
+    so undecodable bytes (comments included), NUL bytes and nesting beyond
+    Python's own limits are reported before libcst (slow on such input) sees them.
     """
     text = _decode_for_display(source)
     if b"\0" in source:
         line, col = _byte_position(source, source.find(b"\0"))
         raise TranspileError([Diagnostic(path, line, col, "syntax error: source contains a NUL byte", source_line(text, line))])
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+        source.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line, col = _byte_position(source, exc.start)
+        message = f"syntax error: byte {source[exc.start]:#04x} is not valid {exc.encoding}; declare the file's encoding or convert it"
+        raise TranspileError([Diagnostic(path, line, col, message, source_line(text, line))]) from None
+    except SyntaxError as exc:  # an unknown or inconsistent coding cookie
+        line = exc.lineno or 1
+        raise TranspileError([Diagnostic(path, line, 1, f"syntax error: {exc.msg}", source_line(text, line))]) from None
     try:
         ast.parse(source, path)
     except SyntaxError as exc:
