@@ -18,11 +18,15 @@ import traceback
 from pathlib import Path
 
 from . import STRATEGIES, __version__
-from .errors import TranspileError
+from .errors import Diagnostic, TranspileError
 
 
 MAX_SOURCE_BYTES = 64 * 1024 * 1024
 """Larger inputs are refused (exit 2) rather than risk exhausting memory."""
+
+MAX_TRANSPILE_BYTES = 4 * 1024 * 1024
+"""Larger inputs that use castpile are diagnosed (exit 1): transpiling takes about
+1 KiB of memory per source byte.  Larger files without castpile pass through."""
 
 
 class _Usage(Exception):
@@ -127,6 +131,12 @@ def _run(args) -> int:
     for src, target in zip(args.sources, targets):
         data = _read(src)
         name = "<stdin>" if src == "-" else src
+        if len(data) > MAX_TRANSPILE_BYTES and b"castpile" in data:
+            mib = MAX_TRANSPILE_BYTES // (1024 * 1024)
+            message = f"file is {len(data) / 2**20:.1f} MiB; castpile transpiles files of up to {mib} MiB: split it"
+            print(Diagnostic(name, 1, 1, message).render(), file=sys.stderr)
+            status = 1
+            continue
         try:
             out = transpile_source(data, name, strategy=args.strategy)
         except TranspileError as exc:
