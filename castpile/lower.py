@@ -56,6 +56,11 @@ class StackText:
     statements: list[str] = field(default_factory=list)
 
 
+def _align(access: Access) -> str | None:
+    """The binding's ``align=`` (bytes), passed to every helper of its accesses."""
+    return None if access.binding.align is None else str(access.binding.align)
+
+
 class Lowerer:
     """Builds replacement source; one per module and strategy."""
 
@@ -141,7 +146,7 @@ class Lowerer:
 
     def load(self, access: Access, subscript: cst.Subscript) -> str:
         """``bufs[idx]`` read as a value."""
-        return self._call(f"_castpile_load_{self.strategy}", self._prefix(access, subscript, None))
+        return self._call(f"_castpile_load_{self.strategy}", self._prefix(access, subscript, None), align=_align(access))
 
     def fuses(self, access: Access) -> bool:
         """Whether a reduction over the stack axis becomes one accumulating loop."""
@@ -150,12 +155,15 @@ class Lowerer:
     def reduction(self, op: str, access: Access, subscript: cst.Subscript, dtype: cst.BaseExpression | None) -> str:
         """``tl.sum(bufs[idx], axis=0)`` (or max/min) without the P + I tensor."""
         return self._call(
-            "_castpile_reduce_loop", self._prefix(access, subscript, None), f'"{op}"', acc_dtype=dtype
+            "_castpile_reduce_loop", self._prefix(access, subscript, None), f'"{op}"', acc_dtype=dtype,
+            align=_align(access),
         )
 
     def store(self, access: Access, subscript: cst.Subscript, value: str) -> str:
         """``bufs[idx] = value``."""
-        return self._call(f"_castpile_store_{self.strategy}", self._prefix(access, subscript, None), value)
+        return self._call(
+            f"_castpile_store_{self.strategy}", self._prefix(access, subscript, None), value, align=_align(access)
+        )
 
     def augmented_store(self, access: Access, subscript: cst.Subscript, operator: str, value: cst.BaseExpression) -> str:
         """``bufs[idx] op= value``: load, op, store."""
@@ -171,33 +179,34 @@ class Lowerer:
                 value=args.get("value"), sem=args.get("sem"), scope=args.get("scope"), reset=args.get("reset"),
             )
         prefix = self._prefix(access, subscript, args.get("mask"))
+        args["align"] = _align(access)
         s = self.strategy
         if op == "load":
             return self._call(
                 f"_castpile_load_{s}", prefix, other=args.get("other"), cache_modifier=args.get("cache_modifier"),
-                eviction_policy=args.get("eviction_policy"), volatile=args.get("volatile"),
+                eviction_policy=args.get("eviction_policy"), volatile=args.get("volatile"), align=args["align"],
             )
         if op == "store":
             return self._call(
                 f"_castpile_store_{s}", prefix, code(args["value"]), cache_modifier=args.get("cache_modifier"),
-                eviction_policy=args.get("eviction_policy"),
+                eviction_policy=args.get("eviction_policy"), align=args["align"],
             )
         if op in ATOMICS:
             return self._call(
                 f"_castpile_atomic_{s}", prefix, f'"{op[len("atomic_"):]}"', code(args["val"]),
-                sem=args.get("sem"), scope=args.get("scope"),
+                sem=args.get("sem"), scope=args.get("scope"), align=args["align"],
             )
         if op == "atomic_cas":
             return self._call(
                 f"_castpile_atomic_cas_{s}", prefix, code(args["cmp"]), code(args["val"]),
-                sem=args.get("sem"), scope=args.get("scope"),
+                sem=args.get("sem"), scope=args.get("scope"), align=args["align"],
             )
         if op == "signal":
             return self._call(
                 "_castpile_signal", prefix, value=args.get("value"), wait_for=args.get("wait_for"),
-                sem=args.get("sem"), scope=args.get("scope"),
+                sem=args.get("sem"), scope=args.get("scope"), align=args["align"],
             )
         return self._call(
             "_castpile_wait", prefix, value=args.get("value"), sem=args.get("sem"), scope=args.get("scope"),
-            reset=args.get("reset"),
+            reset=args.get("reset"), align=args["align"],
         )

@@ -77,19 +77,22 @@ def _castpile_positions(src, count: tl.constexpr, offs):
 
 
 @triton.jit
-def _castpile_peer(src, smask, p: tl.constexpr, example):
-    """Typed pointer to buffer ``p`` of the stack, and whether it is valid."""
+def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
+    """Typed pointer to buffer ``p`` of the stack (``align`` bytes aligned if given), and whether it is valid."""
     ptr_ty = tl.pointer_type(example.dtype.element_ty)
     if src.dtype.is_ptr():
-        return tl.load(src + p).to(ptr_ty), True
+        ptr = tl.load(src + p).to(ptr_ty)
+        valid = True
     else:
         pos = tl.reshape(tl.arange(0, src.numel), src.shape)
-        addr = tl.sum(tl.where(pos == p, src, 0))
+        ptr = tl.sum(tl.where(pos == p, src, 0)).to(ptr_ty)
         if smask is None:
-            return addr.to(ptr_ty), True
+            valid = True
         else:
             valid = tl.sum(tl.where(pos == p, smask.to(tl.int32), 0)) != 0
-            return addr.to(ptr_ty), valid
+    if align is not None:
+        ptr = tl.multiple_of(ptr, align)
+    return ptr, valid
 
 
 @triton.jit
@@ -131,7 +134,7 @@ def _castpile_offsets(offs):
 
 @triton.jit
 def _castpile_atomic_loop(src, count: tl.constexpr, smask, example, offs, mask, OP: tl.constexpr, value,
-                          sem: tl.constexpr = None, scope: tl.constexpr = None):
+                          sem: tl.constexpr = None, scope: tl.constexpr = None, align: tl.constexpr = None):
     """An atomic read-modify-write on every addressed element; the old values."""
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
@@ -140,7 +143,7 @@ def _castpile_atomic_loop(src, count: tl.constexpr, smask, example, offs, mask, 
     value = tl.cast(value, dtype)
     res = _castpile_zeros(pos, offs, dtype)
     for p in tl.static_range(count):
-        peer, valid = _castpile_peer(src, smask, p, example)
+        peer, valid = _castpile_peer(src, smask, p, example, align)
         old = _castpile_atomic_op(OP, peer + offs, _castpile_slice(value, pos, p, offs),
                                   _castpile_lane_mask(valid, mask), sem, scope)
         res = tl.where(pos == p, _castpile_prepend(old, R), res)
@@ -183,7 +186,7 @@ def _castpile_cas(ptrs, mask, example, cmp, value, sem: tl.constexpr, scope: tl.
 
 @triton.jit
 def _castpile_atomic_cas_loop(src, count: tl.constexpr, smask, example, offs, mask, cmp, value,
-                              sem: tl.constexpr = None, scope: tl.constexpr = None):
+                              sem: tl.constexpr = None, scope: tl.constexpr = None, align: tl.constexpr = None):
     """Compare-and-swap on every addressed element, one buffer at a time."""
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
@@ -193,7 +196,7 @@ def _castpile_atomic_cas_loop(src, count: tl.constexpr, smask, example, offs, ma
     value = tl.cast(value, dtype)
     res = _castpile_zeros(pos, offs, dtype)
     for p in tl.static_range(count):
-        peer, valid = _castpile_peer(src, smask, p, example)
+        peer, valid = _castpile_peer(src, smask, p, example, align)
         old = _castpile_cas(peer + offs, _castpile_lane_mask(valid, mask), example,
                             _castpile_slice(cmp, pos, p, offs), _castpile_slice(value, pos, p, offs), sem, scope)
         res = tl.where(pos == p, _castpile_prepend(old, R), res)
@@ -204,5 +207,7 @@ def _castpile_atomic_cas_loop(src, count: tl.constexpr, smask, example, offs, ma
 def _castpile_full(value, ptrs, example):
     """``value`` cast to the buffers' type and broadcast (NumPy-style) to the shape of ``ptrs``."""
     value = tl.cast(value, example.dtype.element_ty)
-    value = _castpile_prepend(value, len(ptrs.shape) - len(value.shape))
-    return tl.broadcast_to(value, ptrs.shape)
+    value = tl.broadcast_to(_castpile_prepend(value, len(ptrs.shape) - len(value.shape)), ptrs.shape)
+    # A select materialises the broadcast: Triton 3.6's interpreter reads atomic operands as
+    # contiguous arrays (compiled code is unaffected; the select folds away).
+    return tl.where(tl.full(ptrs.shape, 1, tl.int1), value, value)

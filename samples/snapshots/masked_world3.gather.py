@@ -50,7 +50,7 @@ def _castpile_offsets(offs):
 
 
 @triton.jit
-def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask):
+def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None):
     """The P + I pointer tensor of an access and its mask (never ``None``)."""
     offs = _castpile_offsets(offs)
     ptr_ty = tl.pointer_type(example.dtype.element_ty)
@@ -65,6 +65,14 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask):
         else:
             valid = smask
     ptrs = tile.to(ptr_ty)
+    if align is not None:
+        # Inline: multiple_of must annotate a value made here, not a parameter.
+        if len(ptrs.shape) == 1:
+            ptrs = tl.multiple_of(ptrs, [align])
+        elif len(ptrs.shape) == 2:
+            ptrs = tl.multiple_of(ptrs, [align, align])
+        elif len(ptrs.shape) == 3:
+            ptrs = tl.multiple_of(ptrs, [align, align, align])
     for _ in tl.static_range(len(offs.shape)):
         ptrs = tl.expand_dims(ptrs, len(ptrs.shape))
         valid = tl.expand_dims(valid, len(valid.shape))
@@ -72,23 +80,25 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask):
     ptrs = ptrs + _castpile_prepend(offs, R)
     if mask is not None:
         valid = valid & _castpile_prepend(mask, R)
-    return ptrs, tl.broadcast_to(valid, ptrs.shape)
+    return ptrs, tl.broadcast_to(valid, ptrs.shape) & tl.full(ptrs.shape, 1, tl.int1)
 
 
 @triton.jit
 def _castpile_full(value, ptrs, example):
     """``value`` cast to the buffers' type and broadcast (NumPy-style) to the shape of ``ptrs``."""
     value = tl.cast(value, example.dtype.element_ty)
-    value = _castpile_prepend(value, len(ptrs.shape) - len(value.shape))
-    return tl.broadcast_to(value, ptrs.shape)
+    value = tl.broadcast_to(_castpile_prepend(value, len(ptrs.shape) - len(value.shape)), ptrs.shape)
+    # A select materialises the broadcast: Triton 3.6's interpreter reads atomic operands as
+    # contiguous arrays (compiled code is unaffected; the select folds away).
+    return tl.where(tl.full(ptrs.shape, 1, tl.int1), value, value)
 
 
 @triton.jit
 def _castpile_load_gather(src, count: tl.constexpr, smask, example, offs, mask, other=None,
-                          cache_modifier: tl.constexpr = "", eviction_policy: tl.constexpr = "",
-                          volatile: tl.constexpr = False):
+                          cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
+                          volatile: tl.constexpr = False, align: tl.constexpr = None):
     """Load P + I elements with one gather."""
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, mask)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, mask, align)
     if other is None:
         other = 0
     return tl.load(ptrs, mask=valid, other=other, cache_modifier=cache_modifier,
@@ -97,8 +107,8 @@ def _castpile_load_gather(src, count: tl.constexpr, smask, example, offs, mask, 
 
 @triton.jit
 def _castpile_store_gather(src, count: tl.constexpr, smask, example, offs, mask, value,
-                           cache_modifier: tl.constexpr = "", eviction_policy: tl.constexpr = ""):
+                           cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None):
     """Store ``value`` (broadcast to P + I) with one scatter."""
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, mask)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, mask, align)
     tl.store(ptrs, _castpile_full(value, ptrs, example), mask=valid, cache_modifier=cache_modifier,
              eviction_policy=eviction_policy)

@@ -50,19 +50,22 @@ def _castpile_positions(src, count: tl.constexpr, offs):
 
 
 @triton.jit
-def _castpile_peer(src, smask, p: tl.constexpr, example):
-    """Typed pointer to buffer ``p`` of the stack, and whether it is valid."""
+def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
+    """Typed pointer to buffer ``p`` of the stack (``align`` bytes aligned if given), and whether it is valid."""
     ptr_ty = tl.pointer_type(example.dtype.element_ty)
     if src.dtype.is_ptr():
-        return tl.load(src + p).to(ptr_ty), True
+        ptr = tl.load(src + p).to(ptr_ty)
+        valid = True
     else:
         pos = tl.reshape(tl.arange(0, src.numel), src.shape)
-        addr = tl.sum(tl.where(pos == p, src, 0))
+        ptr = tl.sum(tl.where(pos == p, src, 0)).to(ptr_ty)
         if smask is None:
-            return addr.to(ptr_ty), True
+            valid = True
         else:
             valid = tl.sum(tl.where(pos == p, smask.to(tl.int32), 0)) != 0
-            return addr.to(ptr_ty), valid
+    if align is not None:
+        ptr = tl.multiple_of(ptr, align)
+    return ptr, valid
 
 
 @triton.jit
@@ -97,13 +100,13 @@ def _castpile_offsets(offs):
 
 @triton.jit
 def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, mask, value,
-                         cache_modifier: tl.constexpr = "", eviction_policy: tl.constexpr = ""):
+                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None):
     """Store ``value`` (broadcast to P + I), one buffer at a time."""
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
     dtype = example.dtype.element_ty
     value = tl.cast(value, dtype)
     for p in tl.static_range(count):
-        peer, valid = _castpile_peer(src, smask, p, example)
+        peer, valid = _castpile_peer(src, smask, p, example, align)
         tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, mask),
                  cache_modifier=cache_modifier, eviction_policy=eviction_policy)
