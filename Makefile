@@ -21,6 +21,9 @@ demo: $(STAMP)
 test: $(STAMP)
 	TRITON_INTERPRET=1 $(BIN)/python -m pytest
 
+bench-cpu: $(STAMP)
+	$(BIN)/python benchmarks/bench_cpu.py --out docs/bench-cpu.json
+
 snapshots: $(STAMP)
 	CASTPILE_UPDATE_SNAPSHOTS=1 TRITON_INTERPRET=1 $(BIN)/python -m pytest tests/test_snapshots.py
 
