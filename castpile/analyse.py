@@ -552,6 +552,10 @@ class _ModuleAnalyser(cst.CSTVisitor):
         return False
 
     def visit_Arg(self, node: cst.Arg) -> bool:
+        if self._bound_name(node.value):
+            name = node.value.value
+            self.error(node.value, f"'{name}' is a multicast tensor and cannot be passed to a function; pass {name}[idx]")
+            return False
         node.value.visit(self)
         return False
 

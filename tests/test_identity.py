@@ -1,0 +1,152 @@
+"""Output rules: untouched bytes stay, lines keep their numbers, look-alikes are left alone."""
+
+import importlib.util
+
+import pytest
+import torch
+
+import castpile
+
+KERNEL = (
+    "import triton\n"
+    "import triton.language as tl\n"
+    "from castpile import multicast_like\n"
+    "\n"
+    "\n"
+    "@triton.jit\n"
+    "def stack_sum(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):\n"
+    "\tbufs = multicast_like(out, table[:W], shape=(n,))  # tab-indented, trailing comment\n"
+    "\toffs = tl.arange(0, BLOCK)\n"
+    "\ttotal = tl.sum(bufs[offs], axis=0)\n"
+    "\ttl.store(out + offs, total, mask=offs < n)\n"
+)
+
+
+def transpile(source: bytes, strategy="loop") -> bytes:
+    return castpile.transpile(source, "m.py", strategy=strategy)
+
+
+def check_line_stable(source: bytes, out: bytes, newline: bytes = b"\n", rewritten=()):
+    """Every input line keeps its number; lines outside rewritten expressions keep their bytes."""
+    before = source.split(newline)
+    after = out.split(newline)
+    assert len(after) >= len(before)
+    for i, line in enumerate(before):
+        if b"bufs" not in line and i + 1 not in rewritten:
+            assert after[i] == line, (i + 1, line, after[i])
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        b"",
+        b"import os\n",
+        b"x = 1",  # no final newline
+        b"# -*- coding: latin-1 -*-\ns = '\xe9'\r\nimport castpile\r\n",
+        b"import castpile\r\n\r\ndef f():\r\n\treturn castpile.__version__\r\n",
+        b"from castpile import *\n@triton.jit\ndef k(out, t):\n    bufs = multicast_like(out, t[:2])\n    x = bufs[0]\n",
+    ],
+    ids=["empty", "no-castpile", "no-final-newline", "latin1-crlf", "crlf-tabs-unused", "star-import"],
+)
+def test_files_without_a_multicast_use_are_byte_identical(source):
+    assert transpile(source) == source
+
+
+LEFT_ALONE = [
+    # a local function that merely shares the name
+    b"import triton\n\ndef multicast_like(a, b):\n    return a\n\n@triton.jit\ndef k(out, t):\n"
+    b"    bufs = multicast_like(out, t[:2])\n    x = bufs + 1\n# castpile\n",
+    # a parameter shadowing the import
+    b"import triton\nfrom castpile import multicast_like\n\n@triton.jit\ndef k(out, t, multicast_like):\n"
+    b"    bufs = multicast_like(out, t[:2])\n    x = bufs + 1\n",
+    # a local variable shadowing the module alias
+    b"import triton\nimport castpile as cp\n\n@triton.jit\ndef k(out, t):\n    cp = out\n"
+    b"    bufs = cp.multicast_like(out, t[:2])\n    x = bufs + 1\n",
+    # an attribute of another object
+    b"import triton\nimport castpile\n\n@triton.jit\ndef k(out, t, other):\n"
+    b"    bufs = other.multicast_like(out, t[:2])\n    x = bufs + 1\n",
+]
+
+
+@pytest.mark.parametrize("source", LEFT_ALONE, ids=["local-def", "param", "local-alias", "other-attr"])
+def test_look_alikes_are_left_alone(source):
+    assert transpile(source) == source
+
+
+@pytest.mark.parametrize(
+    "imports,call",
+    [
+        ("import castpile", "castpile.multicast_like"),
+        ("import castpile as cp", "cp.multicast_like"),
+        ("from castpile import multicast_like", "multicast_like"),
+        ("from castpile import multicast_like as mcl", "mcl"),
+    ],
+)
+def test_every_import_form_is_recognised(imports, call):
+    source = (
+        f"import triton\nimport triton.language as tl\n{imports}\n\n@triton.jit\n"
+        f"def k(out, t, W: tl.constexpr):\n    bufs = {call}(out, t[:W])\n    x = bufs[0]\n"
+    ).encode()
+    out = transpile(source)
+    assert b"_castpile_load_loop(bufs, W, None, out, 0, None)" in out
+    assert out.startswith(source.split(b"    bufs =")[0])
+
+
+def test_import_inside_the_function_is_recognised():
+    source = (
+        b"import triton\n\n@triton.jit\ndef k(out, t):\n    from castpile import multicast_like as m\n"
+        b"    bufs = m(out, t[:2])\n    x = bufs[0]\n"
+    )
+    assert b"_castpile_load_loop(bufs, 2, None, out, 0, None)" in transpile(source)
+
+
+@pytest.mark.parametrize("strategy", castpile.STRATEGIES)
+def test_tabs_comments_and_line_numbers_survive(strategy):
+    source = KERNEL.encode()
+    out = transpile(source, strategy)
+    check_line_stable(source, out)
+    lines = out.decode().splitlines()
+    assert lines[7] == "\tbufs = table  # tab-indented, trailing comment"
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n"])
+def test_multi_line_accesses_keep_following_line_numbers(tmp_path, newline):
+    source = (
+        "import triton\nimport triton.language as tl\nimport castpile\n\n\n@triton.jit\n"
+        "def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):\n"
+        "    bufs = castpile.multicast_like(\n"
+        "        out, table[:W],\n"
+        "        shape=(n,),\n"
+        "    )\n"
+        "    offs = tl.arange(0, BLOCK)\n"
+        "    total = tl.sum(\n"
+        "        bufs[offs],\n"
+        "        axis=0,\n"
+        "    )\n"
+        "    tl.store(out + offs, total, mask=offs < n)\n"
+        "    raise_here = 1\n"
+    ).replace("\n", newline.decode()).encode()
+    out = transpile(source)
+    check_line_stable(source, out, newline, rewritten={*range(8, 12), *range(13, 17)})
+    after = out.split(newline)
+    assert after[16] == b"    tl.store(out + offs, total, mask=offs < n)"
+    assert b"\n" not in out.replace(b"\r\n", b"") or newline == b"\n"  # no stray LF in a CRLF file
+    path = tmp_path / "multi.py"
+    path.write_bytes(out)
+    spec = importlib.util.spec_from_file_location("multi", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    bufs = [torch.arange(5.0) * (j + 1) for j in range(3)]
+    table = torch.tensor([b.data_ptr() for b in bufs])
+    result = torch.zeros(5)
+    module.k[(1,)](result, table, 5, 3, 8)
+    assert torch.equal(result, torch.stack(bufs).sum(0))
+
+
+def test_helpers_are_appended_after_the_last_line_once():
+    source = KERNEL.encode() + b"\nx = 1  # last line, no newline"
+    out = transpile(source)
+    assert out.count(b"def _castpile_reduce_loop(") == 1
+    head = out.split(b"\n")[: source.count(b"\n") + 1]
+    assert head[-1] == b"x = 1  # last line, no newline"
+    assert b"_castpile_load_gather" not in out  # only what is used
