@@ -218,7 +218,7 @@ def _constexpr_ok(node: cst.BaseExpression, constexprs: set[str]) -> bool:
         return True
     if isinstance(node, cst.Name):
         return node.value in constexprs
-    if isinstance(node, cst.BinaryOp) and isinstance(node.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide)):
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide)):
         return _constexpr_ok(node.left, constexprs) and _constexpr_ok(node.right, constexprs)
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
         return _constexpr_ok(node.expression, constexprs)

@@ -78,12 +78,16 @@ def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
 
 
 @triton.jit
-def _castpile_lane_mask(valid, mask):
-    """``valid`` (one buffer) ANDed with the element mask, or ``None``."""
-    if mask is None:
-        return valid
-    else:
-        return mask & valid
+def _castpile_lane_mask(valid, mask, offs):
+    """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element mask.
+
+    Always a fresh tensor of the offsets' shape: Triton 3.6's interpreter reads atomic
+    operands as contiguous arrays, so a broadcast or Python-bool mask would be misread.
+    """
+    lanes = tl.full(offs.shape, 1, tl.int1) & valid
+    if mask is not None:
+        lanes = lanes & mask
+    return lanes
 
 
 @triton.jit
@@ -128,7 +132,7 @@ def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, mask, ot
         res = res + tl.cast(other, dtype)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, mask), other=other,
+        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, mask, offs), other=other,
                     cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
         res = tl.where(pos == p, _castpile_prepend(v, R), res)
     return res
@@ -149,7 +153,7 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, mask, 
     acc = tl.zeros_like(offs).to(ACC)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, mask), other=0).to(ACC)
+        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, mask, offs), other=0).to(ACC)
         if p == 0:
             acc = v
         elif OP == "sum":
@@ -177,7 +181,7 @@ def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, mask, v
     value = tl.cast(value, dtype)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, mask),
+        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, mask, offs),
                  cache_modifier=cache_modifier, eviction_policy=eviction_policy)
 
 
@@ -194,7 +198,7 @@ def _castpile_atomic_loop(src, count: tl.constexpr, smask, example, offs, mask, 
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
         old = _castpile_atomic_op(OP, peer + offs, _castpile_slice(value, pos, p, offs),
-                                  _castpile_lane_mask(valid, mask), sem, scope)
+                                  _castpile_lane_mask(valid, mask, offs), sem, scope)
         res = tl.where(pos == p, _castpile_prepend(old, R), res)
     return res
 
@@ -246,7 +250,7 @@ def _castpile_atomic_cas_loop(src, count: tl.constexpr, smask, example, offs, ma
     res = _castpile_zeros(pos, offs, dtype)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        old = _castpile_cas(peer + offs, _castpile_lane_mask(valid, mask), example,
+        old = _castpile_cas(peer + offs, _castpile_lane_mask(valid, mask, offs), example,
                             _castpile_slice(cmp, pos, p, offs), _castpile_slice(value, pos, p, offs), sem, scope)
         res = tl.where(pos == p, _castpile_prepend(old, R), res)
     return res
