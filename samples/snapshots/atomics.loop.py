@@ -96,12 +96,16 @@ def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
 
 
 @triton.jit
-def _castpile_lane_mask(valid, mask):
-    """``valid`` (one buffer) ANDed with the element mask, or ``None``."""
-    if mask is None:
-        return valid
-    else:
-        return mask & valid
+def _castpile_lane_mask(valid, mask, offs):
+    """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element mask.
+
+    Always a fresh tensor of the offsets' shape: Triton 3.6's interpreter reads atomic
+    operands as contiguous arrays, so a broadcast or Python-bool mask would be misread.
+    """
+    lanes = tl.full(offs.shape, 1, tl.int1) & valid
+    if mask is not None:
+        lanes = lanes & mask
+    return lanes
 
 
 @triton.jit
@@ -145,7 +149,7 @@ def _castpile_atomic_loop(src, count: tl.constexpr, smask, example, offs, mask, 
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
         old = _castpile_atomic_op(OP, peer + offs, _castpile_slice(value, pos, p, offs),
-                                  _castpile_lane_mask(valid, mask), sem, scope)
+                                  _castpile_lane_mask(valid, mask, offs), sem, scope)
         res = tl.where(pos == p, _castpile_prepend(old, R), res)
     return res
 
@@ -197,7 +201,7 @@ def _castpile_atomic_cas_loop(src, count: tl.constexpr, smask, example, offs, ma
     res = _castpile_zeros(pos, offs, dtype)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        old = _castpile_cas(peer + offs, _castpile_lane_mask(valid, mask), example,
+        old = _castpile_cas(peer + offs, _castpile_lane_mask(valid, mask, offs), example,
                             _castpile_slice(cmp, pos, p, offs), _castpile_slice(value, pos, p, offs), sem, scope)
         res = tl.where(pos == p, _castpile_prepend(old, R), res)
     return res

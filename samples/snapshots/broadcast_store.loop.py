@@ -62,12 +62,16 @@ def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
 
 
 @triton.jit
-def _castpile_lane_mask(valid, mask):
-    """``valid`` (one buffer) ANDed with the element mask, or ``None``."""
-    if mask is None:
-        return valid
-    else:
-        return mask & valid
+def _castpile_lane_mask(valid, mask, offs):
+    """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element mask.
+
+    Always a fresh tensor of the offsets' shape: Triton 3.6's interpreter reads atomic
+    operands as contiguous arrays, so a broadcast or Python-bool mask would be misread.
+    """
+    lanes = tl.full(offs.shape, 1, tl.int1) & valid
+    if mask is not None:
+        lanes = lanes & mask
+    return lanes
 
 
 @triton.jit
@@ -101,5 +105,5 @@ def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, mask, v
     value = tl.cast(value, dtype)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, mask),
+        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, mask, offs),
                  cache_modifier=cache_modifier, eviction_policy=eviction_policy)

@@ -81,12 +81,16 @@ def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
 
 
 @triton.jit
-def _castpile_lane_mask(valid, mask):
-    """``valid`` (one buffer) ANDed with the element mask, or ``None``."""
-    if mask is None:
-        return valid
-    else:
-        return mask & valid
+def _castpile_lane_mask(valid, mask, offs):
+    """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element mask.
+
+    Always a fresh tensor of the offsets' shape: Triton 3.6's interpreter reads atomic
+    operands as contiguous arrays, so a broadcast or Python-bool mask would be misread.
+    """
+    lanes = tl.full(offs.shape, 1, tl.int1) & valid
+    if mask is not None:
+        lanes = lanes & mask
+    return lanes
 
 
 @triton.jit
@@ -116,7 +120,7 @@ def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, mask, ot
         res = res + tl.cast(other, dtype)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, mask), other=other,
+        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, mask, offs), other=other,
                     cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
         res = tl.where(pos == p, _castpile_prepend(v, R), res)
     return res
