@@ -52,11 +52,11 @@ def wait(*args, **kwargs):
     raise RuntimeError(_HOW.format(name="wait"))
 
 
-def install_import_hook(*packages, cache_dir=None):
+def install_import_hook(*packages, cache_dir=None, strategy="loop"):
     """Transpile the modules of ``packages`` on import; see :mod:`castpile.hook`."""
     from .hook import install_import_hook as install
 
-    return install(*packages, cache_dir=cache_dir)
+    return install(*packages, cache_dir=cache_dir, strategy=strategy)
 
 
 __all__ = [
