@@ -154,28 +154,35 @@ def _castpile_positions(src, count: tl.constexpr, offs):
 
 
 @triton.jit
-def _castpile_peer(src, smask, p: tl.constexpr, example):
-    """Typed pointer to buffer ``p`` of the stack, and whether it is valid."""
+def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
+    """Typed pointer to buffer ``p`` of the stack (``align`` bytes aligned if given), and whether it is valid."""
     ptr_ty = tl.pointer_type(example.dtype.element_ty)
     if src.dtype.is_ptr():
-        return tl.load(src + p).to(ptr_ty), True
+        ptr = tl.load(src + p).to(ptr_ty)
+        valid = True
     else:
         pos = tl.reshape(tl.arange(0, src.numel), src.shape)
-        addr = tl.sum(tl.where(pos == p, src, 0))
+        ptr = tl.sum(tl.where(pos == p, src, 0)).to(ptr_ty)
         if smask is None:
-            return addr.to(ptr_ty), True
+            valid = True
         else:
             valid = tl.sum(tl.where(pos == p, smask.to(tl.int32), 0)) != 0
-            return addr.to(ptr_ty), valid
+    if align is not None:
+        ptr = tl.multiple_of(ptr, align)
+    return ptr, valid
 
 
 @triton.jit
-def _castpile_lane_mask(valid, mask):
-    """``valid`` (one buffer) ANDed with the element mask, or ``None``."""
-    if mask is None:
-        return valid
-    else:
-        return mask & valid
+def _castpile_lane_mask(valid, mask, offs):
+    """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element mask.
+
+    Always a fresh tensor of the offsets' shape: Triton 3.6's interpreter reads atomic
+    operands as contiguous arrays, so a broadcast or Python-bool mask would be misread.
+    """
+    lanes = tl.full(offs.shape, 1, tl.int1) & valid
+    if mask is not None:
+        lanes = lanes & mask
+    return lanes
 
 
 @triton.jit
@@ -208,8 +215,8 @@ def _castpile_offsets(offs):
 
 @triton.jit
 def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, mask, other=None,
-                        cache_modifier: tl.constexpr = "", eviction_policy: tl.constexpr = "",
-                        volatile: tl.constexpr = False):
+                        cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
+                        volatile: tl.constexpr = False, align: tl.constexpr = None):
     """Load P + I elements, one buffer at a time."""
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
@@ -219,8 +226,8 @@ def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, mask, ot
     if other is not None:
         res = res + tl.cast(other, dtype)
     for p in tl.static_range(count):
-        peer, valid = _castpile_peer(src, smask, p, example)
-        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, mask), other=other,
+        peer, valid = _castpile_peer(src, smask, p, example, align)
+        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, mask, offs), other=other,
                     cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
         res = tl.where(pos == p, _castpile_prepend(v, R), res)
     return res
@@ -228,7 +235,7 @@ def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, mask, ot
 
 @triton.jit
 def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, mask, OP: tl.constexpr,
-                          acc_dtype: tl.constexpr = None):
+                          acc_dtype: tl.constexpr = None, align: tl.constexpr = None):
     """``tl.sum``/``max``/``min`` over the stack axis without the P + I tensor."""
     offs = _castpile_offsets(offs)
     dtype = example.dtype.element_ty
@@ -240,8 +247,8 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, mask, 
         ACC: tl.constexpr = dtype
     acc = tl.zeros_like(offs).to(ACC)
     for p in tl.static_range(count):
-        peer, valid = _castpile_peer(src, smask, p, example)
-        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, mask), other=0).to(ACC)
+        peer, valid = _castpile_peer(src, smask, p, example, align)
+        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, mask, offs), other=0).to(ACC)
         if p == 0:
             acc = v
         elif OP == "sum":
@@ -261,15 +268,15 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, mask, 
 
 @triton.jit
 def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, mask, value,
-                         cache_modifier: tl.constexpr = "", eviction_policy: tl.constexpr = ""):
+                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None):
     """Store ``value`` (broadcast to P + I), one buffer at a time."""
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
     dtype = example.dtype.element_ty
     value = tl.cast(value, dtype)
     for p in tl.static_range(count):
-        peer, valid = _castpile_peer(src, smask, p, example)
-        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, mask),
+        peer, valid = _castpile_peer(src, smask, p, example, align)
+        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, mask, offs),
                  cache_modifier=cache_modifier, eviction_policy=eviction_policy)
 
 
@@ -289,7 +296,7 @@ def _castpile_cas(ptrs, mask, example, cmp, value, sem: tl.constexpr, scope: tl.
 
 
 @triton.jit
-def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask):
+def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None):
     """The P + I pointer tensor of an access and its mask (never ``None``)."""
     offs = _castpile_offsets(offs)
     ptr_ty = tl.pointer_type(example.dtype.element_ty)
@@ -304,6 +311,14 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask):
         else:
             valid = smask
     ptrs = tile.to(ptr_ty)
+    if align is not None:
+        # Inline: multiple_of must annotate a value made here, not a parameter.
+        if len(ptrs.shape) == 1:
+            ptrs = tl.multiple_of(ptrs, [align])
+        elif len(ptrs.shape) == 2:
+            ptrs = tl.multiple_of(ptrs, [align, align])
+        elif len(ptrs.shape) == 3:
+            ptrs = tl.multiple_of(ptrs, [align, align, align])
     for _ in tl.static_range(len(offs.shape)):
         ptrs = tl.expand_dims(ptrs, len(ptrs.shape))
         valid = tl.expand_dims(valid, len(valid.shape))
@@ -311,27 +326,29 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask):
     ptrs = ptrs + _castpile_prepend(offs, R)
     if mask is not None:
         valid = valid & _castpile_prepend(mask, R)
-    return ptrs, tl.broadcast_to(valid, ptrs.shape)
+    return ptrs, tl.broadcast_to(valid, ptrs.shape) & tl.full(ptrs.shape, 1, tl.int1)
 
 
 @triton.jit
 def _castpile_full(value, ptrs, example):
     """``value`` cast to the buffers' type and broadcast (NumPy-style) to the shape of ``ptrs``."""
     value = tl.cast(value, example.dtype.element_ty)
-    value = _castpile_prepend(value, len(ptrs.shape) - len(value.shape))
-    return tl.broadcast_to(value, ptrs.shape)
+    value = tl.broadcast_to(_castpile_prepend(value, len(ptrs.shape) - len(value.shape)), ptrs.shape)
+    # A select materialises the broadcast: Triton 3.6's interpreter reads atomic operands as
+    # contiguous arrays (compiled code is unaffected; the select folds away).
+    return tl.where(tl.full(ptrs.shape, 1, tl.int1), value, value)
 
 
 @triton.jit
 def _castpile_signal(src, count: tl.constexpr, smask, example, offs, mask, value=1, wait_for=None,
-                     sem: tl.constexpr = "release", scope: tl.constexpr = "sys"):
+                     sem: tl.constexpr = tl.constexpr("release"), scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None):
     """Set every addressed flag to ``value``.
 
     Without ``wait_for``: one atomic exchange.  With it: a compare-and-swap
     ``wait_for`` -> ``value``, retried on the lanes that have not succeeded yet
     (lanes that succeeded are masked off and stop touching their flag).
     """
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, mask)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, mask, align)
     dtype = example.dtype.element_ty
     if wait_for is None:
         tl.atomic_xchg(ptrs, tl.cast(value, dtype), mask=valid, sem=sem, scope=scope)
@@ -343,7 +360,7 @@ def _castpile_signal(src, count: tl.constexpr, smask, example, offs, mask, value
 
 
 @triton.jit
-def _castpile_wait_flags(ptrs, mask, value=1, sem: tl.constexpr = "acquire", scope: tl.constexpr = "sys",
+def _castpile_wait_flags(ptrs, mask, value=1, sem: tl.constexpr = tl.constexpr("acquire"), scope: tl.constexpr = tl.constexpr("sys"),
                          reset=0):
     """Spin until every flag at ``ptrs`` equals ``value``, then set it to ``reset``.
 
@@ -354,7 +371,7 @@ def _castpile_wait_flags(ptrs, mask, value=1, sem: tl.constexpr = "acquire", sco
     if mask is None:
         pending = tl.full(ptrs.shape, 1, tl.int1)
     else:
-        pending = tl.broadcast_to(mask, ptrs.shape)
+        pending = tl.broadcast_to(mask, ptrs.shape) & tl.full(ptrs.shape, 1, tl.int1)
     while tl.sum(pending.to(tl.int32)) > 0:
         seen = tl.atomic_add(ptrs, tl.zeros(ptrs.shape, dtype), mask=pending, sem=sem, scope=scope)
         arrived = pending & (seen == tl.cast(value, dtype))
