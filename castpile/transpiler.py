@@ -10,6 +10,7 @@ one :class:`~castpile.errors.TranspileError`.
 from __future__ import annotations
 
 import ast
+import gc
 import io
 import sys
 import tokenize
@@ -98,6 +99,16 @@ def transpile_source(source: bytes | str, path: str = "<string>", *, strategy: s
         source = source.encode("utf-8")
     if b"castpile" not in source:
         return source
+    collecting = gc.isenabled()
+    gc.disable()  # libcst trees are large and acyclic: the cyclic GC only makes big files superlinear
+    try:
+        return _transpile(source, path, strategy)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _transpile(source: bytes, path: str, strategy: str) -> bytes:
     module = parse(source, path)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
