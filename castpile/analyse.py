@@ -103,11 +103,13 @@ class CallOn:
 
 @dataclass(eq=False)
 class Reduction:
-    """``tl.sum/max/min(bufs[idx], axis=0)``, optionally of ``bufs[idx].to(T)``."""
+    """``tl.sum/max/min(X, axis=0)`` where X is ``bufs[idx]`` or ``tl.load(bufs[idx], mask=m)``,
+    optionally converted with ``.to(T)``."""
 
     op: str
     access: Access
     dtype: cst.BaseExpression | None
+    load: cst.Call | None = None
 
 
 @dataclass
@@ -510,6 +512,13 @@ class _ModuleAnalyser(cst.CSTVisitor):
             and inner.args[0].keyword is None
         ):
             inner, dtype = inner.func.value, inner.args[0].value
+        load = None
+        if isinstance(inner, cst.Call) and self.resolver.triton_language(inner.func) == "load" and inner.args:
+            arguments, problems = _call_arguments(inner, CALL_PARAMS["load"], 1)
+            other = arguments.pop("other", None)
+            if problems or set(arguments) - {"mask"} or not (other is None or _literal_int(other) == 0):
+                return  # only a masked load fuses: `other` would also fill the padded entries
+            load, inner = inner, inner.args[0].value
         access = self._access(inner)
         if access is None:
             return
@@ -518,7 +527,7 @@ class _ModuleAnalyser(cst.CSTVisitor):
             return
         if rest[0].keyword is not None and rest[0].keyword.value != "axis":
             return
-        self.plan.uses[node] = Reduction(op, access, dtype)
+        self.plan.uses[node] = Reduction(op, access, dtype, load)
 
     def visit_Subscript(self, node: cst.Subscript) -> bool:
         access = self._access(node)

@@ -35,7 +35,7 @@ class _Rewriter(cst.CSTTransformer):
         self.module = module
         self.plan = plan
         self.lower = lowerer
-        self.updated: dict[cst.Subscript, cst.Subscript] = {}
+        self.updated: dict[cst.CSTNode, cst.CSTNode] = {}  # original -> children rewritten
         self.newline = module.default_newline
         self.config = module.config_for_parsing
 
@@ -81,6 +81,7 @@ class _Rewriter(cst.CSTTransformer):
         return updated_node
 
     def leave_Call(self, original_node, updated_node):
+        self.updated[original_node] = updated_node
         use = self.plan.uses.get(original_node)
         if isinstance(use, CallOn):
             subscript = self.updated.get(use.access.subscript) if use.access is not None else None
@@ -88,7 +89,10 @@ class _Rewriter(cst.CSTTransformer):
         if isinstance(use, Reduction) and self.lower.fuses(use.access):
             subscript = self.updated[use.access.subscript]
             dtype = updated_node.args[0].value.args[0].value if use.dtype is not None else None
-            return self._expression(original_node, self.lower.reduction(use.op, use.access, subscript, dtype))
+            mask = None
+            if use.load is not None:
+                mask = next((a.value for a in self.updated[use.load].args[1:] if a.keyword is None or a.keyword.value == "mask"), None)
+            return self._expression(original_node, self.lower.reduction(use.op, use.access, subscript, dtype, mask))
         return updated_node
 
 

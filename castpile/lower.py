@@ -152,10 +152,13 @@ class Lowerer:
         """Whether a reduction over the stack axis becomes one accumulating loop."""
         return self.strategy == "loop" and access.binding.table is not None
 
-    def reduction(self, op: str, access: Access, subscript: cst.Subscript, dtype: cst.BaseExpression | None) -> str:
-        """``tl.sum(bufs[idx], axis=0)`` (or max/min) without the P + I tensor."""
+    def reduction(
+        self, op: str, access: Access, subscript: cst.Subscript, dtype: cst.BaseExpression | None,
+        mask: cst.BaseExpression | None = None,
+    ) -> str:
+        """``tl.sum(bufs[idx], axis=0)`` (or max/min, of a masked ``tl.load``) without the P + I tensor."""
         return self._call(
-            "_castpile_reduce_loop", self._prefix(access, subscript, None), f'"{op}"', acc_dtype=dtype,
+            "_castpile_reduce_loop", self._prefix(access, subscript, mask), f'"{op}"', acc_dtype=dtype,
             align=_align(access),
         )
 

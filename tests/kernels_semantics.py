@@ -27,6 +27,8 @@ def reduce_stack(out, example, table, n, OP: tl.constexpr, W: tl.constexpr, BLOC
         r = tl.max(bufs[offs], axis=0)
     elif OP == "min":
         r = tl.min(bufs[offs], 0)
+    elif OP == "masked_max":
+        r = tl.max(tl.load(bufs[offs], mask=offs < n - 3), axis=0)
     else:
         r = tl.sum(bufs[offs].to(tl.float32), axis=0)
     tl.store(out + offs, r, mask=offs < n)

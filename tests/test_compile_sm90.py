@@ -22,6 +22,11 @@ JOBS = [
         {"out": PTR, "example": PTR, **T, "n": "i32", "OP": "constexpr", "W": "constexpr", "BLOCK": "constexpr"},
         {"OP": "max", "W": 3, "BLOCK": 64},
     ),
+    (
+        "reduce_stack",
+        {"out": PTR, "example": PTR, **T, "n": "i32", "OP": "constexpr", "W": "constexpr", "BLOCK": "constexpr"},
+        {"OP": "masked_max", "W": 3, "BLOCK": 64},
+    ),
     ("store_row", {"src": PTR, **T, "n": "i32", "W": "constexpr", "BLOCK": "constexpr"}, {"W": 3, "BLOCK": 64}),
     ("store_full", {"src": PTR, **T, "n": "i32", "W": "constexpr", "BLOCK": "constexpr"}, {"W": 3, "BLOCK": 64}),
     ("scatter_rank", {"example": "*i32", **T, "k": "i32", "W": "constexpr"}, {"W": 4}),

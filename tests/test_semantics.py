@@ -64,7 +64,7 @@ def test_load_pads_and_masks(k, w, dtype):
     assert torch.equal(out.view(p2(w), block), padded_stack(bufs, p2(w), block))
 
 
-REDUCTION_CASES = [(d, op) for d in ARITHMETIC_DTYPES for op in ("sum", "max", "min", "sum_f32")] + [
+REDUCTION_CASES = [(d, op) for d in ARITHMETIC_DTYPES for op in ("sum", "max", "min", "sum_f32", "masked_max")] + [
     (torch.bfloat16, "sum_f32")
 ]
 
@@ -80,6 +80,7 @@ def test_reductions_over_the_stack(k, w, dtype, op):
         "max": lambda: full.max(0).values,
         "min": lambda: full.min(0).values,
         "sum_f32": lambda: full.float().sum(0),
+        "masked_max": lambda: torch.cat([full[:, : n - 3], torch.zeros_like(full[:, n - 3 :])], 1).max(0).values,
     }[op]()
     out = torch.zeros(n, dtype=torch.float32 if op == "sum_f32" else dtype)
     k.reduce_stack[(3,)](out, bufs[0], table(bufs), n, op, w, block)

@@ -73,7 +73,7 @@ def two_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, rank, n, WORLD: tl.constex
     while tile < tl.cdiv(chunk, BLOCK):
         local = tile * BLOCK + tl.arange(0, BLOCK)
         offs = rank * chunk + local
-        total = tl.sum(_castpile_load_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n) & (local < chunk)).to(tl.float32), axis=0)
+        total = _castpile_reduce_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n) & (local < chunk), "sum", acc_dtype=tl.float32)
         _castpile_store_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n) & (local < chunk), total[None, :])
         tile += tl.num_programs(0)
     if BARRIER:
@@ -107,7 +107,7 @@ def reduce_scatter(buf, buf_ptrs, pad, pad_ptrs, out, rank, m, WORLD: tl.constex
     tile = tl.program_id(0)
     while tile < tl.cdiv(m, BLOCK):
         local = tile * BLOCK + tl.arange(0, BLOCK)
-        total = tl.sum(_castpile_load_loop(bufs, WORLD, None, buf, local + m*rank, (local + m*rank >= 0) & (local + m*rank < bufs_shape0) & (local < m)).to(tl.float32), axis=0)
+        total = _castpile_reduce_loop(bufs, WORLD, None, buf, local + m*rank, (local + m*rank >= 0) & (local + m*rank < bufs_shape0) & (local < m), "sum", acc_dtype=tl.float32)
         tl.store(out + local, total.to(out.dtype.element_ty), mask=local < m)
         tile += tl.num_programs(0)
     if BARRIER:
