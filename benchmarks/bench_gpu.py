@@ -1,0 +1,205 @@
+"""Single-GPU benchmark: castpile's stack kernels against the same kernels by hand, torch and Helion.
+
+    python benchmarks/bench_gpu.py --out benchmarks/results/bench-gpu.json
+
+For each kernel (sum over the stack, broadcast store, gather of all buffers),
+W in {2, 4, 8} bf16 buffers and 4K, 1M, 64M elements, every competitor runs in
+this process on the same buffers, interleaved: ``--reps`` rounds, each timing a
+fixed number of back-to-back calls between two CUDA events; the median per-call
+time is reported.  Small sizes are also timed inside a CUDA graph (GPU time
+without host launch cost).  ``copy`` is a device-to-device copy of the same
+number of bytes a 64M-element sum moves, the bandwidth reference.
+Every competitor's result is checked against torch first.
+"""
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import triton
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]
+
+import hand_kernels as hand  # noqa: E402
+from castpile.launch import bind  # noqa: E402
+from generated import stack_kernels_gather as cp_gather  # noqa: E402
+from generated import stack_kernels_loop as cp_loop  # noqa: E402
+
+SIZES = {"4K": 4096, "1M": 1 << 20, "64M": 64 << 20}
+WORLDS = (2, 4, 8)
+KERNELS = ("sum", "store", "gather")
+BLOCK, WARPS = 1024, 4
+GRAPH_SIZES = ("4K", "1M")
+
+
+def timed(fns: dict, iters: int, reps: int) -> dict:
+    """Median microseconds per call of each callable, rounds interleaved across callables."""
+    for fn in fns.values():
+        fn()
+    torch.cuda.synchronize()
+    samples = {name: [] for name in fns}
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(reps):
+        for name, fn in fns.items():
+            start.record()
+            for _ in range(iters):
+                fn()
+            end.record()
+            end.synchronize()
+            samples[name].append(start.elapsed_time(end) * 1000 / iters)
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
+def host_times(fns: dict, calls: int = 500) -> dict:
+    """Host microseconds per call (launch cost; the GPU queue absorbs the kernels)."""
+    out = {}
+    for name, fn in fns.items():
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        out[name] = (time.perf_counter() - t) * 1e6 / calls
+        torch.cuda.synchronize()
+    return out
+
+
+def graphed(fn, iters: int):
+    """A callable replaying a CUDA graph of ``iters`` calls of ``fn``."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(iters):
+            fn()
+    return graph.replay
+
+
+def helion_kernels():
+    """Helion's stack-tensor sum, or None and the reason it is missing."""
+    try:
+        import helion
+        from helion_kernels import helion_sum
+    except Exception as exc:  # reported in the results
+        return None, f"{type(exc).__name__}: {exc}"
+    return helion_sum, f"helion {getattr(helion, '__version__', '?')}"
+
+
+def case(kernel, world, n, dev, helion_sum):
+    """(callables by competitor name, reference check) for one cell."""
+    bufs = [torch.randn(n, device=dev, dtype=torch.bfloat16) for _ in range(world)]
+    table = torch.tensor([b.data_ptr() for b in bufs], device=dev, dtype=torch.int64)
+    ex = bufs[0]
+    grid = (triton.cdiv(n, BLOCK),)
+    cfg = dict(W=world, BLOCK=BLOCK, num_warps=WARPS)
+    if kernel == "sum":
+        third = torch.empty(n, device=dev, dtype=torch.bfloat16)
+        expect = lambda: torch.stack(bufs).float().sum(0).to(torch.bfloat16)  # noqa: E731
+        result = lambda: third  # noqa: E731
+        eager = {"torch": lambda: torch.stack(bufs).float().sum(0).to(torch.bfloat16)}
+    elif kernel == "store":
+        third = torch.randn(n, device=dev, dtype=torch.bfloat16)
+        expect = lambda: third.expand(world, n)  # noqa: E731
+        result = lambda: torch.stack(bufs)  # noqa: E731
+        eager = {"torch": lambda: torch._foreach_copy_(bufs, [third] * world)}
+    else:
+        third = torch.empty(world, n, device=dev, dtype=torch.bfloat16)
+        expect = lambda: torch.stack(bufs)  # noqa: E731
+        result = lambda: third  # noqa: E731
+        eager = {"torch": lambda: torch.stack(bufs, out=third)}
+    args = (ex, table, third, n)
+    hk = getattr(hand, f"hand_{kernel}")
+    fns = {
+        "hand": lambda: hk[grid](*args, ALIGN=True, **cfg),
+        "castpile_loop": lambda: getattr(cp_loop, f"stack_{kernel}")[grid](*args, **cfg),
+        "castpile_gather": lambda: getattr(cp_gather, f"stack_{kernel}")[grid](*args, **cfg),
+        "hand_noalign": lambda: hk[grid](*args, ALIGN=False, **cfg),
+        "castpile_loop_noalign": lambda: getattr(cp_loop, f"stack_{kernel}_u")[grid](*args, **cfg),
+        "castpile_gather_noalign": lambda: getattr(cp_gather, f"stack_{kernel}_u")[grid](*args, **cfg),
+        "hand_bound": bind(hk, grid, *args, ALIGN=True, **cfg),
+        "castpile_loop_bound": bind(getattr(cp_loop, f"stack_{kernel}"), grid, *args, **cfg),
+        "castpile_gather_bound": bind(getattr(cp_gather, f"stack_{kernel}"), grid, *args, **cfg),
+        **eager,
+    }
+    if kernel == "sum" and helion_sum is not None:
+        ptrs_u64 = table.view(torch.uint64)
+        fns["helion"] = lambda: helion_sum(ptrs_u64, ex)
+    errors = {}
+    for name, fn in list(fns.items()):
+        try:
+            for t in (bufs if kernel == "store" else [third]):
+                t.zero_()
+            out = fn()
+            got = out if (name in ("torch", "helion") and kernel == "sum") else result()
+            torch.cuda.synchronize()
+            errors[name] = float((got.float() - expect().float()).abs().max())
+        except Exception as exc:  # a competitor that fails is reported, not timed
+            errors[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+            del fns[name]
+    moved = {"sum": (world + 1) * n * 2, "store": (world + 1) * n * 2, "gather": 2 * world * n * 2}[kernel]
+    return fns, errors, moved
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="benchmarks/results/bench-gpu.json")
+    parser.add_argument("--reps", type=int, default=11)
+    args = parser.parse_args(argv)
+    dev = torch.device("cuda", 0)
+    helion_sum, helion_note = helion_kernels()
+    rows = []
+    iters = {"4K": 200, "1M": 100, "64M": 10}
+    meta = {
+        "command": " ".join(["python", *sys.argv]),
+        "gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__, "triton": triton.__version__,
+        "python": platform.python_version(), "helion": helion_note,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "block": BLOCK, "num_warps": WARPS, "reps": args.reps,
+        "iters": iters, "graph_calls_per_replay": 20,
+    }
+    # Bandwidth reference: a device copy moving as many bytes as the 64M-element sum with W=2 (read + write).
+    copies = {}
+    for world in WORLDS:
+        nbytes = (world + 1) * SIZES["64M"] * 2 // 2
+        src = torch.empty(nbytes, device=dev, dtype=torch.uint8)
+        dst = torch.empty_like(src)
+        t = timed({"copy": lambda: dst.copy_(src)}, 10, args.reps)["copy"]
+        copies[f"W{world}"] = {"bytes_moved": 2 * nbytes, "us": t, "TBps": 2 * nbytes / t / 1e6}
+        del src, dst
+    for size, n in SIZES.items():
+        for world in WORLDS:
+            for kernel in KERNELS:
+                fns, errors, moved = case(kernel, world, n, dev, helion_sum)
+                eager = timed(fns, iters[size], args.reps)
+                graph = {}
+                if size in GRAPH_SIZES:
+                    graph = timed({k: graphed(fns[k], 20) for k in ("hand", "castpile_loop", "castpile_gather", "torch")
+                                   if k in fns}, 5, args.reps)
+                    graph = {k: v / 20 for k, v in graph.items()}
+                row = {"kernel": kernel, "W": world, "size": size, "elements": n, "bytes_moved": moved,
+                       "eager_us": eager, "graph_us": graph, "max_abs_error": errors}
+                if size == "4K":
+                    row["host_us"] = host_times(fns)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+                write(args.out, {**meta, "copy": copies, "rows": rows})
+                del fns
+                torch.cuda.empty_cache()
+    write(args.out, {**meta, "copy": copies, "rows": rows})
+
+
+def write(path, result):
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(result, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

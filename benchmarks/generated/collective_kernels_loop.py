@@ -1,0 +1,219 @@
+"""All-reduce kernels of ``castpile/collectives/kernels.py`` with ``align=16`` (transpiled into ``generated/``).
+
+Same algorithms and barrier; the multicast binding declares its buffers
+16-byte aligned (symmetric-memory buffers are), so loads and stores are 128
+bits wide, and two-shot chunks are whole tiles.  The benchmark also launches them with larger
+tiles and more blocks than the library's wrappers do.
+"""
+
+import triton
+import triton.language as tl
+
+from castpile import multicast_like
+from castpile.collectives.kernels_triton import barrier
+
+
+@triton.jit
+def one_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.constexpr,
+                        BLOCK: tl.constexpr, BARRIER: tl.constexpr):
+    """``out = sum over ranks of buf``: every rank reads every rank's whole buffer."""
+    bufs = buf_ptrs
+    if BARRIER:
+        barrier(pad, pad_ptrs, rank, WORLD)
+    tile = tl.program_id(0)
+    while tile < tl.cdiv(n, BLOCK):
+        offs = tile * BLOCK + tl.arange(0, BLOCK)
+        total = _castpile_reduce_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n), "sum", acc_dtype=tl.float32, align=16)
+        tl.store(out + offs, total.to(out.dtype.element_ty), mask=offs < n)
+        tile += tl.num_programs(0)
+    if BARRIER:
+        barrier(pad, pad_ptrs, rank, WORLD)
+
+
+@triton.jit
+def two_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, rank, n, WORLD: tl.constexpr,
+                        BLOCK: tl.constexpr, BARRIER: tl.constexpr):
+    """``buf = sum over ranks of buf`` in place: rank r reduces chunk r and writes it to every rank.
+
+    Chunks are whole tiles (unlike the library's ``cdiv(n, WORLD)``) so that
+    Triton can prove ``rank * chunk`` 16-byte aligned and keep accesses 128-bit.
+    """
+    bufs = buf_ptrs
+    chunk = tl.cdiv(n, WORLD * BLOCK) * BLOCK
+    if BARRIER:
+        barrier(pad, pad_ptrs, rank, WORLD)
+    tile = tl.program_id(0)
+    while tile < tl.cdiv(chunk, BLOCK):
+        local = tile * BLOCK + tl.arange(0, BLOCK)
+        offs = rank * chunk + local
+        total = tl.sum(_castpile_load_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n) & (local < chunk), align=16).to(tl.float32), axis=0)
+        _castpile_store_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n) & (local < chunk), total[None, :], align=16)
+        tile += tl.num_programs(0)
+    if BARRIER:
+        barrier(pad, pad_ptrs, rank, WORLD)
+
+
+# ---- castpile 0.1.0 helpers: generated, called by the rewritten accesses above ----
+import triton
+import triton.language as tl
+
+
+@triton.constexpr_function
+def _castpile_leading_ones(shape, r):
+    """True when the first ``r`` extents of ``shape`` are all 1."""
+    return all(int(s) == 1 for s in list(shape)[:r])
+
+
+@triton.constexpr_function
+def _castpile_sum_dtype(dtype):
+    """The accumulator ``tl.sum`` picks for ``dtype`` (int32 for small ints)."""
+    if dtype.is_int() and dtype.primitive_bitwidth < 32:
+        return tl.int32 if dtype.is_int_signed() else tl.uint32
+    return dtype
+
+
+@triton.jit
+def _castpile_prepend(x, r: tl.constexpr):
+    """``x`` with ``r`` leading unit dims."""
+    for _ in tl.static_range(r):
+        x = tl.expand_dims(x, 0)
+    return x
+
+
+@triton.jit
+def _castpile_positions(src, count: tl.constexpr, offs):
+    """Flat stack positions, shape P + (1,) * len(I)."""
+    if src.dtype.is_ptr():
+        pos = tl.arange(0, triton.next_power_of_2(count))
+    else:
+        pos = tl.reshape(tl.arange(0, count), src.shape)
+    for _ in tl.static_range(len(offs.shape)):
+        pos = tl.expand_dims(pos, len(pos.shape))
+    return pos
+
+
+@triton.jit
+def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
+    """Typed pointer to buffer ``p`` of the stack (``align`` bytes aligned if given), and whether it is valid."""
+    ptr_ty = tl.pointer_type(example.dtype.element_ty)
+    if src.dtype.is_ptr():
+        ptr = tl.load(src + p).to(ptr_ty)
+        valid = True
+    else:
+        pos = tl.reshape(tl.arange(0, src.numel), src.shape)
+        ptr = tl.sum(tl.where(pos == p, src, 0)).to(ptr_ty)
+        if smask is None:
+            valid = True
+        else:
+            valid = tl.sum(tl.where(pos == p, smask.to(tl.int32), 0)) != 0
+    if align is not None:
+        ptr = tl.multiple_of(ptr, align)
+    return ptr, valid
+
+
+@triton.jit
+def _castpile_lane_mask(valid, mask, offs):
+    """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element mask.
+
+    Always a fresh tensor of the offsets' shape: Triton 3.6's interpreter reads atomic
+    operands as contiguous arrays, so a broadcast or Python-bool mask would be misread.
+    """
+    lanes = tl.full(offs.shape, 1, tl.int1) & valid
+    if mask is not None:
+        lanes = lanes & mask
+    return lanes
+
+
+@triton.jit
+def _castpile_slice(v, pos, p: tl.constexpr, offs):
+    """The part of ``v`` (broadcast to P + I) that belongs to buffer ``p``."""
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    if len(v.shape) <= len(offs.shape):
+        return v
+    elif _castpile_leading_ones(v.shape, len(v.shape) - len(offs.shape)):
+        return tl.reshape(v, v.shape[len(v.shape) - len(offs.shape):])
+    else:
+        full = tl.where(pos == p, v, tl.zeros_like(v))
+        for _ in tl.static_range(R):
+            full = tl.sum(full, axis=0)
+        return full
+
+
+@triton.jit
+def _castpile_zeros(pos, offs, dtype):
+    """Zeros of shape P + I and type ``dtype``."""
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    return (pos * 0 + _castpile_prepend(offs, R) * 0).to(dtype)
+
+
+@triton.jit
+def _castpile_offsets(offs):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
+    return offs + tl.zeros((), tl.int32)
+
+
+@triton.jit
+def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, mask, other=None,
+                        cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
+                        volatile: tl.constexpr = False, align: tl.constexpr = None):
+    """Load P + I elements, one buffer at a time."""
+    offs = _castpile_offsets(offs)
+    pos = _castpile_positions(src, count, offs)
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    dtype = example.dtype.element_ty
+    res = _castpile_zeros(pos, offs, dtype)
+    if other is not None:
+        res = res + tl.cast(other, dtype)
+    for p in tl.static_range(count):
+        peer, valid = _castpile_peer(src, smask, p, example, align)
+        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, mask, offs), other=other,
+                    cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
+        res = tl.where(pos == p, _castpile_prepend(v, R), res)
+    return res
+
+
+@triton.jit
+def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, mask, OP: tl.constexpr,
+                          acc_dtype: tl.constexpr = None, align: tl.constexpr = None):
+    """``tl.sum``/``max``/``min`` over the stack axis without the P + I tensor."""
+    offs = _castpile_offsets(offs)
+    dtype = example.dtype.element_ty
+    if acc_dtype is not None:
+        dtype = acc_dtype
+    if OP == "sum":
+        ACC: tl.constexpr = _castpile_sum_dtype(dtype)
+    else:
+        ACC: tl.constexpr = dtype
+    acc = tl.zeros_like(offs).to(ACC)
+    for p in tl.static_range(count):
+        peer, valid = _castpile_peer(src, smask, p, example, align)
+        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, mask, offs), other=0).to(ACC)
+        if p == 0:
+            acc = v
+        elif OP == "sum":
+            acc = acc + v
+        elif OP == "max":
+            acc = tl.maximum(acc, v)
+        else:
+            acc = tl.minimum(acc, v)
+    if triton.next_power_of_2(count) > count:
+        # The padded entries of the P + I tensor are zeros: they take part.
+        if OP == "max":
+            acc = tl.maximum(acc, tl.zeros_like(acc))
+        elif OP == "min":
+            acc = tl.minimum(acc, tl.zeros_like(acc))
+    return acc
+
+
+@triton.jit
+def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, mask, value,
+                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None):
+    """Store ``value`` (broadcast to P + I), one buffer at a time."""
+    offs = _castpile_offsets(offs)
+    pos = _castpile_positions(src, count, offs)
+    dtype = example.dtype.element_ty
+    value = tl.cast(value, dtype)
+    for p in tl.static_range(count):
+        peer, valid = _castpile_peer(src, smask, p, example, align)
+        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, mask, offs),
+                 cache_modifier=cache_modifier, eviction_policy=eviction_policy)

@@ -1,0 +1,47 @@
+"""The single-GPU benchmark kernels written by hand in Triton with explicit pointers.
+
+The same algorithms as ``stack_kernels.py``: a static loop over the W
+addresses of the table, each turned into a typed pointer (``tl.multiple_of``
+16 when ``ALIGN``), one masked access per buffer.
+"""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _peer(table, p: tl.constexpr, ex, ALIGN: tl.constexpr):
+    ptr = tl.load(table + p).to(tl.pointer_type(ex.dtype.element_ty))
+    if ALIGN:
+        ptr = tl.multiple_of(ptr, 16)
+    return ptr
+
+
+@triton.jit
+def hand_sum(ex, table, out, n, W: tl.constexpr, BLOCK: tl.constexpr, ALIGN: tl.constexpr):
+    """``out = sum of the W buffers`` (fp32 accumulation)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for p in tl.static_range(W):
+        acc += tl.load(_peer(table, p, ex, ALIGN) + offs, mask=mask, other=0).to(tl.float32)
+    tl.store(out + offs, acc.to(out.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def hand_store(ex, table, src, n, W: tl.constexpr, BLOCK: tl.constexpr, ALIGN: tl.constexpr):
+    """Every buffer ``= src``."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(src + offs, mask=mask)
+    for p in tl.static_range(W):
+        tl.store(_peer(table, p, ex, ALIGN) + offs, x, mask=mask)
+
+
+@triton.jit
+def hand_gather(ex, table, out, n, W: tl.constexpr, BLOCK: tl.constexpr, ALIGN: tl.constexpr):
+    """``out[w, :] = buffer w``."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    for p in tl.static_range(W):
+        tl.store(out + p * n + offs, tl.load(_peer(table, p, ex, ALIGN) + offs, mask=mask), mask=mask)
