@@ -25,24 +25,24 @@ def pad_blocks(symm) -> int:
     return symm.signal_pad.numel() // symm.world_size
 
 
-def one_shot(symm, out, module=lib, block=collectives.BLOCK, blocks=None, warps=4):
+def one_shot(symm, out, module=lib, block=collectives.BLOCK, blocks=None, warps=4, graph=False):
     """Bound one-shot all-reduce of ``symm.tensor`` into ``out``; grid as the wrapper's unless ``blocks``."""
     n = symm.tensor.numel()
     cap = symm.max_blocks if blocks is None else min(blocks, pad_blocks(symm))
     grid = (max(1, min(triton.cdiv(n, block), cap)),)
     return bind(module.one_shot_all_reduce, grid, symm.tensor, symm.buffer_ptrs, symm.signal_pad,
                 symm.signal_pad_ptrs, out, symm.rank, n, WORLD=symm.world_size, BLOCK=block, BARRIER=True,
-                num_warps=warps)
+                num_warps=warps, graph=graph)
 
 
-def two_shot(symm, module=lib, block=collectives.BLOCK, blocks=None, warps=4):
+def two_shot(symm, module=lib, block=collectives.BLOCK, blocks=None, warps=4, graph=False):
     """Bound in-place two-shot all-reduce of ``symm.tensor``."""
     n = symm.tensor.numel()
     cap = symm.max_blocks if blocks is None else min(blocks, pad_blocks(symm))
     grid = (max(1, min(triton.cdiv(triton.cdiv(n, symm.world_size), block), cap)),)
     return bind(module.two_shot_all_reduce, grid, symm.tensor, symm.buffer_ptrs, symm.signal_pad,
                 symm.signal_pad_ptrs, symm.rank, n, WORLD=symm.world_size, BLOCK=block, BARRIER=True,
-                num_warps=warps)
+                num_warps=warps, graph=graph)
 
 
 def tuned_config(nbytes: int, sms: int) -> dict:

@@ -15,7 +15,8 @@ castpile competitors: ``*_wrapper`` go through ``castpile.collectives`` (a
 ``kernel[grid](...)`` launch per call); ``*_bound`` launch the same compiled
 kernels through ``castpile.launch.bind``; ``*_tuned`` are the kernels of
 ``benchmarks/collective_kernels.py`` (``align=16``, tile-aligned two-shot
-chunks, larger tiles and grids for large messages), also bound.
+chunks, larger tiles and grids for large messages), also bound; ``*_replay``
+are the tuned kernels bound with ``graph=True`` (one captured launch replayed).
 """
 
 import argparse
@@ -149,6 +150,8 @@ def size_case(nbytes, rank, world, sms, group_name, dog, reps):
         "castpile_two_shot_bound": av.two_shot(symm),
         "castpile_one_shot_tuned": av.one_shot(symm, out, module=av.tuned, **cfg),
         "castpile_two_shot_tuned": av.two_shot(symm, module=av.tuned, **cfg),
+        "castpile_one_shot_replay": av.one_shot(symm, out, module=av.tuned, graph=True, **cfg),
+        "castpile_two_shot_replay": av.two_shot(symm, module=av.tuned, graph=True, **cfg),
     }
     errors = {}
     for name, fn in ar.items():

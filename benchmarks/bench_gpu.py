@@ -128,6 +128,7 @@ def case(kernel, world, n, dev, helion_sum):
         "hand_bound": bind(hk, grid, *args, ALIGN=True, **cfg),
         "castpile_loop_bound": bind(getattr(cp_loop, f"stack_{kernel}"), grid, *args, **cfg),
         "castpile_gather_bound": bind(getattr(cp_gather, f"stack_{kernel}"), grid, *args, **cfg),
+        "castpile_loop_replay": bind(getattr(cp_loop, f"stack_{kernel}"), grid, *args, graph=True, **cfg),
         **eager,
     }
     if kernel == "sum" and helion_sum is not None:

@@ -14,6 +14,11 @@ The arguments are frozen: tensors by address (they must stay alive; the
 returned callable keeps references to them) and scalars by value.  Bind again
 when any of them changes.  Under ``TRITON_INTERPRET=1``, or while a Triton
 launch hook is installed, the callable falls back to ``kernel[grid](...)``.
+
+``graph=True`` goes further: the one launch is captured once into a CUDA graph
+and each call replays it on the current stream (Triton's C launcher costs
+about 22 us of host time per call on the H200 hosts, a graph replay far less);
+while the current stream is itself being captured, the call launches directly.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_f
                   "launch_pdl")
 
 
-def bind(kernel, grid, *args, **kwargs):
+def bind(kernel, grid, *args, graph=False, **kwargs):
     """A zero-argument callable that launches ``kernel[grid](*args, **kwargs)``; compiles now if needed."""
     grid = tuple(grid) + (1,) * (3 - len(grid))
 
@@ -61,7 +66,28 @@ def bind(kernel, grid, *args, **kwargs):
 
     launch.kernel = compiled
     launch.keep_alive = (args, kwargs)
-    return launch
+    return _replayed(launch) if graph else launch
+
+
+def _replayed(launch):
+    """``launch`` captured once into a CUDA graph; calls replay it (or launch directly while capturing)."""
+    import torch
+
+    g = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream), torch.cuda.graph(g, stream=stream):
+        launch()
+    capturing, replay = torch.cuda.is_current_stream_capturing, g.replay
+
+    def replay_or_launch():
+        if capturing():
+            launch()
+        else:
+            replay()
+
+    replay_or_launch.kernel = launch.kernel
+    replay_or_launch.keep_alive = (launch, g)
+    return replay_or_launch
 
 
 def bound_values(kernel, args, kwargs) -> list:
