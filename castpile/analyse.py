@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from .names import Resolver, Scope, is_constexpr_annotation, is_triton_jit
+from .walk import Walker
 
 ATOMICS = ("atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg")
 REDUCTIONS = ("sum", "max", "min")
@@ -126,20 +127,21 @@ def analyse(module: cst.Module) -> Plan:
     scope = Scope()
     _collect_scope(module.body, scope)
     plan = Plan()
-    module.visit(_ModuleAnalyser(scope, plan))
+    _ModuleAnalyser(scope, plan).walk(module)
     return plan
 
 
 def _collect_scope(body, scope: Scope) -> None:
     """Record the bindings of a block (not descending into functions or classes)."""
     for stmt in body:
-        stmt.visit(_ScopeCollector(scope))
+        _ScopeCollector(scope).walk(stmt)
 
 
-class _ScopeCollector(cst.CSTVisitor):
+class _ScopeCollector(Walker):
     """The names a scope binds: imports, assignments, defs, loop and with targets."""
 
     def __init__(self, scope: Scope):
+        super().__init__()
         self.scope = scope
 
     def visit_Import(self, node: cst.Import) -> bool:
@@ -233,10 +235,11 @@ def _literal_int(node: cst.BaseExpression | None) -> int | None:
     return None
 
 
-class _ModuleAnalyser(cst.CSTVisitor):
+class _ModuleAnalyser(Walker):
     """Walks the module; inside ``@triton.jit`` functions, checks every multicast use."""
 
     def __init__(self, module_scope: Scope, plan: Plan):
+        super().__init__()
         self.module_scope = module_scope
         self.plan = plan
         self.module_constexprs = set()
@@ -304,7 +307,7 @@ class _ModuleAnalyser(cst.CSTVisitor):
     def _collect_bindings(self, func: cst.FunctionDef, constexprs: set[str]) -> dict[str, Binding]:
         bindings: dict[str, Binding] = {}
         finder = _BindingFinder(self.resolver)
-        func.body.visit(finder)
+        finder.walk(func.body)
         self.binding_assigns.update(finder.found)
         for assign in finder.found:
             target = assign.targets[0].target
@@ -413,7 +416,7 @@ class _ModuleAnalyser(cst.CSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> bool:
         if node in self.binding_assigns:
             for arg in node.value.args:
-                arg.value.visit(self)
+                self.walk(arg.value)
             return False
         if self.bindings:
             for target in node.targets:
@@ -549,7 +552,7 @@ class _ModuleAnalyser(cst.CSTVisitor):
         if node not in self.plan.owned:
             self.plan.uses[node] = Load(access)
         for element in node.slice:
-            element.slice.visit(self)
+            self.walk(element.slice)
         return False
 
     def visit_Name(self, node: cst.Name) -> None:
@@ -557,7 +560,7 @@ class _ModuleAnalyser(cst.CSTVisitor):
             self.error(node, f"'{node.value}' is a multicast tensor and may only be subscripted, as in {node.value}[idx]")
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)
+        self.walk(node.value)
         return False
 
     def visit_Arg(self, node: cst.Arg) -> bool:
@@ -565,7 +568,7 @@ class _ModuleAnalyser(cst.CSTVisitor):
             name = node.value.value
             self.error(node.value, f"'{name}' is a multicast tensor and cannot be passed to a function; pass {name}[idx]")
             return False
-        node.value.visit(self)
+        self.walk(node.value)
         return False
 
     def visit_For(self, node: cst.For) -> bool:
@@ -574,10 +577,11 @@ class _ModuleAnalyser(cst.CSTVisitor):
         return True
 
 
-class _BindingFinder(cst.CSTVisitor):
+class _BindingFinder(Walker):
     """The assignments in a function body whose value is a call of castpile's multicast_like."""
 
     def __init__(self, resolver: Resolver):
+        super().__init__()
         self.resolver = resolver
         self.found: list[cst.Assign] = []
         self.names: set[str] = set()

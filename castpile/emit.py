@@ -17,6 +17,7 @@ import libcst as cst
 from . import __version__
 from .analyse import AugStore, Binding, CallOn, Load, Plan, Reduction, Store
 from .lower import Lowerer, code
+from .walk import paths_to, rebuild
 
 _HELPERS_FILE = Path(__file__).with_name("helpers.py")
 
@@ -28,8 +29,8 @@ def _padded(text: str, lines: int, newline: str) -> str:
     return text[:-1] + newline * lines + text[-1]
 
 
-class _Rewriter(cst.CSTTransformer):
-    """Replaces every node of the plan, children first."""
+class _Rewriter:
+    """Replaces every node of the plan, children first (see :func:`castpile.walk.rebuild`)."""
 
     def __init__(self, module: cst.Module, plan: Plan, lowerer: Lowerer):
         self.module = module
@@ -38,6 +39,18 @@ class _Rewriter(cst.CSTTransformer):
         self.updated: dict[cst.CSTNode, cst.CSTNode] = {}  # original -> children rewritten
         self.newline = module.default_newline
         self.config = module.config_for_parsing
+        self.leave = {cst.Subscript: self._subscript, cst.Assign: self._assign, cst.AugAssign: self._aug_assign,
+                      cst.Call: self._call}
+
+    def replace(self, original: cst.CSTNode, updated: cst.CSTNode):
+        self.updated[original] = updated
+        use = self.plan.uses.get(original)
+        leave = self.leave.get(type(original))
+        return updated if use is None or leave is None else leave(original, updated, use)
+
+    def _current(self, node: cst.CSTNode) -> cst.CSTNode:
+        """``node`` with its children rewritten (itself when nothing inside it changed)."""
+        return self.updated.get(node, node)
 
     def _lines(self, node: cst.CSTNode) -> int:
         return self.module.code_for_node(node).count("\n")
@@ -54,46 +67,39 @@ class _Rewriter(cst.CSTTransformer):
         parsed[-1] = parsed[-1].with_changes(semicolon=original.semicolon)
         return cst.FlattenSentinel(parsed) if len(parsed) > 1 else parsed[0]
 
-    def leave_Subscript(self, original_node, updated_node):
-        self.updated[original_node] = updated_node
-        use = self.plan.uses.get(original_node)
+    def _subscript(self, original, updated, use):
         if isinstance(use, Load):
-            return self._expression(original_node, self.lower.load(use.access, updated_node))
-        return updated_node
+            return self._expression(original, self.lower.load(use.access, updated))
+        return updated
 
-    def leave_Assign(self, original_node, updated_node):
-        use = self.plan.uses.get(original_node)
+    def _assign(self, original, updated, use):
         if isinstance(use, Binding):
-            return self._statements(original_node, self.lower.binding(use))
+            return self._statements(original, self.lower.binding(use))
         if isinstance(use, Store):
-            subscript = self.updated[use.access.subscript]
-            text = self.lower.store(use.access, subscript, code(updated_node.value))
-            return self._statements(original_node, [text])
-        return updated_node
+            subscript = self._current(use.access.subscript)
+            return self._statements(original, [self.lower.store(use.access, subscript, code(updated.value))])
+        return updated
 
-    def leave_AugAssign(self, original_node, updated_node):
-        use = self.plan.uses.get(original_node)
+    def _aug_assign(self, original, updated, use):
         if isinstance(use, AugStore):
-            subscript = self.updated[use.access.subscript]
-            operator = code(updated_node.operator).rstrip("=")
-            text = self.lower.augmented_store(use.access, subscript, operator, updated_node.value)
-            return self._statements(original_node, [text])
-        return updated_node
+            subscript = self._current(use.access.subscript)
+            operator = code(updated.operator).rstrip("=")
+            return self._statements(original, [self.lower.augmented_store(use.access, subscript, operator, updated.value)])
+        return updated
 
-    def leave_Call(self, original_node, updated_node):
-        self.updated[original_node] = updated_node
-        use = self.plan.uses.get(original_node)
+    def _call(self, original, updated, use):
         if isinstance(use, CallOn):
-            subscript = self.updated.get(use.access.subscript) if use.access is not None else None
-            return self._expression(original_node, self.lower.call_on(use.op, use.access, subscript, updated_node))
+            subscript = self._current(use.access.subscript) if use.access is not None else None
+            return self._expression(original, self.lower.call_on(use.op, use.access, subscript, updated))
         if isinstance(use, Reduction) and self.lower.fuses(use.access):
-            subscript = self.updated[use.access.subscript]
-            dtype = updated_node.args[0].value.args[0].value if use.dtype is not None else None
+            subscript = self._current(use.access.subscript)
+            dtype = updated.args[0].value.args[0].value if use.dtype is not None else None
             mask = None
             if use.load is not None:
-                mask = next((a.value for a in self.updated[use.load].args[1:] if a.keyword is None or a.keyword.value == "mask"), None)
-            return self._expression(original_node, self.lower.reduction(use.op, use.access, subscript, dtype, mask))
-        return updated_node
+                load = self._current(use.load)
+                mask = next((a.value for a in load.args[1:] if a.keyword is None or a.keyword.value == "mask"), None)
+            return self._expression(original, self.lower.reduction(use.op, use.access, subscript, dtype, mask))
+        return updated
 
 
 @lru_cache(maxsize=1)
@@ -134,7 +140,8 @@ def helpers_block(used: set[str], newline: str) -> str:
 def render(module: cst.Module, plan: Plan, strategy: str) -> bytes:
     """The rewritten module's bytes, helpers appended."""
     lowerer = Lowerer(strategy)
-    rewritten = module.visit(_Rewriter(module, plan, lowerer))
+    rewriter = _Rewriter(module, plan, lowerer)
+    rewritten = rebuild(module, rewriter.replace, paths_to(module, set(plan.uses)))
     out = rewritten.bytes
     if not lowerer.helpers:
         return out

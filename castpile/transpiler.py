@@ -15,13 +15,11 @@ import io
 import sys
 import tokenize
 
-import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
-
 from . import STRATEGIES
-from .analyse import analyse
-from .emit import render
 from .errors import Diagnostic, TranspileError, source_line
+
+# libcst, sympy and the passes are imported when a file mentions castpile: a
+# module that does not is copied through without loading them.
 
 
 # libcst's visitors recurse a few frames per nesting level; Python's default of
@@ -33,7 +31,7 @@ def _decode_for_display(source: bytes) -> str:
     return source.decode("utf-8", errors="replace")
 
 
-def parse(source: bytes, path: str) -> cst.Module:
+def parse(source: bytes, path: str):
     """libcst module of ``source``; what Python itself rejects becomes a located diagnostic.
 
     The bytes are decoded and ``ast.parse`` runs first: both are fast and bounded,
@@ -64,8 +62,10 @@ def parse(source: bytes, path: str) -> cst.Module:
     return _parse_cst(source, path, text)
 
 
-def _parse_cst(source: bytes, path: str, text: str) -> cst.Module:
+def _parse_cst(source: bytes, path: str, text: str):
     """libcst's parse (of source that Python accepts)."""
+    import libcst as cst
+
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
@@ -109,6 +109,8 @@ def transpile_source(source: bytes | str, path: str = "<string>", *, strategy: s
 
 
 def _transpile(source: bytes, path: str, strategy: str) -> bytes:
+    from .analyse import analyse
+
     module = parse(source, path)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
@@ -118,6 +120,8 @@ def _transpile(source: bytes, path: str, strategy: str) -> bytes:
             raise TranspileError(_locate(module, source, path, plan.errors))
         if not plan.uses:
             return source
+        from .emit import render
+
         return render(module, plan, strategy)
     except RecursionError:
         line = _deepest_line(source)
@@ -128,8 +132,10 @@ def _transpile(source: bytes, path: str, strategy: str) -> bytes:
         sys.setrecursionlimit(limit)
 
 
-def _locate(module: cst.Module, source: bytes, path: str, errors) -> list[Diagnostic]:
+def _locate(module, source: bytes, path: str, errors) -> list[Diagnostic]:
     """Diagnostics with 1-based lines and columns (positions resolved only on this error path)."""
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     text = _decode_for_display(source)
     found = []
