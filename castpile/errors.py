@@ -11,18 +11,29 @@ diagnostics at once and renders them the way compilers do::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
 class Diagnostic:
-    """One error at a 1-based line and 1-based column of ``path``."""
+    """One error at a 1-based line and 1-based column of ``path``.
 
-    path: str
-    line: int
-    col: int
-    message: str
-    source_line: str = ""
+    (A plain class: ``import castpile`` stays cheap for transpiled modules and the CLI.)
+    """
+
+    __slots__ = ("path", "line", "col", "message", "source_line")
+
+    def __init__(self, path: str, line: int, col: int, message: str, source_line: str = ""):
+        self.path, self.line, self.col, self.message, self.source_line = path, line, col, message, source_line
+
+    def _key(self):
+        return (self.path, self.line, self.col, self.message, self.source_line)
+
+    def __eq__(self, other):
+        return isinstance(other, Diagnostic) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        return f"Diagnostic({self.path!r}, {self.line}, {self.col}, {self.message!r})"
 
     def render(self) -> str:
         head = f"{self.path}:{self.line}:{self.col}: error: {self.message}"
