@@ -32,8 +32,8 @@ class SymmetricTensor:
     """One rank's handle on a buffer that every rank of a group holds.
 
     ``max_blocks`` is the largest grid a barriered kernel may launch: every block
-    must be resident at once (blocks wait on each other) and owns one int32
-    signal-pad slot per peer.
+    must be resident at once (blocks wait on each other; the collectives' tiles
+    keep two blocks per SM resident) and owns one int32 signal-pad slot per peer.
     """
 
     tensor: torch.Tensor
@@ -111,7 +111,7 @@ def rendezvous(tensor: torch.Tensor, group=None) -> SymmetricTensor:
         signal_pad_ptrs=torch.tensor(list(hdl.signal_pad_ptrs), dtype=torch.int64, device=tensor.device),
         rank=hdl.rank,
         world_size=hdl.world_size,
-        max_blocks=min(sms, slots // hdl.world_size),
+        max_blocks=min(2 * sms, slots // hdl.world_size),
         handle=hdl,
     )
 

@@ -10,6 +10,9 @@ input visible before anyone reads it, the second keeps a rank from returning
 writes into it.  Block ``b`` of every rank meets block ``b`` of every other
 rank; each block walks the same tiles on every rank, so that is enough.
 
+Buffers are declared 16-byte aligned (``align=16``: symmetric-memory buffers
+are; the wrappers check it), which makes loads and stores 128 bits wide.
+
 Regenerate the plain-Triton module after editing:
 ``python -m castpile castpile/collectives/kernels.py -o castpile/collectives/kernels_triton.py``
 """
@@ -43,7 +46,7 @@ def barrier(pad, pad_ptrs, rank, WORLD: tl.constexpr):
 def one_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.constexpr,
                         BLOCK: tl.constexpr, BARRIER: tl.constexpr):
     """``out = sum over ranks of buf``: every rank reads every rank's whole buffer."""
-    bufs = multicast_like(buf, buf_ptrs[:WORLD], shape=(n,))
+    bufs = multicast_like(buf, buf_ptrs[:WORLD], shape=(n,), align=16)
     if BARRIER:
         barrier(pad, pad_ptrs, rank, WORLD)
     tile = tl.program_id(0)
@@ -63,10 +66,11 @@ def two_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, rank, n, WORLD: tl.constex
 
     Reduce-scatter: rank r sums chunk r of every buffer.  All-gather: it writes
     that sum into chunk r of every buffer.  Only rank r touches chunk r, so the
-    two phases need no barrier between them.
+    two phases need no barrier between them.  Chunks are whole tiles, so that
+    Triton can prove ``rank * chunk`` aligned and keep accesses 128 bits wide.
     """
-    bufs = multicast_like(buf, buf_ptrs[:WORLD], shape=(n,))
-    chunk = tl.cdiv(n, WORLD)
+    bufs = multicast_like(buf, buf_ptrs[:WORLD], shape=(n,), align=16)
+    chunk = tl.cdiv(n, WORLD * BLOCK) * BLOCK
     if BARRIER:
         barrier(pad, pad_ptrs, rank, WORLD)
     tile = tl.program_id(0)
@@ -84,7 +88,7 @@ def two_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, rank, n, WORLD: tl.constex
 def all_gather(buf, buf_ptrs, pad, pad_ptrs, out, rank, m, WORLD: tl.constexpr,
                BLOCK: tl.constexpr, BARRIER: tl.constexpr):
     """``out[q, :] = buf of rank q`` for every rank q (``out`` is WORLD x m)."""
-    bufs = multicast_like(buf, buf_ptrs[:WORLD], shape=(m,))
+    bufs = multicast_like(buf, buf_ptrs[:WORLD], shape=(m,), align=16)
     rows = tl.arange(0, triton.next_power_of_2(WORLD))[:, None]
     if BARRIER:
         barrier(pad, pad_ptrs, rank, WORLD)
@@ -101,7 +105,7 @@ def all_gather(buf, buf_ptrs, pad, pad_ptrs, out, rank, m, WORLD: tl.constexpr,
 def reduce_scatter(buf, buf_ptrs, pad, pad_ptrs, out, rank, m, WORLD: tl.constexpr,
                    BLOCK: tl.constexpr, BARRIER: tl.constexpr):
     """``out = sum over ranks of chunk `rank` of buf`` (buf holds WORLD chunks of m)."""
-    bufs = multicast_like(buf, buf_ptrs[:WORLD], shape=(WORLD * m,))
+    bufs = multicast_like(buf, buf_ptrs[:WORLD], shape=(WORLD * m,), align=16)
     if BARRIER:
         barrier(pad, pad_ptrs, rank, WORLD)
     tile = tl.program_id(0)

@@ -10,6 +10,9 @@ input visible before anyone reads it, the second keeps a rank from returning
 writes into it.  Block ``b`` of every rank meets block ``b`` of every other
 rank; each block walks the same tiles on every rank, so that is enough.
 
+Buffers are declared 16-byte aligned (``align=16``: symmetric-memory buffers
+are; the wrappers check it), which makes loads and stores 128 bits wide.
+
 Regenerate the plain-Triton module after editing:
 ``python -m castpile castpile/collectives/kernels.py -o castpile/collectives/kernels_triton.py``
 """
@@ -49,7 +52,7 @@ def one_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.co
     tile = tl.program_id(0)
     while tile < tl.cdiv(n, BLOCK):
         offs = tile * BLOCK + tl.arange(0, BLOCK)
-        total = _castpile_reduce_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n), "sum", acc_dtype=tl.float32)
+        total = _castpile_reduce_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n), "sum", acc_dtype=tl.float32, align=16)
         tl.store(out + offs, total.to(out.dtype.element_ty), mask=offs < n)
         tile += tl.num_programs(0)
     if BARRIER:
@@ -63,18 +66,19 @@ def two_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, rank, n, WORLD: tl.constex
 
     Reduce-scatter: rank r sums chunk r of every buffer.  All-gather: it writes
     that sum into chunk r of every buffer.  Only rank r touches chunk r, so the
-    two phases need no barrier between them.
+    two phases need no barrier between them.  Chunks are whole tiles, so that
+    Triton can prove ``rank * chunk`` aligned and keep accesses 128 bits wide.
     """
     bufs = buf_ptrs
-    chunk = tl.cdiv(n, WORLD)
+    chunk = tl.cdiv(n, WORLD * BLOCK) * BLOCK
     if BARRIER:
         barrier(pad, pad_ptrs, rank, WORLD)
     tile = tl.program_id(0)
     while tile < tl.cdiv(chunk, BLOCK):
         local = tile * BLOCK + tl.arange(0, BLOCK)
         offs = rank * chunk + local
-        total = _castpile_reduce_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n) & (local < chunk), "sum", acc_dtype=tl.float32)
-        _castpile_store_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n) & (local < chunk), total[None, :])
+        total = _castpile_reduce_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n) & (local < chunk), "sum", acc_dtype=tl.float32, align=16)
+        _castpile_store_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n) & (local < chunk), total[None, :], align=16)
         tile += tl.num_programs(0)
     if BARRIER:
         barrier(pad, pad_ptrs, rank, WORLD)
@@ -91,7 +95,7 @@ def all_gather(buf, buf_ptrs, pad, pad_ptrs, out, rank, m, WORLD: tl.constexpr,
     tile = tl.program_id(0)
     while tile < tl.cdiv(m, BLOCK):
         offs = tile * BLOCK + tl.arange(0, BLOCK)
-        tl.store(out + rows * m + offs[None, :], _castpile_load_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < m)), mask=(rows < WORLD) & (offs[None, :] < m))
+        tl.store(out + rows * m + offs[None, :], _castpile_load_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < m), align=16), mask=(rows < WORLD) & (offs[None, :] < m))
         tile += tl.num_programs(0)
     if BARRIER:
         barrier(pad, pad_ptrs, rank, WORLD)
@@ -107,7 +111,7 @@ def reduce_scatter(buf, buf_ptrs, pad, pad_ptrs, out, rank, m, WORLD: tl.constex
     tile = tl.program_id(0)
     while tile < tl.cdiv(m, BLOCK):
         local = tile * BLOCK + tl.arange(0, BLOCK)
-        total = _castpile_reduce_loop(bufs, WORLD, None, buf, local + m*rank, (local + m*rank >= 0) & (local + m*rank < bufs_shape0) & (local < m), "sum", acc_dtype=tl.float32)
+        total = _castpile_reduce_loop(bufs, WORLD, None, buf, local + m*rank, (local + m*rank >= 0) & (local + m*rank < bufs_shape0) & (local < m), "sum", acc_dtype=tl.float32, align=16)
         tl.store(out + local, total.to(out.dtype.element_ty), mask=local < m)
         tile += tl.num_programs(0)
     if BARRIER:
