@@ -2,9 +2,9 @@
 the Triton interpreter, must do what the independent torch model in tests/fuzz_model.py says.
 
 CI runs ``CASTPILE_FUZZ_EXAMPLES`` examples (default 300), derandomized; the long run is
-``scripts/fuzz_long.sh`` (see docs/robustness.md).  Failures found so far are regression
-tests below; cases of a known, still open bug are left out of the random run (the
-``xfail(strict=True)`` test for it flips when it is fixed: then drop its line in ``open_bug``).
+``scripts/fuzz_long.sh`` (see docs/robustness.md).  Every failure found is a regression
+test below (docs/bugs-from-fuzzing.md); while a bug is open, its name goes in ``OPEN``
+(the test becomes ``xfail(strict=True)`` and fails loudly once the bug is fixed).
 """
 
 import os
@@ -19,19 +19,8 @@ from fuzz_model import Case, Index, cases, check, expected, run
 EXAMPLES = int(os.environ.get("CASTPILE_FUZZ_EXAMPLES", "300"))
 
 
-def open_bug(case: Case, strategy: str) -> str | None:
-    """Why ``case`` hits an open bug of docs/bugs-from-fuzzing.md (None when it does not)."""
-    if case.tile == "slice_lo":
-        return "B1"
-    if case.context == "signal":
-        return "B2"
-    if case.context in ("atomic", "cas") and strategy == "gather":
-        return "B3"
-    if case.context == "cas":
-        return "B4"
-    if case.context == "atomic" and case.irank == 0 and case.tile in ("slice", "slice_lo"):
-        return "B5"
-    return None
+OPEN: dict[str, str] = {}
+"""Open bugs: regression name -> reason (none at the moment)."""
 
 
 @settings(
@@ -42,8 +31,7 @@ def open_bug(case: Case, strategy: str) -> str | None:
 def test_generated_kernels_match_the_model(case, tmp_path_factory):
     directory = tmp_path_factory.getbasetemp()
     for strategy in castpile.STRATEGIES:
-        if open_bug(case, strategy) is None:
-            check(case, strategy, directory)
+        check(case, strategy, directory)
 
 
 def _case(**changes) -> Case:
@@ -57,7 +45,7 @@ def _case(**changes) -> Case:
 
 
 REGRESSIONS = {
-    # fixed: none yet.  Open (docs/bugs-from-fuzzing.md), each flips to XPASS when fixed:
+    # All fixed (docs/bugs-from-fuzzing.md, B1-B5).
     "B1-slice-with-lo": (_case(tile="slice_lo", lo=1), "loop"),
     "B2-signal-vector": (_case(tile="slice", ptile=(1,), entries=[0], shape=None, indices=[Index(1, 8, 0)], context="signal"), "loop"),
     "B3-atomic-gather": (_case(context="atomic", op="add", use_mask=True), "gather"),
@@ -68,7 +56,7 @@ REGRESSIONS = {
 
 @pytest.mark.parametrize(
     "name",
-    [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=f"open bug {n[:2]}: docs/bugs-from-fuzzing.md")) for n in REGRESSIONS],
+    [pytest.param(n, marks=[pytest.mark.xfail(strict=True, reason=OPEN[n])] if n in OPEN else []) for n in REGRESSIONS],
 )
 def test_regression(name, tmp_path):
     case, strategy = REGRESSIONS[name]
