@@ -10,15 +10,15 @@ and only once every SRC has transpiled.  SRC is only ever read, and at most
 from __future__ import annotations
 
 import argparse
-import difflib
+import itertools
 import os
 import sys
-import tempfile
-import traceback
-from pathlib import Path
 
 from . import STRATEGIES, __version__
 from .errors import Diagnostic, TranspileError
+
+# Only what every run needs is imported here: a file without castpile should cost
+# about what copying it costs (libcst, sympy, difflib and traceback load on demand).
 
 
 MAX_SOURCE_BYTES = 64 * 1024 * 1024
@@ -52,11 +52,10 @@ def _parser() -> argparse.ArgumentParser:
 def _read(src: str) -> bytes:
     if src == "-":
         return _capped(sys.stdin.buffer, "<stdin>")
-    path = Path(src)
     try:
-        if path.is_dir():
+        if os.path.isdir(src):
             raise _Usage(f"{src}: is a directory, not a Python file")
-        with path.open("rb") as f:
+        with open(src, "rb") as f:
             return _capped(f, src)
     except FileNotFoundError:
         raise _Usage(f"{src}: no such file") from None
@@ -72,50 +71,62 @@ def _capped(stream, name: str) -> bytes:
     return data
 
 
-def write_atomically(target: Path, data: bytes) -> None:
+_temporary_names = itertools.count()
+
+
+def write_atomically(target: str, data: bytes) -> None:
     """Write ``data`` to ``target`` through a temporary file in the same directory and a rename."""
-    directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    directory, name = os.path.split(target)
+    while True:
+        tmp = os.path.join(directory, f".{name}.{os.getpid()}.{next(_temporary_names)}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            break
+        except FileExistsError:
+            continue
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        if target.exists():
-            os.chmod(tmp, target.stat().st_mode & 0o7777)
+        if os.path.exists(target):
+            os.chmod(tmp, os.stat(target).st_mode & 0o7777)
         else:
             umask = os.umask(0)
             os.umask(umask)
             os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, target)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
         raise
 
 
-def _targets(sources: list[str], output: str | None) -> list[Path | None]:
+def _targets(sources: list[str], output: str | None) -> list[str | None]:
     if output is None:
         return [None] * len(sources)
-    out = Path(output)
     if len(sources) > 1:
-        if not out.is_dir():
+        if not os.path.isdir(output):
             raise _Usage(f"{output}: with several SRC, -o must name an existing directory")
         if "-" in sources:
             raise _Usage("- (stdin) can only be transpiled alone")
-        targets = [out / Path(s).name for s in sources]
-        if len({t.name for t in targets}) < len(targets):
+        targets = [os.path.join(output, os.path.basename(s)) for s in sources]
+        if len({os.path.basename(t) for t in targets}) < len(targets):
             raise _Usage("several SRC share a file name; their outputs in one -o directory would collide")
     else:
-        if out.is_dir():
+        if os.path.isdir(output):
             raise _Usage(f"{output}: is a directory; give a file name, or several SRC")
-        if str(out.parent) and not out.parent.is_dir():
-            raise _Usage(f"{output}: directory {out.parent} does not exist")
-        targets = [out]
+        parent = os.path.dirname(output)
+        if parent and not os.path.isdir(parent):
+            raise _Usage(f"{output}: directory {parent} does not exist")
+        targets = [output]
     for src, target in zip(sources, targets):
         if src != "-" and _same_file(src, target):
             raise _Usage(f"{target}: is the input file {src} itself; castpile never overwrites its input")
     return targets
 
 
-def _same_file(a: str | Path, b: Path) -> bool:
+def _same_file(a: str, b: str) -> bool:
     try:
         return os.path.samefile(a, b)
     except OSError:
@@ -167,6 +178,8 @@ class _Internal(Exception):
 
 
 def _print_diff(name: str, before: bytes, after: bytes) -> None:
+    import difflib
+
     a = before.decode("utf-8", errors="replace").splitlines(keepends=True)
     b = after.decode("utf-8", errors="replace").splitlines(keepends=True)
     sys.stdout.writelines(difflib.unified_diff(a, b, name, f"{name} (castpile)"))
@@ -202,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _internal_error(where: str, exc: BaseException) -> int:
     """Report a castpile bug (never the user's fault): exit 3, nothing written."""
+    import traceback
+
     print(
         f"castpile: internal error while transpiling {where}: this is a bug in castpile; nothing was written. "
         "Please report it at the castpile issue tracker with the input file and this trace:",

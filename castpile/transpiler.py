@@ -9,17 +9,14 @@ one :class:`~castpile.errors.TranspileError`.
 
 from __future__ import annotations
 
-import ast
 import gc
-import io
 import sys
-import tokenize
 
 from . import STRATEGIES
 from .errors import Diagnostic, TranspileError, source_line
 
-# libcst, sympy and the passes are imported when a file mentions castpile: a
-# module that does not is copied through without loading them.
+# ast, libcst, sympy and the passes are imported when a file mentions castpile:
+# a module that does not is copied through without loading them.
 
 
 # libcst's visitors recurse a few frames per nesting level; Python's default of
@@ -38,6 +35,10 @@ def parse(source: bytes, path: str):
     so undecodable bytes (comments included), NUL bytes and nesting beyond
     Python's own limits are reported before libcst (slow on such input) sees them.
     """
+    import ast
+    import io
+    import tokenize
+
     text = _decode_for_display(source)
     if b"\0" in source:
         line, col = _byte_position(source, source.find(b"\0"))
@@ -82,6 +83,8 @@ def _byte_position(source: bytes, offset: int) -> tuple[int, int]:
 
 def _deepest_line(source: bytes) -> int:
     """The line of the most deeply nested node of ``source`` (1 when unknown)."""
+    import ast
+
     stack, best, line = [(ast.parse(source), 0)], -1, 1
     while stack:
         node, depth = stack.pop()

@@ -160,10 +160,10 @@ def test_unreadable_file_in_process(monkeypatch, tmp_path, capsys):
     src = tmp_path / "secret.py"
     src.write_bytes(KERNEL)
 
-    def denied(self, *args, **kwargs):
-        raise PermissionError(13, "Permission denied", str(self))
+    def denied(file, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(file))
 
-    monkeypatch.setattr(Path, "open", denied)
+    monkeypatch.setattr(cli, "open", denied, raising=False)  # the CLI's reads, as root cannot be denied one
     assert cli.main([str(src)]) == 2
     assert "cannot read: Permission denied" in capsys.readouterr().err
 
