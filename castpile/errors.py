@@ -35,8 +35,13 @@ class Diagnostic:
     def __repr__(self):
         return f"Diagnostic({self.path!r}, {self.line}, {self.col}, {self.message!r})"
 
+    def headline(self) -> str:
+        """``path:line:col: error: message``."""
+        return f"{self.path}:{self.line}:{self.col}: error: {self.message}"
+
     def render(self) -> str:
-        head = f"{self.path}:{self.line}:{self.col}: error: {self.message}"
+        """The headline, then the source line and a caret under the column."""
+        head = self.headline()
         if not self.source_line:
             return head
         text = self.source_line.rstrip("\r\n")

@@ -27,7 +27,6 @@ Python's own compiler: libcst is imported only when an entry has to be built.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -45,7 +44,7 @@ class TranspileImportError(SyntaxError):
     def __init__(self, error: TranspileError):
         self.diagnostics = error.diagnostics
         self.rendered = error.render()
-        heads = [dataclasses.replace(d, source_line="").render() for d in self.diagnostics]
+        heads = [d.headline() for d in self.diagnostics]
         if self.diagnostics:
             d = self.diagnostics[0]
             super().__init__("\n".join(heads), (d.path, d.line, d.col, d.source_line))

@@ -15,8 +15,9 @@ import triton
 
 from . import kernels_triton as _k
 
-#: Elements per tile for messages up to SMALL_BYTES (4 warps, at most one block per SM).
-BLOCK = 1024
+#: Elements per tile for messages up to SMALL_BYTES (4 warps, at most one block per SM); the
+#: fastest of 256-4096 with 1, 2 or 4 warps at 4-256 KB in docs/bench-sweep-small.json.
+BLOCK = 2048
 #: Elements per tile above SMALL_BYTES (8 warps, up to ``symm.max_blocks``: two blocks per SM).
 LARGE_BLOCK = 4096
 SMALL_BYTES = 256 << 10

@@ -1,0 +1,83 @@
+"""Tile and warp sweep of the library's one-shot and two-shot all-reduce at small sizes, inside CUDA graphs.
+
+    NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \\
+        python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/sweep_small.py --out sweep.json
+
+bf16, 4 KB / 32 KB / 256 KB per rank.  Every configuration is checked once on
+integer data against the exact sum, then timed as replays of a CUDA graph of
+20 captured calls (median over interleaved rounds of the slower rank), beside
+torch symmetric memory's one-shot in the same run.  It chooses the launch of
+``castpile.collectives`` for small messages.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import triton
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]
+
+import allreduce_variants as av  # noqa: E402
+from bench_collectives import GRAPH_CALLS, Watchdog, graphed, timed  # noqa: E402
+from castpile import runtime  # noqa: E402
+
+SIZES = [4 << 10, 32 << 10, 256 << 10]
+CONFIGS = [(block, warps) for block in (256, 512, 1024, 2048, 4096) for warps in (1, 2, 4)]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--reps", type=int, default=7)
+    args = parser.parse_args(argv)
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    dev = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+    torch.cuda.set_device(dev)
+    dist.init_process_group("nccl", device_id=dev)
+    dog = Watchdog(120)
+    group_name = dist.group.WORLD.group_name
+    rows = []
+    for nbytes in SIZES:
+        n = nbytes // 2
+        symm = runtime.symmetric_empty((n,), torch.bfloat16)
+        x, out = symm.tensor, torch.empty(n, dtype=torch.bfloat16, device=dev)
+        x.copy_((torch.arange(n, device=dev) % 13 + rank).to(torch.bfloat16))
+        expect = sum((torch.arange(n, device=dev) % 13 + r).float() for r in range(world))
+        fns = {"symm_mem_one_shot": lambda: torch.ops.symm_mem.one_shot_all_reduce(x, "sum", group_name)}
+        for block, warps in CONFIGS:
+            fns[f"one_shot_b{block}_w{warps}"] = av.one_shot(symm, out, block=block, blocks=symm.max_blocks, warps=warps)
+        errors = {}
+        for name, fn in fns.items():
+            if name.startswith("one_shot"):
+                out.zero_()
+                dist.barrier()
+                fn()
+                torch.cuda.synchronize()
+                errors[name] = float((out.float() - expect).abs().max())
+        dog.tick(f"checked {nbytes}")
+        graphs = {name: graphed(fn) for name, fn in fns.items()}
+        us = {k: v / GRAPH_CALLS for k, v in timed(graphs, 10, args.reps, dog).items()}
+        rows.append({"bytes": nbytes, "graph_us": us, "max_abs_error": errors})
+        if rank == 0:
+            best = min((v, k) for k, v in us.items() if k.startswith("one_shot"))
+            print(json.dumps({"bytes": nbytes, "symm_mem": round(us["symm_mem_one_shot"], 2), "best": best}), flush=True)
+        del graphs, fns, symm, x
+        torch.cuda.synchronize()
+    if rank == 0:
+        result = {"command": "python3 -m torch.distributed.run --nproc_per_node 2 " + " ".join(sys.argv),
+                  "gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__, "triton": triton.__version__,
+                  "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "graph_calls_per_replay": GRAPH_CALLS, "rows": rows}
+        Path(args.out).write_text(json.dumps(result, indent=1))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
