@@ -1,0 +1,92 @@
+"""Barrier variants of the one-shot all-reduce at small sizes, inside CUDA graphs, beside symm_mem's one-shot.
+
+    NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \\
+        python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/sweep_barrier.py --out sweep.json
+
+Variants (benchmarks/barrier_kernels.py): ``acqrel`` (the library's barrier), ``relaxed_start``
+(relaxed atomics in the barrier before the reads), and ``poll`` versions of both, whose wait reads
+flags with volatile loads and orders by the acquiring exchange that resets them
+(generated/barrier_kernels_poll.py, the helper edited by hand).  2048-element tiles, 4 warps.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import triton
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]
+
+from bench_collectives import GRAPH_CALLS, Watchdog, graphed, timed  # noqa: E402
+from castpile import runtime  # noqa: E402
+from castpile.launch import bind  # noqa: E402
+from generated import barrier_kernels_loop, barrier_kernels_poll  # noqa: E402
+
+SIZES = [4 << 10, 32 << 10, 256 << 10]
+BLOCK = 2048
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--reps", type=int, default=9)
+    args = parser.parse_args(argv)
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    dev = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+    torch.cuda.set_device(dev)
+    dist.init_process_group("nccl", device_id=dev)
+    dog = Watchdog(45)
+    group_name = dist.group.WORLD.group_name
+    rows = []
+    for nbytes in SIZES:
+        n = nbytes // 2
+        symm = runtime.symmetric_empty((n,), torch.bfloat16)
+        x, out = symm.tensor, torch.empty(n, dtype=torch.bfloat16, device=dev)
+        x.copy_((torch.arange(n, device=dev) % 13 + rank).to(torch.bfloat16))
+        expect = sum((torch.arange(n, device=dev) % 13 + r).float() for r in range(world))
+        grid = (max(1, min(triton.cdiv(n, BLOCK), symm.max_blocks // 2)),)
+        fns = {"symm_mem_one_shot": lambda: torch.ops.symm_mem.one_shot_all_reduce(x, "sum", group_name)}
+        for label, module in (("", barrier_kernels_loop), ("poll_", barrier_kernels_poll)):
+            for relaxed in (False, True):
+                name = f"{label}{'relaxed_start' if relaxed else 'acqrel'}"
+                fns[name] = bind(module.one_shot_all_reduce, grid, x, symm.buffer_ptrs, symm.signal_pad,
+                                 symm.signal_pad_ptrs, out, symm.rank, n, WORLD=world, BLOCK=BLOCK,
+                                 START_RELAXED=relaxed, num_warps=4)
+        errors = {}
+        for name, fn in fns.items():
+            if name != "symm_mem_one_shot":
+                print(f"rank {rank}: checking {name} at {nbytes} bytes", flush=True)
+                dog.tick(f"check {name}")
+                out.zero_()
+                dist.barrier()
+                for _ in range(50):  # repeated calls: a lost signal would hang, a stale read would differ
+                    fn()
+                torch.cuda.synchronize()
+                errors[name] = float((out.float() - expect).abs().max())
+                errors[name + "_pads_nonzero"] = int(symm.signal_pad.count_nonzero())
+        dog.tick(f"checked {nbytes}")
+        graphs = {name: graphed(fn) for name, fn in fns.items()}
+        us = {k: v / GRAPH_CALLS for k, v in timed(graphs, 10, args.reps, dog).items()}
+        rows.append({"bytes": nbytes, "graph_us": us, "checks": errors})
+        if rank == 0:
+            print(json.dumps({"bytes": nbytes, **{k: round(v, 2) for k, v in us.items()}}), flush=True)
+        del graphs, fns, symm, x
+        torch.cuda.synchronize()
+    if rank == 0:
+        result = {"command": "python3 -m torch.distributed.run --nproc_per_node 2 " + " ".join(sys.argv),
+                  "gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__, "triton": triton.__version__,
+                  "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "graph_calls_per_replay": GRAPH_CALLS,
+                  "block": BLOCK, "rows": rows}
+        Path(args.out).write_text(json.dumps(result, indent=1))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
