@@ -248,3 +248,13 @@ def test_signal_by_exchange_and_wait_on_plain_pointers(k, w):
     k.signal_exchange_wait_plain[(1,)](pads[0], table(pads), w)
     assert pads[0].tolist() == [0, 0]  # waited on and reset
     assert all(p.tolist() == [7, 0] for p in pads[1:])  # signalled, nobody waited
+
+
+@pytest.mark.parametrize("w", [2, 3])
+def test_uint64_address_table(k, w):
+    """The contract allows int64 or uint64 addresses (Helion passes uint64)."""
+    n, block = 13, 16
+    bufs = buffers(w, n, torch.float32, seed=12)
+    out = torch.full((p2(w) * block,), 99.0)
+    k.load_stack[(1,)](out, table(bufs).view(torch.uint64), n, w, block)
+    assert torch.equal(out.view(p2(w), block), padded_stack(bufs, p2(w), block))
