@@ -19,7 +19,7 @@ def one_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.co
     """``out = sum over ranks of buf``: every rank reads every rank's whole buffer."""
     bufs = multicast_like(buf, buf_ptrs[:WORLD], shape=(n,), align=16)
     if BARRIER:
-        barrier(pad, pad_ptrs, rank, WORLD)
+        barrier(pad, pad_ptrs, rank, WORLD, False)
     tile = tl.program_id(0)
     while tile < tl.cdiv(n, BLOCK):
         offs = tile * BLOCK + tl.arange(0, BLOCK)
@@ -27,7 +27,7 @@ def one_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.co
         tl.store(out + offs, total.to(out.dtype.element_ty), mask=offs < n)
         tile += tl.num_programs(0)
     if BARRIER:
-        barrier(pad, pad_ptrs, rank, WORLD)
+        barrier(pad, pad_ptrs, rank, WORLD, True)
 
 
 @triton.jit
@@ -41,7 +41,7 @@ def two_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, rank, n, WORLD: tl.constex
     bufs = multicast_like(buf, buf_ptrs[:WORLD], shape=(n,), align=16)
     chunk = tl.cdiv(n, WORLD * BLOCK) * BLOCK
     if BARRIER:
-        barrier(pad, pad_ptrs, rank, WORLD)
+        barrier(pad, pad_ptrs, rank, WORLD, False)
     tile = tl.program_id(0)
     while tile < tl.cdiv(chunk, BLOCK):
         local = tile * BLOCK + tl.arange(0, BLOCK)
@@ -50,4 +50,4 @@ def two_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, rank, n, WORLD: tl.constex
         tl.store(bufs[offs], total[None, :], mask=local < chunk)
         tile += tl.num_programs(0)
     if BARRIER:
-        barrier(pad, pad_ptrs, rank, WORLD)
+        barrier(pad, pad_ptrs, rank, WORLD, True)

@@ -3,10 +3,10 @@
     NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \\
         python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/sweep_barrier.py --out sweep.json
 
-Variants (benchmarks/barrier_kernels.py): ``acqrel`` (the library's barrier), ``relaxed_start``
-(relaxed atomics in the barrier before the reads), and ``poll`` versions of both, whose wait reads
-flags with volatile loads and orders by the acquiring exchange that resets them
-(generated/barrier_kernels_poll.py, the helper edited by hand).  2048-element tiles, 4 warps.
+Variants (benchmarks/barrier_kernels.py): ``acqrel`` (release/acquire in both barriers) and
+``relaxed_start`` (relaxed atomics in the barrier before the reads, what the library now does).
+2048-element tiles, 4 warps.  (A first version also tried polling flags with volatile loads; it
+hung, see docs/perf-findings.md.)
 """
 
 import argparse
@@ -26,7 +26,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 from bench_collectives import GRAPH_CALLS, Watchdog, graphed, timed  # noqa: E402
 from castpile import runtime  # noqa: E402
 from castpile.launch import bind  # noqa: E402
-from generated import barrier_kernels_loop, barrier_kernels_poll  # noqa: E402
+from generated import barrier_kernels_loop  # noqa: E402
 
 SIZES = [4 << 10, 32 << 10, 256 << 10]
 BLOCK = 2048
@@ -52,12 +52,11 @@ def main(argv=None):
         expect = sum((torch.arange(n, device=dev) % 13 + r).float() for r in range(world))
         grid = (max(1, min(triton.cdiv(n, BLOCK), symm.max_blocks // 2)),)
         fns = {"symm_mem_one_shot": lambda: torch.ops.symm_mem.one_shot_all_reduce(x, "sum", group_name)}
-        for label, module in (("", barrier_kernels_loop), ("poll_", barrier_kernels_poll)):
-            for relaxed in (False, True):
-                name = f"{label}{'relaxed_start' if relaxed else 'acqrel'}"
-                fns[name] = bind(module.one_shot_all_reduce, grid, x, symm.buffer_ptrs, symm.signal_pad,
-                                 symm.signal_pad_ptrs, out, symm.rank, n, WORLD=world, BLOCK=BLOCK,
-                                 START_RELAXED=relaxed, num_warps=4)
+        for relaxed in (False, True):
+            name = "relaxed_start" if relaxed else "acqrel"
+            fns[name] = bind(barrier_kernels_loop.one_shot_all_reduce, grid, x, symm.buffer_ptrs, symm.signal_pad,
+                             symm.signal_pad_ptrs, out, symm.rank, n, WORLD=world, BLOCK=BLOCK,
+                             START_RELAXED=relaxed, num_warps=4)
         errors = {}
         for name, fn in fns.items():
             if name != "symm_mem_one_shot":

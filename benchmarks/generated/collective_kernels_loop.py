@@ -19,7 +19,7 @@ def one_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.co
     """``out = sum over ranks of buf``: every rank reads every rank's whole buffer."""
     bufs = buf_ptrs
     if BARRIER:
-        barrier(pad, pad_ptrs, rank, WORLD)
+        barrier(pad, pad_ptrs, rank, WORLD, False)
     tile = tl.program_id(0)
     while tile < tl.cdiv(n, BLOCK):
         offs = tile * BLOCK + tl.arange(0, BLOCK)
@@ -27,7 +27,7 @@ def one_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.co
         tl.store(out + offs, total.to(out.dtype.element_ty), mask=offs < n)
         tile += tl.num_programs(0)
     if BARRIER:
-        barrier(pad, pad_ptrs, rank, WORLD)
+        barrier(pad, pad_ptrs, rank, WORLD, True)
 
 
 @triton.jit
@@ -41,16 +41,16 @@ def two_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, rank, n, WORLD: tl.constex
     bufs = buf_ptrs
     chunk = tl.cdiv(n, WORLD * BLOCK) * BLOCK
     if BARRIER:
-        barrier(pad, pad_ptrs, rank, WORLD)
+        barrier(pad, pad_ptrs, rank, WORLD, False)
     tile = tl.program_id(0)
     while tile < tl.cdiv(chunk, BLOCK):
         local = tile * BLOCK + tl.arange(0, BLOCK)
         offs = rank * chunk + local
-        total = tl.sum(_castpile_load_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n) & (local < chunk), align=16).to(tl.float32), axis=0)
+        total = _castpile_reduce_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n) & (local < chunk), "sum", acc_dtype=tl.float32, align=16)
         _castpile_store_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n) & (local < chunk), total[None, :], align=16)
         tile += tl.num_programs(0)
     if BARRIER:
-        barrier(pad, pad_ptrs, rank, WORLD)
+        barrier(pad, pad_ptrs, rank, WORLD, True)
 
 
 # ---- castpile 0.1.0 helpers: generated, called by the rewritten accesses above ----

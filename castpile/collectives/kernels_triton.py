@@ -4,8 +4,8 @@ Every rank launches the same kernel on its own GPU with the same grid.  A
 multicast tensor over ``buf_ptrs[:WORLD]`` addresses every rank's symmetric
 buffer at once; ``bufs[offs]`` loads a (WORLD padded, BLOCK) tile.
 
-Each kernel starts and ends with :func:`barrier`: the first makes every rank's
-input visible before anyone reads it, the second keeps a rank from returning
+Each kernel starts and ends with :func:`barrier`: the first (relaxed) makes every
+rank's input visible before anyone reads it, the second keeps a rank from returning
 (and overwriting its buffer in a later call) while a peer still reads it or
 writes into it.  Block ``b`` of every rank meets block ``b`` of every other
 rank; each block walks the same tiles on every rank, so that is enough.
@@ -25,20 +25,28 @@ from castpile import multicast_like
 
 
 @triton.jit
-def barrier(pad, pad_ptrs, rank, WORLD: tl.constexpr):
+def barrier(pad, pad_ptrs, rank, WORLD: tl.constexpr, ORDERED: tl.constexpr):
     """Block ``program_id`` of every rank meets here; signal pads are left zero.
 
-    Signal: compare-and-swap 0 -> 1 (release, system scope) on slot
-    ``(block, rank)`` of every rank's pad, retried while the peer has not yet
-    consumed the previous signal.  Wait: until slot ``(block, peer)`` of this
-    rank's pad is 1 for every peer, then reset it to 0 (acquire, system scope).
+    Signal: compare-and-swap 0 -> 1 (system scope) on slot ``(block, rank)`` of
+    every rank's pad, retried while the peer has not yet consumed the previous
+    signal.  Wait: until slot ``(block, peer)`` of this rank's pad is 1 for every
+    peer, then reset it to 0.  ``ORDERED``: release on the signal and acquire on
+    the wait, so accesses before the barrier on one rank happen before accesses
+    after it on the others; otherwise relaxed atomics, for the barrier at a
+    kernel's start, where the inputs were written by earlier kernels and the
+    kernel boundary has made them visible (docs/collectives.md).
     """
     slot = tl.program_id(0) * WORLD
     pads = pad_ptrs
     peers = tl.arange(0, triton.next_power_of_2(WORLD))
     tl.debug_barrier()
-    _castpile_signal(pads, WORLD, None, pad, rank + slot, None, value=1, wait_for=0, sem="release", scope="sys")
-    _castpile_wait_flags(pad + slot + peers, peers < WORLD, value=1, sem="acquire", scope="sys", reset=0)
+    if ORDERED:
+        _castpile_signal(pads, WORLD, None, pad, rank + slot, None, value=1, wait_for=0, sem="release", scope="sys")
+        _castpile_wait_flags(pad + slot + peers, peers < WORLD, value=1, sem="acquire", scope="sys", reset=0)
+    else:
+        _castpile_signal(pads, WORLD, None, pad, rank + slot, None, value=1, wait_for=0, sem="relaxed", scope="sys")
+        _castpile_wait_flags(pad + slot + peers, peers < WORLD, value=1, sem="relaxed", scope="sys", reset=0)
     tl.debug_barrier()
 
 
@@ -48,7 +56,7 @@ def one_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.co
     """``out = sum over ranks of buf``: every rank reads every rank's whole buffer."""
     bufs = buf_ptrs
     if BARRIER:
-        barrier(pad, pad_ptrs, rank, WORLD)
+        barrier(pad, pad_ptrs, rank, WORLD, False)
     tile = tl.program_id(0)
     while tile < tl.cdiv(n, BLOCK):
         offs = tile * BLOCK + tl.arange(0, BLOCK)
@@ -56,7 +64,7 @@ def one_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.co
         tl.store(out + offs, total.to(out.dtype.element_ty), mask=offs < n)
         tile += tl.num_programs(0)
     if BARRIER:
-        barrier(pad, pad_ptrs, rank, WORLD)
+        barrier(pad, pad_ptrs, rank, WORLD, True)
 
 
 @triton.jit
@@ -72,7 +80,7 @@ def two_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, rank, n, WORLD: tl.constex
     bufs = buf_ptrs
     chunk = tl.cdiv(n, WORLD * BLOCK) * BLOCK
     if BARRIER:
-        barrier(pad, pad_ptrs, rank, WORLD)
+        barrier(pad, pad_ptrs, rank, WORLD, False)
     tile = tl.program_id(0)
     while tile < tl.cdiv(chunk, BLOCK):
         local = tile * BLOCK + tl.arange(0, BLOCK)
@@ -81,7 +89,7 @@ def two_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, rank, n, WORLD: tl.constex
         _castpile_store_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n) & (local < chunk), total[None, :], align=16)
         tile += tl.num_programs(0)
     if BARRIER:
-        barrier(pad, pad_ptrs, rank, WORLD)
+        barrier(pad, pad_ptrs, rank, WORLD, True)
 
 
 @triton.jit
@@ -91,14 +99,14 @@ def all_gather(buf, buf_ptrs, pad, pad_ptrs, out, rank, m, WORLD: tl.constexpr,
     bufs = buf_ptrs
     rows = tl.arange(0, triton.next_power_of_2(WORLD))[:, None]
     if BARRIER:
-        barrier(pad, pad_ptrs, rank, WORLD)
+        barrier(pad, pad_ptrs, rank, WORLD, False)
     tile = tl.program_id(0)
     while tile < tl.cdiv(m, BLOCK):
         offs = tile * BLOCK + tl.arange(0, BLOCK)
         tl.store(out + rows * m + offs[None, :], _castpile_load_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < m), align=16), mask=(rows < WORLD) & (offs[None, :] < m))
         tile += tl.num_programs(0)
     if BARRIER:
-        barrier(pad, pad_ptrs, rank, WORLD)
+        barrier(pad, pad_ptrs, rank, WORLD, True)
 
 
 @triton.jit
@@ -107,7 +115,7 @@ def reduce_scatter(buf, buf_ptrs, pad, pad_ptrs, out, rank, m, WORLD: tl.constex
     """``out = sum over ranks of chunk `rank` of buf`` (buf holds WORLD chunks of m)."""
     bufs = buf_ptrs; bufs_shape0 = WORLD * m
     if BARRIER:
-        barrier(pad, pad_ptrs, rank, WORLD)
+        barrier(pad, pad_ptrs, rank, WORLD, False)
     tile = tl.program_id(0)
     while tile < tl.cdiv(m, BLOCK):
         local = tile * BLOCK + tl.arange(0, BLOCK)
@@ -115,7 +123,7 @@ def reduce_scatter(buf, buf_ptrs, pad, pad_ptrs, out, rank, m, WORLD: tl.constex
         tl.store(out + local, total.to(out.dtype.element_ty), mask=local < m)
         tile += tl.num_programs(0)
     if BARRIER:
-        barrier(pad, pad_ptrs, rank, WORLD)
+        barrier(pad, pad_ptrs, rank, WORLD, True)
 
 
 # ---- castpile 0.1.0 helpers: generated, called by the rewritten accesses above ----
