@@ -8,23 +8,12 @@ back to back and can be captured in CUDA graphs.  bf16 sums accumulate in fp32.
 
 ``barrier=False`` drops the in-kernel barriers; it exists to show (in tests)
 that they are needed, and gives wrong results whenever ranks are not in step.
-
-A call whose tensors are all given (``out`` passed, or none needed) reuses a
-launch bound once by :func:`castpile.launch.bind`, which skips Triton's
-per-call argument binding (3-4 us of host time on the H200 hosts); the last
-``BOUND_LAUNCHES`` such launches are kept, with references to their tensors.
 """
-
-from collections import OrderedDict
 
 import torch
 import triton
 
-from ..launch import bind
 from . import kernels_triton as _k
-
-BOUND_LAUNCHES = 64
-_bound: OrderedDict = OrderedDict()
 
 #: Elements per tile for messages up to SMALL_BYTES (4 warps, at most one block per SM); the
 #: fastest of 256-4096 with 1, 2 or 4 warps at 4-256 KB in docs/bench-sweep-small.json.
@@ -50,32 +39,14 @@ def _launch(symm, elements, block):
     return grid, block, {"num_warps": 8 if large else 4}
 
 
-def _run(kernel, grid, args, reuse, **options):
-    """``kernel[grid](*args, **options)``, through a cached bound launch when ``reuse``."""
-    if not reuse:
-        kernel[grid](*args, **options)
-        return
-    key = (kernel, grid, tuple((a.data_ptr(), a.dtype) if isinstance(a, torch.Tensor) else a for a in args),
-           tuple(sorted(options.items())))
-    launch = _bound.get(key)
-    if launch is None:
-        launch = _bound[key] = bind(kernel, grid, *args, **options)
-        if len(_bound) > BOUND_LAUNCHES:
-            _bound.popitem(last=False)
-    else:
-        _bound.move_to_end(key)
-    launch()
-
-
 def all_reduce_one_shot(symm, out=None, *, block=None, barrier=True):
     """Sum of every rank's ``symm.tensor``, written to ``out`` (new if None); every rank reads all inputs."""
     n = symm.tensor.numel()
-    reuse = out is not None
     out = torch.empty_like(symm.tensor) if out is None else out
     grid, block, options = _launch(symm, n, block)
-    _run(_k.one_shot_all_reduce, grid,
-         (symm.tensor, symm.buffer_ptrs, symm.signal_pad, symm.signal_pad_ptrs, out, symm.rank, n), reuse,
-         WORLD=symm.world_size, BLOCK=block, BARRIER=barrier, **options)
+    _k.one_shot_all_reduce[grid](
+        symm.tensor, symm.buffer_ptrs, symm.signal_pad, symm.signal_pad_ptrs, out, symm.rank, n,
+        WORLD=symm.world_size, BLOCK=block, BARRIER=barrier, **options)
     return out
 
 
@@ -84,20 +55,20 @@ def all_reduce_two_shot(symm, *, block=None, barrier=True):
     n = symm.tensor.numel()
     grid, block, options = _launch(symm, n, block)
     grid = (min(grid[0], triton.cdiv(n, symm.world_size * block)),)  # tiles of one rank's chunk
-    _run(_k.two_shot_all_reduce, grid,
-         (symm.tensor, symm.buffer_ptrs, symm.signal_pad, symm.signal_pad_ptrs, symm.rank, n), True,
-         WORLD=symm.world_size, BLOCK=block, BARRIER=barrier, **options)
+    _k.two_shot_all_reduce[grid](
+        symm.tensor, symm.buffer_ptrs, symm.signal_pad, symm.signal_pad_ptrs, symm.rank, n,
+        WORLD=symm.world_size, BLOCK=block, BARRIER=barrier, **options)
     return symm.tensor
 
 
 def all_gather(symm, out=None, *, block=None, barrier=True):
     """Every rank's ``symm.tensor`` stacked: ``out`` has shape (world_size, *symm.tensor.shape)."""
     m = symm.tensor.numel()
-    reuse = out is not None
     out = symm.tensor.new_empty((symm.world_size, *symm.tensor.shape)) if out is None else out
     grid, block, options = _launch(symm, m, block)
-    _run(_k.all_gather, grid, (symm.tensor, symm.buffer_ptrs, symm.signal_pad, symm.signal_pad_ptrs, out, symm.rank, m),
-         reuse, WORLD=symm.world_size, BLOCK=block, BARRIER=barrier, **options)
+    _k.all_gather[grid](
+        symm.tensor, symm.buffer_ptrs, symm.signal_pad, symm.signal_pad_ptrs, out, symm.rank, m,
+        WORLD=symm.world_size, BLOCK=block, BARRIER=barrier, **options)
     return out
 
 
@@ -106,11 +77,11 @@ def reduce_scatter(symm, out=None, *, block=None, barrier=True):
     if symm.tensor.shape[0] % symm.world_size:
         raise ValueError(f"reduce_scatter: dim 0 ({symm.tensor.shape[0]}) is not a multiple of {symm.world_size} ranks")
     m = symm.tensor.numel() // symm.world_size
-    reuse = out is not None
     out = symm.tensor.new_empty((symm.tensor.shape[0] // symm.world_size, *symm.tensor.shape[1:])) if out is None else out
     grid, block, options = _launch(symm, m, block)
-    _run(_k.reduce_scatter, grid, (symm.tensor, symm.buffer_ptrs, symm.signal_pad, symm.signal_pad_ptrs, out, symm.rank, m),
-         reuse, WORLD=symm.world_size, BLOCK=block, BARRIER=barrier, **options)
+    _k.reduce_scatter[grid](
+        symm.tensor, symm.buffer_ptrs, symm.signal_pad, symm.signal_pad_ptrs, out, symm.rank, m,
+        WORLD=symm.world_size, BLOCK=block, BARRIER=barrier, **options)
     return out
 
 
