@@ -1,0 +1,91 @@
+"""Tile, warp and grid sweep of the library's all-reduce kernels at 32 and 64 MB (2 ranks, bf16, eager).
+
+    NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \\
+        python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/sweep_large.py --out sweep.json
+
+Every configuration is checked once on integer data against the exact sum, then
+timed (median over interleaved rounds of the slower rank) beside NCCL.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import triton
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]
+
+import allreduce_variants as av  # noqa: E402
+from bench_collectives import Watchdog, timed  # noqa: E402
+from castpile import runtime  # noqa: E402
+
+SIZES = [32 << 20, 64 << 20]
+# (tile elements, warps, blocks per SM)
+CONFIGS = [(4096, 8, 2), (8192, 8, 2), (8192, 16, 1), (4096, 4, 4), (2048, 4, 4), (16384, 16, 1), (8192, 8, 1)]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--reps", type=int, default=5)
+    args = parser.parse_args(argv)
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    dev = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+    torch.cuda.set_device(dev)
+    dist.init_process_group("nccl", device_id=dev)
+    dog = Watchdog(120)
+    sms = torch.cuda.get_device_properties(dev).multi_processor_count
+    rows = []
+    for nbytes in SIZES:
+        n = nbytes // 2
+        symm = runtime.symmetric_empty((n,), torch.bfloat16)
+        x, out, ref = symm.tensor, torch.empty(n, dtype=torch.bfloat16, device=dev), torch.empty(n, dtype=torch.bfloat16, device=dev)
+
+        def fill():
+            x.copy_((torch.arange(n, device=dev) % 13 + rank).to(torch.bfloat16))
+
+        expect = sum((torch.arange(n, device=dev) % 13 + r).float() for r in range(world))
+        fns = {"nccl": lambda: dist.all_reduce(ref)}
+        for block, warps, per_sm in CONFIGS:
+            blocks = min(per_sm * sms, av.pad_blocks(symm))
+            fns[f"one_b{block}_w{warps}_x{per_sm}"] = av.one_shot(symm, out, block=block, blocks=blocks, warps=warps)
+            fns[f"two_b{block}_w{warps}_x{per_sm}"] = av.two_shot(symm, block=block, blocks=blocks, warps=warps)
+        errors = {}
+        for name, fn in fns.items():
+            if name == "nccl":
+                continue
+            fill()
+            out.zero_()
+            torch.cuda.synchronize()
+            dist.barrier()
+            fn()
+            torch.cuda.synchronize()
+            got = out if name.startswith("one") else x
+            errors[name] = float((got.float() - expect).abs().max())
+            dog.tick(f"check {name}")
+        fill()
+        us = timed(fns, 10, args.reps, dog)
+        rows.append({"bytes": nbytes, "eager_us": us, "max_abs_error": errors})
+        if rank == 0:
+            best = sorted((v, k) for k, v in us.items())[:4]
+            print(json.dumps({"bytes": nbytes, "nccl": round(us["nccl"], 1), "best": best,
+                              "max_error": max(errors.values())}), flush=True)
+        del fns, symm, x
+        torch.cuda.synchronize()
+    if rank == 0:
+        result = {"command": "python3 -m torch.distributed.run --nproc_per_node 2 " + " ".join(sys.argv),
+                  "gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__, "triton": triton.__version__,
+                  "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "configs": CONFIGS, "rows": rows}
+        Path(args.out).write_text(json.dumps(result, indent=1))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
