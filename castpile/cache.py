@@ -21,8 +21,9 @@ import os
 import re
 import stat
 import sys
-import tempfile
 from pathlib import Path
+
+from .files import write_atomically
 
 ENV_VAR = "CASTPILE_CACHE_DIR"
 _TRAILER = b"# castpile-cache "
@@ -154,18 +155,7 @@ def load(path: Path, key: str) -> bytes | None:
 def store(path: Path, key: str, body: bytes) -> bytes:
     """Write ``body`` sealed with its trailer to ``path`` atomically; return the bytes written."""
     data = _seal(key, body)
-    fd, tmp = tempfile.mkstemp(prefix=f"{_TMP_PREFIX}{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    write_atomically(path, data, mode=0o600, prefix=_TMP_PREFIX)
     return data
 
 

@@ -10,12 +10,12 @@ and only once every SRC has transpiled.  SRC is only ever read, and at most
 from __future__ import annotations
 
 import argparse
-import itertools
 import os
 import sys
 
 from . import STRATEGIES, __version__
 from .errors import Diagnostic, TranspileError
+from .files import write_atomically
 
 # Only what every run needs is imported here: a file without castpile should cost
 # about what copying it costs (libcst, sympy, difflib and traceback load on demand).
@@ -69,37 +69,6 @@ def _capped(stream, name: str) -> bytes:
     if len(data) > MAX_SOURCE_BYTES:
         raise _Usage(f"{name}: larger than {MAX_SOURCE_BYTES // (1024 * 1024)} MiB; castpile refuses it")
     return data
-
-
-_temporary_names = itertools.count()
-
-
-def write_atomically(target: str, data: bytes) -> None:
-    """Write ``data`` to ``target`` through a temporary file in the same directory and a rename."""
-    directory, name = os.path.split(target)
-    while True:
-        tmp = os.path.join(directory, f".{name}.{os.getpid()}.{next(_temporary_names)}.tmp")
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            break
-        except FileExistsError:
-            continue
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        if os.path.exists(target):
-            os.chmod(tmp, os.stat(target).st_mode & 0o7777)
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def _targets(sources: list[str], output: str | None) -> list[str | None]:
