@@ -61,8 +61,11 @@ class _Rewriter:
     def _statements(self, original, texts: list[str]):
         lines = self._lines(original)
         if lines:
-            head, _, value = texts[-1].partition(" = ")
-            texts = texts[:-1] + [f"{head} = " + _padded(f"({value})", lines, self.newline) if value else _padded(head, lines, self.newline)]
+            last = texts[-1]
+            if not last.endswith(")"):  # `name = value` made by lowering: the name holds no " = "
+                name, _, value = last.partition(" = ")
+                last = f"{name} = ({value})"
+            texts = texts[:-1] + [_padded(last, lines, self.newline)]
         parsed = list(cst.parse_statement("; ".join(texts) + self.newline, self.config).body)
         parsed[-1] = parsed[-1].with_changes(semicolon=original.semicolon)
         return cst.FlattenSentinel(parsed) if len(parsed) > 1 else parsed[0]

@@ -19,6 +19,7 @@ the example pointer, the element offsets and the mask; see
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -31,8 +32,15 @@ _ATOMIC_NODES = (cst.Name, cst.Integer, cst.Attribute, cst.Subscript, cst.Call, 
 
 
 def code(node: cst.CSTNode) -> str:
-    """The source of ``node`` (its own whitespace included, outer parentheses too)."""
-    return _EMPTY.code_for_node(node).strip()
+    """The source of ``node`` (outer parentheses included), on one line.
+
+    A sub-expression that spans lines is re-rendered on one (comments inside it are
+    dropped): lowering may repeat an index, and the replacement must not add lines.
+    """
+    text = _EMPTY.code_for_node(node).strip()
+    if "\n" in text or "\r" in text:
+        text = ast.unparse(ast.parse(f"({text})", mode="eval"))
+    return text
 
 
 def atom(node: cst.BaseExpression) -> str:

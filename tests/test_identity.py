@@ -150,3 +150,31 @@ def test_helpers_are_appended_after_the_last_line_once():
     head = out.split(b"\n")[: source.count(b"\n") + 1]
     assert head[-1] == b"x = 1  # last line, no newline"
     assert b"_castpile_load_gather" not in out  # only what is used
+
+
+def test_multi_line_indices_and_values_do_not_add_lines(tmp_path):
+    """Lowering repeats an index (offsets, bounds mask, load and store of `+=`): it must not repeat its newlines."""
+    source = (
+        b"import triton\nimport triton.language as tl\nfrom castpile import multicast_like\n\n\n@triton.jit\n"
+        b"def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):\n"
+        b"    bufs = multicast_like(out, table[:W], shape=(n,))\n"
+        b"    offs = tl.arange(0, BLOCK)\n"
+        b"    bufs[offs +\n"
+        b"         0] = (offs +  # a comment inside the value\n"
+        b"               1)\n"
+        b"    bufs[offs] += (\n"
+        b"        10)\n"
+        b"    last_line = 1\n"
+    )
+    out = transpile(source)
+    check_line_stable(source, out, rewritten={10, 11, 12, 13, 14})
+    assert out.split(b"\n")[14] == b"    last_line = 1"
+    path = tmp_path / "multi_index.py"
+    path.write_bytes(out)
+    spec = importlib.util.spec_from_file_location("multi_index", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    bufs = [torch.full((6,), -1.0) for _ in range(3)]
+    module.k[(1,)](bufs[0], torch.tensor([b.data_ptr() for b in bufs]), 5, 3, 8)
+    expected = torch.tensor([11.0, 12, 13, 14, 15, -1])
+    assert all(torch.equal(b, expected) for b in bufs)
