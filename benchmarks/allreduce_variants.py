@@ -17,7 +17,6 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 from castpile import collectives  # noqa: E402
 from castpile.collectives import kernels_triton as lib  # noqa: E402
 from castpile.launch import bind  # noqa: E402
-from generated import collective_kernels_loop as tuned  # noqa: E402
 
 
 def pad_blocks(symm) -> int:
@@ -46,10 +45,10 @@ def two_shot(symm, module=lib, block=collectives.BLOCK, blocks=None, warps=4, gr
 
 
 def tuned_config(nbytes: int, sms: int) -> dict:
-    """Tile, warps and grid of the tuned kernels by message size (small: few tiles; large: 2 blocks per SM)."""
-    if nbytes <= 256 << 10:
-        return {"block": 1024, "warps": 4, "blocks": sms}
-    return {"block": 4096, "warps": 8, "blocks": 2 * sms}
+    """The library wrappers' tile, warps and grid cap for an ``nbytes`` message (castpile.collectives)."""
+    if nbytes <= collectives.SMALL_BYTES:
+        return {"block": collectives.BLOCK, "warps": 4, "blocks": sms}
+    return {"block": collectives.LARGE_BLOCK, "warps": 8, "blocks": 2 * sms}
 
 
 def check(symm, fn, expect: torch.Tensor, result) -> float:
@@ -59,4 +58,4 @@ def check(symm, fn, expect: torch.Tensor, result) -> float:
     return float((got.float() - expect.float()).abs().max())
 
 
-__all__ = ["bind", "collectives", "lib", "one_shot", "pad_blocks", "tuned", "tuned_config", "two_shot"]
+__all__ = ["bind", "collectives", "lib", "one_shot", "pad_blocks", "tuned_config", "two_shot"]

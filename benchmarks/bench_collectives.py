@@ -13,10 +13,12 @@ integer data against the exact sum.
 
 castpile competitors: ``*_wrapper`` go through ``castpile.collectives`` (a
 ``kernel[grid](...)`` launch per call); ``*_bound`` launch the same compiled
-kernels through ``castpile.launch.bind``; ``*_tuned`` are the kernels of
-``benchmarks/collective_kernels.py`` (``align=16``, tile-aligned two-shot
-chunks, larger tiles and grids for large messages), also bound; ``*_replay``
-are the tuned kernels bound with ``graph=True`` (one captured launch replayed).
+kernels through ``castpile.launch.bind`` with the grid capped at
+``symm.max_blocks`` and 4 warps; ``*_tuned`` bind them with the wrappers' launch
+shape (``allreduce_variants.tuned_config``, recorded in each row); ``*_replay``
+are the tuned launches bound with ``graph=True`` (one captured launch replayed).
+(Earlier runs timed a copy of the kernels kept in benchmarks/; the library
+has since taken over its changes.)
 """
 
 import argparse
@@ -148,10 +150,10 @@ def size_case(nbytes, rank, world, sms, group_name, dog, reps):
         "castpile_two_shot_wrapper": lambda: collectives.all_reduce_two_shot(symm),
         "castpile_one_shot_bound": av.one_shot(symm, out),
         "castpile_two_shot_bound": av.two_shot(symm),
-        "castpile_one_shot_tuned": av.one_shot(symm, out, module=av.tuned, **cfg),
-        "castpile_two_shot_tuned": av.two_shot(symm, module=av.tuned, **cfg),
-        "castpile_one_shot_replay": av.one_shot(symm, out, module=av.tuned, graph=True, **cfg),
-        "castpile_two_shot_replay": av.two_shot(symm, module=av.tuned, graph=True, **cfg),
+        "castpile_one_shot_tuned": av.one_shot(symm, out, **cfg),
+        "castpile_two_shot_tuned": av.two_shot(symm, **cfg),
+        "castpile_one_shot_replay": av.one_shot(symm, out, graph=True, **cfg),
+        "castpile_two_shot_replay": av.two_shot(symm, graph=True, **cfg),
     }
     errors = {}
     for name, fn in ar.items():

@@ -56,7 +56,7 @@ def main(argv=None):
             name = "relaxed_start" if relaxed else "acqrel"
             fns[name] = bind(barrier_kernels_loop.one_shot_all_reduce, grid, x, symm.buffer_ptrs, symm.signal_pad,
                              symm.signal_pad_ptrs, out, symm.rank, n, WORLD=world, BLOCK=BLOCK,
-                             START_RELAXED=relaxed, num_warps=4)
+                             START_ORDERED=not relaxed, num_warps=4)
         errors = {}
         for name, fn in fns.items():
             if name != "symm_mem_one_shot":

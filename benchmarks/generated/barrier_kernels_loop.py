@@ -1,47 +1,30 @@
-"""One-shot all-reduce with barrier variants, for benchmarks/sweep_barrier.py (transpiled into ``generated/``).
+"""One-shot all-reduce with a choice of start barrier, for benchmarks/sweep_barrier.py (transpiled into ``generated/``).
 
-``START_SEM`` picks the memory order of the barrier before the reads: the
-library uses release/acquire; "relaxed" relies on the kernel boundary for the
-inputs written before the launch (what torch's symm_mem one-shot does).  The
-barrier after the reads stays release/acquire.
+``START_ORDERED`` picks the memory order of the library's barrier before the
+reads: release/acquire, or relaxed (what the library does: the kernel boundary
+has made the inputs visible).  The barrier after the reads is release/acquire.
 """
 
 import triton
 import triton.language as tl
 
-import castpile
 from castpile import multicast_like
-
-
-@triton.jit
-def barrier(pad, pad_ptrs, rank, WORLD: tl.constexpr, RELAXED: tl.constexpr):
-    """The library's barrier, with relaxed atomics when ``RELAXED``."""
-    slot = tl.program_id(0) * WORLD
-    pads = pad_ptrs
-    peers = tl.arange(0, triton.next_power_of_2(WORLD))
-    tl.debug_barrier()
-    if RELAXED:
-        _castpile_signal(pads, WORLD, None, pad, rank + slot, None, value=1, wait_for=0, sem="relaxed", scope="sys")
-        _castpile_wait_flags(pad + slot + peers, peers < WORLD, value=1, sem="relaxed", scope="sys", reset=0)
-    else:
-        _castpile_signal(pads, WORLD, None, pad, rank + slot, None, value=1, wait_for=0, sem="release", scope="sys")
-        _castpile_wait_flags(pad + slot + peers, peers < WORLD, value=1, sem="acquire", scope="sys", reset=0)
-    tl.debug_barrier()
+from castpile.collectives.kernels_triton import barrier
 
 
 @triton.jit
 def one_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.constexpr,
-                        BLOCK: tl.constexpr, START_RELAXED: tl.constexpr):
+                        BLOCK: tl.constexpr, START_ORDERED: tl.constexpr):
     """``out = sum over ranks of buf``, as in castpile/collectives/kernels.py."""
     bufs = buf_ptrs
-    barrier(pad, pad_ptrs, rank, WORLD, START_RELAXED)
+    barrier(pad, pad_ptrs, rank, WORLD, START_ORDERED)
     tile = tl.program_id(0)
     while tile < tl.cdiv(n, BLOCK):
         offs = tile * BLOCK + tl.arange(0, BLOCK)
         total = _castpile_reduce_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n), "sum", acc_dtype=tl.float32, align=16)
         tl.store(out + offs, total.to(out.dtype.element_ty), mask=offs < n)
         tile += tl.num_programs(0)
-    barrier(pad, pad_ptrs, rank, WORLD, False)
+    barrier(pad, pad_ptrs, rank, WORLD, True)
 
 
 # ---- castpile 0.1.0 helpers: generated, called by the rewritten accesses above ----
@@ -173,102 +156,3 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, mask, 
         elif OP == "min":
             acc = tl.minimum(acc, tl.zeros_like(acc))
     return acc
-
-
-@triton.jit
-def _castpile_cas(ptrs, mask, example, cmp, value, sem: tl.constexpr, scope: tl.constexpr):
-    """``tl.atomic_cas`` that leaves masked-off lanes alone.
-
-    ``tl.atomic_cas`` has no mask: masked-off lanes are pointed at ``example``
-    (memory the kernel owns) and swap a value for itself, which never changes it.
-    """
-    cmp = _castpile_full(cmp, ptrs, example)
-    value = _castpile_full(value, ptrs, example)
-    if mask is None:
-        return tl.atomic_cas(ptrs, cmp, value, sem=sem, scope=scope)
-    else:
-        return tl.atomic_cas(tl.where(mask, ptrs, example), tl.where(mask, cmp, value), value, sem=sem, scope=scope)
-
-
-@triton.jit
-def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None):
-    """The P + I pointer tensor of an access and its mask (never ``None``)."""
-    offs = _castpile_offsets(offs)
-    ptr_ty = tl.pointer_type(example.dtype.element_ty)
-    if src.dtype.is_ptr():
-        rows = tl.arange(0, triton.next_power_of_2(count))
-        valid = rows < count
-        tile = tl.load(src + rows, mask=valid, other=0)
-    else:
-        tile = src
-        if smask is None:
-            valid = tl.full(src.shape, 1, tl.int1)
-        else:
-            valid = smask
-    ptrs = tile.to(ptr_ty)
-    if align is not None:
-        # Inline: multiple_of must annotate a value made here, not a parameter.
-        if len(ptrs.shape) == 1:
-            ptrs = tl.multiple_of(ptrs, [align])
-        elif len(ptrs.shape) == 2:
-            ptrs = tl.multiple_of(ptrs, [align, align])
-        elif len(ptrs.shape) == 3:
-            ptrs = tl.multiple_of(ptrs, [align, align, align])
-    for _ in tl.static_range(len(offs.shape)):
-        ptrs = tl.expand_dims(ptrs, len(ptrs.shape))
-        valid = tl.expand_dims(valid, len(valid.shape))
-    R: tl.constexpr = len(ptrs.shape) - len(offs.shape)
-    ptrs = ptrs + _castpile_prepend(offs, R)
-    if mask is not None:
-        valid = valid & _castpile_prepend(mask, R)
-    return ptrs, tl.broadcast_to(valid, ptrs.shape) & tl.full(ptrs.shape, 1, tl.int1)
-
-
-@triton.jit
-def _castpile_full(value, ptrs, example):
-    """``value`` cast to the buffers' type and broadcast (NumPy-style) to the shape of ``ptrs``."""
-    value = tl.cast(value, example.dtype.element_ty)
-    value = tl.broadcast_to(_castpile_prepend(value, len(ptrs.shape) - len(value.shape)), ptrs.shape)
-    # A select materialises the broadcast: Triton 3.6's interpreter reads atomic operands as
-    # contiguous arrays (compiled code is unaffected; the select folds away).
-    return tl.where(tl.full(ptrs.shape, 1, tl.int1), value, value)
-
-
-@triton.jit
-def _castpile_signal(src, count: tl.constexpr, smask, example, offs, mask, value=1, wait_for=None,
-                     sem: tl.constexpr = tl.constexpr("release"), scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None):
-    """Set every addressed flag to ``value``.
-
-    Without ``wait_for``: one atomic exchange.  With it: a compare-and-swap
-    ``wait_for`` -> ``value``, retried on the lanes that have not succeeded yet
-    (lanes that succeeded are masked off and stop touching their flag).
-    """
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, mask, align)
-    dtype = example.dtype.element_ty
-    if wait_for is None:
-        tl.atomic_xchg(ptrs, tl.cast(value, dtype), mask=valid, sem=sem, scope=scope)
-    else:
-        pending = valid
-        while tl.sum(pending.to(tl.int32)) > 0:
-            old = _castpile_cas(ptrs, pending, example, wait_for, value, sem, scope)
-            pending = pending & (old != tl.cast(wait_for, dtype))
-
-
-@triton.jit
-def _castpile_wait_flags(ptrs, mask, value=1, sem: tl.constexpr = tl.constexpr("acquire"), scope: tl.constexpr = tl.constexpr("sys"),
-                         reset=0):
-    """Spin until every flag at ``ptrs`` equals ``value``, then set it to ``reset``.
-
-    A lane reads its flag with an atomic (``sem``, ``scope``) until it sees
-    ``value``, resets it and is masked off from then on.
-    """
-    dtype = ptrs.dtype.element_ty
-    if mask is None:
-        pending = tl.full(ptrs.shape, 1, tl.int1)
-    else:
-        pending = tl.broadcast_to(mask, ptrs.shape) & tl.full(ptrs.shape, 1, tl.int1)
-    while tl.sum(pending.to(tl.int32)) > 0:
-        seen = tl.atomic_add(ptrs, tl.zeros(ptrs.shape, dtype), mask=pending, sem=sem, scope=scope)
-        arrived = pending & (seen == tl.cast(value, dtype))
-        tl.atomic_xchg(ptrs, tl.cast(reset, dtype) + tl.zeros(ptrs.shape, dtype), mask=arrived, sem=sem, scope=scope)
-        pending = pending & ~arrived

@@ -24,7 +24,7 @@ SMALL_BYTES = 256 << 10
 
 
 def _launch(symm, elements, block):
-    """Grid and launch options: small messages use few 1024-element tiles, large ones wide tiles on every SM.
+    """Grid and launch options: small messages use few 2048-element tiles, large ones wide tiles on every SM.
 
     Measured on 2 x H200 (docs/benchmarks.md): at 64 MB, 4096-element tiles with
     8 warps and two blocks per SM take the one-shot from 287 to 218 us.
