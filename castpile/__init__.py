@@ -12,8 +12,6 @@ for the names below, and GPU machines need nothing but triton to run them.
 
 from __future__ import annotations
 
-from .errors import Diagnostic, TranspileError
-
 __version__ = "0.1.0"
 
 STRATEGIES = ("loop", "gather")
@@ -50,6 +48,21 @@ def signal(*args, **kwargs):
 def wait(*args, **kwargs):
     """Spin until every addressed flag holds a value (a source-level marker)."""
     raise RuntimeError(_HOW.format(name="wait"))
+
+
+def __getattr__(name):
+    """``Diagnostic`` and ``TranspileError`` load on first use: the CLI copies a
+    file that never mentions castpile without compiling :mod:`castpile.errors`."""
+    if name in ("Diagnostic", "TranspileError"):
+        from . import errors
+
+        value = globals()[name] = getattr(errors, name)
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), "Diagnostic", "TranspileError"})
 
 
 def install_import_hook(*packages, cache_dir=None, strategy="loop"):

@@ -1,7 +1,64 @@
-"""``python -m castpile``: the command line."""
+"""``python -m castpile``: the command line (see :mod:`castpile.cli`).
 
+``SRC -o OUT`` (or ``-o OUT SRC``) with a regular file SRC that never mentions
+castpile is a copy, done here before :mod:`castpile.cli` is even compiled.  Only
+a copy that fully succeeds is done here; anything else (other arguments, a SRC
+that uses castpile, any error) goes to :func:`castpile.cli.main`, which starts the
+run over and reports as always.  Nothing half-written is left behind meanwhile:
+:func:`~castpile.files.write_atomically` either renames a whole file into place
+or removes its temporary file.
+"""
+
+import os
+import stat
 import sys
 
-from .cli import main
+from .files import MAX_SOURCE_BYTES, write_atomically
 
-sys.exit(main())
+
+def _copied(argv: list[str]) -> bool:
+    """Whether ``argv`` asked for a plain SRC to be transpiled to OUT, and OUT now holds its bytes."""
+    if len(argv) != 3 or argv[0] == "cache":
+        return False
+    if argv[1] in ("-o", "--output"):
+        src, out = argv[0], argv[2]
+    elif argv[0] in ("-o", "--output"):
+        out, src = argv[1], argv[2]
+    else:
+        return False
+    if src.startswith("-") or out.startswith("-"):
+        return False
+    try:
+        with open(src, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SOURCE_BYTES:
+                return False  # a pipe or device could not be read again by the full run
+            data = f.read(MAX_SOURCE_BYTES + 1)
+        if len(data) > MAX_SOURCE_BYTES or b"castpile" in data:
+            return False
+        try:
+            target = os.stat(out)
+        except FileNotFoundError:
+            target = None
+        if target is not None and (stat.S_ISDIR(target.st_mode) or os.path.samestat(st, target)):
+            return False  # the full run refuses both: OUT a directory, or SRC itself
+        write_atomically(out, data)
+    except OSError:
+        return False
+    return True
+
+
+def _main() -> int:
+    argv = sys.argv[1:]
+    try:
+        if _copied(argv):
+            return 0
+    except KeyboardInterrupt:
+        return 130
+    from .cli import main
+
+    return main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(_main())

@@ -9,20 +9,19 @@ and only once every SRC has transpiled.  SRC is only ever read, and at most
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 from . import STRATEGIES, __version__
-from .errors import Diagnostic, TranspileError
-from .files import write_atomically
+from .files import MAX_SOURCE_BYTES, write_atomically
 
 # Only what every run needs is imported here: a file without castpile should cost
-# about what copying it costs (libcst, sympy, difflib and traceback load on demand).
+# about what copying it costs.  ``castpile SRC [-o OUT]`` is recognised without
+# argparse (see _plain_form), and a SRC that never mentions castpile is written
+# back as it is without importing the transpiler; argparse, the transpiler and its
+# errors, libcst, sympy, difflib and traceback load on demand.  ``python -m castpile``
+# copies such a file before this module is even compiled (castpile/__main__.py).
 
-
-MAX_SOURCE_BYTES = 64 * 1024 * 1024
-"""Larger inputs are refused (exit 2) rather than risk exhausting memory."""
 
 MAX_TRANSPILE_BYTES = 4 * 1024 * 1024
 """Larger inputs that use castpile are diagnosed (exit 1): transpiling takes about
@@ -33,7 +32,9 @@ class _Usage(Exception):
     """A usage error: message for stderr, exit 2."""
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser():
+    import argparse
+
     p = argparse.ArgumentParser(
         prog="castpile",
         description="Transpile Triton kernels that use castpile multicast tensors into plain Triton.",
@@ -47,6 +48,24 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--strategy", choices=STRATEGIES, default="loop", help="lowering of accesses (default: loop)")
     p.add_argument("--version", action="version", version=f"castpile {__version__}")
     return p
+
+
+def _plain_form(argv: list[str]) -> tuple[str, str | None] | None:
+    """``(SRC, OUT)`` for ``SRC``, ``SRC -o OUT`` and ``-o OUT SRC`` (``--output`` too);
+    None for anything else, which argparse then parses.  What this accepts, argparse
+    would parse to the same sources and output with every other option at its default."""
+    src = out = None
+    rest = iter(argv)
+    for arg in rest:
+        if arg in ("-o", "--output") and out is None:
+            out = next(rest, None)
+            if out is None or out.startswith("-"):
+                return None
+        elif src is None and (arg == "-" or not arg.startswith("-")):
+            src = arg
+        else:
+            return None
+    return None if src is None else (src, out)
 
 
 def _read(src: str) -> bytes:
@@ -102,23 +121,27 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
-def _run(args) -> int:
-    targets = _targets(args.sources, args.output)
-    from .transpiler import transpile_source
-
+def _run(sources: list[str], output: str | None, *, strategy="loop", check=False, diff=False) -> int:
+    targets = _targets(sources, output)
     status = 0
     results = []
-    for src, target in zip(args.sources, targets):
+    for src, target in zip(sources, targets):
         data = _read(src)
         name = "<stdin>" if src == "-" else src
-        if len(data) > MAX_TRANSPILE_BYTES and b"castpile" in data:
+        if b"castpile" not in data:
+            results.append((name, data, data, target))  # what transpile_source returns: nothing to rewrite
+            continue
+        from .errors import Diagnostic, TranspileError
+        from .transpiler import transpile_source
+
+        if len(data) > MAX_TRANSPILE_BYTES:
             mib = MAX_TRANSPILE_BYTES // (1024 * 1024)
             message = f"file is {len(data) / 2**20:.1f} MiB; castpile transpiles files of up to {mib} MiB: split it"
             print(Diagnostic(name, 1, 1, message).render(), file=sys.stderr)
             status = 1
             continue
         try:
-            out = transpile_source(data, name, strategy=args.strategy)
+            out = transpile_source(data, name, strategy=strategy)
         except TranspileError as exc:
             print(exc.render(), file=sys.stderr)
             status = 1
@@ -126,10 +149,10 @@ def _run(args) -> int:
         except Exception as exc:
             raise _Internal(name) from exc
         results.append((name, data, out, target))
-    if status or args.check:
+    if status or check:
         return status
     for name, data, out, target in results:
-        if args.diff:
+        if diff:
             _print_diff(name, data, out)
         elif target is None:
             sys.stdout.buffer.write(out)
@@ -162,12 +185,18 @@ def main(argv: list[str] | None = None) -> int:
         from .cache import cache_main
 
         return cache_main(argv[1:])
+    plain = _plain_form(argv)
+    if plain is not None:
+        sources, output, options = [plain[0]], plain[1], {}
+    else:
+        try:
+            args = _parser().parse_args(argv)
+        except SystemExit as exc:
+            return int(exc.code or 0)
+        sources, output = args.sources, args.output
+        options = {"strategy": args.strategy, "check": args.check, "diff": args.diff}
     try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    try:
-        return _run(args)
+        return _run(sources, output, **options)
     except _Usage as exc:
         print(f"castpile: error: {exc}", file=sys.stderr)
         return 2
@@ -179,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     except _Internal as exc:
         return _internal_error(exc.args[0], exc.__cause__)
     except Exception as exc:
-        return _internal_error(", ".join(args.sources), exc)
+        return _internal_error(", ".join(sources), exc)
 
 
 def _internal_error(where: str, exc: BaseException) -> int:

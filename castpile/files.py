@@ -12,6 +12,9 @@ from __future__ import annotations
 import itertools
 import os
 
+MAX_SOURCE_BYTES = 64 * 1024 * 1024
+"""The command line refuses larger inputs (exit 2) rather than risk exhausting memory."""
+
 _names = itertools.count()
 
 

@@ -123,3 +123,235 @@ def test_output_keeps_line_numbers(src, capsysbinary):
     changed = [i + 1 for i, (a, b) in enumerate(zip(before, after)) if a != b]
     assert changed == [8, 10]
     assert after[8] == b"    offs = tl.arange(0, BLOCK)"
+
+
+# The plain form ``SRC [-o OUT]``: recognised without argparse, and a SRC that never
+# mentions castpile comes back byte for byte (``python -m castpile`` copies it before
+# castpile.cli is even imported).  Every outcome must be what the full run gives.
+
+PLAIN = b"import triton\r\n# caf\xe9, no BOM and CRLF: bytes pass through as they are\r\nx = 1\r\n"
+
+
+def module_main(argv, monkeypatch, capsysbinary):
+    """``python -m castpile ARGV`` in this process."""
+    from castpile import __main__
+
+    monkeypatch.setattr(sys, "argv", ["castpile", *map(str, argv)])
+    code = __main__._main()
+    out, err = capsysbinary.readouterr()
+    return code, out, err.decode()
+
+
+@pytest.fixture(params=["module", "main"])
+def entry(request, monkeypatch, capsysbinary):
+    """Both entry points: ``python -m castpile`` and the console script's ``cli.main``."""
+    if request.param == "module":
+        return lambda argv: module_main(argv, monkeypatch, capsysbinary)
+    return lambda argv: run(argv, capsysbinary)
+
+
+@pytest.fixture
+def plain(tmp_path):
+    path = tmp_path / "plain.py"
+    path.write_bytes(PLAIN)
+    return path
+
+
+@pytest.mark.parametrize("form", ["src_o", "o_src", "output", "stdout"])
+def test_plain_file_comes_back_unchanged(form, entry, plain, tmp_path):
+    out = tmp_path / "out.py"
+    argv = {"src_o": [plain, "-o", out], "o_src": ["-o", out, plain], "output": [plain, "--output", out],
+            "stdout": [plain]}[form]
+    code, stdout, err = entry(argv)
+    assert code == 0 and err == ""
+    if form == "stdout":
+        assert stdout == PLAIN and not out.exists()
+    else:
+        assert stdout == b"" and out.read_bytes() == PLAIN
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["plain.py"] if form == "stdout" else ["out.py", "plain.py"])
+
+
+def test_plain_output_replaces_old_file_keeping_its_mode(entry, plain, tmp_path):
+    out = tmp_path / "out.py"
+    out.write_bytes(b"previous\n")
+    out.chmod(0o640)
+    assert entry([plain, "-o", out])[0] == 0
+    assert out.read_bytes() == PLAIN and out.stat().st_mode & 0o7777 == 0o640
+
+
+def test_plain_stdin():
+    proc = subprocess.run([sys.executable, "-m", "castpile", "-"], input=PLAIN, capture_output=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout == PLAIN and proc.stderr == b""
+
+
+@pytest.mark.parametrize("order", ["src_o", "o_src"])
+def test_module_plain_copy_in_a_child(order, plain, tmp_path):
+    out = tmp_path / "out.py"
+    args = [plain, "-o", out] if order == "src_o" else ["-o", out, plain]
+    proc = subprocess.run([sys.executable, "-m", "castpile", *map(str, args)], capture_output=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout == b"" and proc.stderr == b""
+    assert out.read_bytes() == PLAIN
+
+
+def test_file_that_mentions_castpile_still_transpiles(entry, src, tmp_path):
+    out = tmp_path / "out.py"
+    code, _, err = entry([src, "-o", out])
+    assert code == 0 and err == ""
+    assert out.read_bytes() == transpile(KERNEL, str(src)) != KERNEL
+
+
+def test_castpile_in_a_comment_is_checked_and_unchanged(entry, tmp_path):
+    path = tmp_path / "note.py"
+    path.write_bytes(b"# castpile is not used here\nx = 1\n")
+    out = tmp_path / "out.py"
+    assert entry([path, "-o", out])[0] == 0
+    assert out.read_bytes() == path.read_bytes()
+
+
+def test_diagnostics_still_exit_1(entry, tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_bytes(BAD)
+    out = tmp_path / "out.py"
+    code, stdout, err = entry([bad, "-o", out])
+    assert code == 1 and stdout == b"" and err.startswith(f"{bad}:7:") and not out.exists()
+
+
+def test_kernel_through_a_pipe_is_transpiled(tmp_path):
+    """A SRC that is a pipe cannot be read twice: the copy must not consume it first."""
+    out = tmp_path / "out.py"
+    cmd = [sys.executable, "-m", "castpile", "/dev/stdin", "-o", str(out)]
+    proc = subprocess.run(cmd, input=KERNEL, capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert out.read_bytes() == transpile(KERNEL, "/dev/stdin")
+    proc = subprocess.run(cmd, input=PLAIN, capture_output=True, timeout=60)
+    assert proc.returncode == 0 and out.read_bytes() == PLAIN
+
+
+@pytest.mark.parametrize(
+    "case", ["missing", "directory", "out_is_dir", "out_parent_missing", "out_is_src", "out_links_src"]
+)
+def test_plain_usage_errors_exit_2(case, entry, plain, tmp_path):
+    src, out = plain, tmp_path / "out.py"
+    if case == "missing":
+        src = tmp_path / "missing.py"
+        expected = "no such file"
+    elif case == "directory":
+        src = tmp_path / "d"
+        src.mkdir()
+        expected = "is a directory, not a Python file"
+    elif case == "out_is_dir":
+        out = tmp_path / "d"
+        out.mkdir()
+        expected = "is a directory; give a file name"
+    elif case == "out_parent_missing":
+        out = tmp_path / "nope" / "out.py"
+        expected = "does not exist"
+    elif case == "out_is_src":
+        out = plain
+        expected = "castpile never overwrites its input"
+    else:
+        out = tmp_path / "link.py"
+        out.symlink_to(plain)
+        expected = "castpile never overwrites its input"
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code, stdout, err = entry([src, "-o", out])
+    assert code == 2 and stdout == b"", err
+    assert err.startswith("castpile: error: ") and expected in err and err.count("\n") == 1
+    assert plain.read_bytes() == PLAIN and sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_plain_over_the_read_cap_exits_2(entry, plain, tmp_path, monkeypatch):
+    import castpile.__main__
+
+    monkeypatch.setattr(cli, "MAX_SOURCE_BYTES", len(PLAIN) - 1)
+    monkeypatch.setattr(castpile.__main__, "MAX_SOURCE_BYTES", len(PLAIN) - 1)
+    out = tmp_path / "out.py"
+    code, _, err = entry([plain, "-o", out])
+    assert code == 2 and "larger than" in err and not out.exists()
+
+
+def test_failed_plain_write_leaves_nothing(entry, plain, tmp_path, monkeypatch):
+    out = tmp_path / "out.py"
+    out.write_bytes(b"previous\n")
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cli.os, "replace", full)
+    code, _, err = entry([plain, "-o", out])
+    assert code == 2 and err == f"castpile: error: {out}: cannot write: No space left on device\n"
+    assert out.read_bytes() == b"previous\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.py", "plain.py"]
+
+
+def test_interrupted_plain_write_leaves_nothing(entry, plain, tmp_path, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli.os, "replace", interrupted)
+    assert entry([plain, "-o", tmp_path / "out.py"])[0] == 130
+    assert [p.name for p in tmp_path.iterdir()] == ["plain.py"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--version"], ["--check", "P"], ["P", "--diff"], ["P", "--strategy", "gather", "-o", "O"], ["P", "P", "-o", "D"],
+     ["P", "-o"], ["P", "-o", "-"], ["-o", "O"], ["P", "-o", "O", "-o", "O"], ["--output=O", "P"],
+     ["-oO", "P"], ["--out", "O", "P"], ["--", "P"], ["-x"]],
+)
+def test_other_forms_go_to_argparse(argv):
+    assert cli._plain_form(argv) is None
+
+
+def test_cache_subcommand_wins_over_a_file_named_cache(entry, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cache").write_bytes(PLAIN)
+    code, stdout, err = entry(["cache", "-o", "out.py"])
+    assert code == 2 and stdout == b"" and err.startswith("usage: castpile cache")
+    assert not (tmp_path / "out.py").exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["P"], ["-"], ["P", "-o", "O"], ["-o", "O", "P"], ["P", "--output", "O"], ["--output", "O", "-"], ["-", "-o", "O"]],
+)
+def test_plain_form_parses_as_argparse_does(argv):
+    args = cli._parser().parse_args(argv)
+    assert not (args.check or args.diff) and args.strategy == "loop"
+    assert cli._plain_form(argv) == (args.sources[0], args.output) and len(args.sources) == 1
+
+
+def test_plain_copy_imports_neither_argparse_nor_the_transpiler(plain, tmp_path):
+    probe = (
+        "import runpy, sys\n"
+        "sys.argv = ['castpile', *sys.argv[1:]]\n"
+        "try:\n"
+        "    runpy.run_module('castpile', run_name='__main__', alter_sys=True)\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code == 0, exc.code\n"
+        "assert 'castpile.cli' not in sys.modules  # python -m castpile copied it alone\n"
+        "from castpile import cli\n"
+        "sys.stdout = sys.__stdout__\n"
+        "assert cli.main(sys.argv[1:]) == 0\n"
+        "heavy = ['argparse', 'castpile.errors', 'castpile.transpiler', 'libcst']\n"
+        "print(*[m for m in heavy if m in sys.modules])\n"
+    )
+    out = tmp_path / "out.py"
+    proc = subprocess.run([sys.executable, "-c", probe, str(plain), "-o", str(out)], capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stdout == b"\n" and out.read_bytes() == PLAIN
+
+
+def test_import_castpile_stays_light_and_keeps_its_names():
+    probe = (
+        "import sys, castpile\n"
+        "assert 'castpile.errors' not in sys.modules\n"
+        "from castpile import Diagnostic, TranspileError\n"
+        "from castpile.errors import TranspileError as E\n"
+        "assert castpile.TranspileError is TranspileError is E\n"
+        "assert {'Diagnostic', 'TranspileError', 'transpile'} <= set(dir(castpile))\n"
+        "assert all(hasattr(castpile, n) for n in castpile.__all__)\n"
+        "assert not hasattr(castpile, 'nope')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr.decode()
