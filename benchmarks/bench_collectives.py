@@ -63,6 +63,15 @@ class Watchdog:
                 os._exit(3)
 
 
+def start_ranks(timeout: float):
+    """Join torchrun's process group on this rank's GPU: (rank, world size, device, a watchdog)."""
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    dev = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+    torch.cuda.set_device(dev)
+    dist.init_process_group("nccl", device_id=dev)
+    return rank, world, dev, Watchdog(timeout)
+
+
 def timed(fns: dict, iters: int, reps: int, dog: Watchdog) -> dict:
     """Median over rounds of the slower rank's microseconds per call, rounds interleaved."""
     samples = {name: [] for name in fns}
@@ -154,7 +163,10 @@ def size_case(nbytes, rank, world, sms, group_name, dog, reps):
         "castpile_two_shot_tuned": av.two_shot(symm, **cfg),
         "castpile_one_shot_replay": av.one_shot(symm, out, graph=True, **cfg),
         "castpile_two_shot_replay": av.two_shot(symm, graph=True, **cfg),
+        "castpile_all_reduce_wrapper": lambda: collectives.all_reduce(symm, out),
     }
+    if symm.low_latency is not None:
+        ar["castpile_low_latency_wrapper"] = lambda: collectives.all_reduce_low_latency(symm, out)
     errors = {}
     for name, fn in ar.items():
         fill()
@@ -174,9 +186,10 @@ def size_case(nbytes, rank, world, sms, group_name, dog, reps):
         dog.tick(f"check {name}")
     iters = 200 if nbytes <= 2 << 20 else (30 if nbytes <= 32 << 20 else 20)
     eager = timed(ar, iters, reps, dog)
-    host = host_times(ar) if nbytes <= 4 << 10 else {}
-    graph_names = ("nccl", "symm_mem_one_shot", "castpile_one_shot_bound", "castpile_one_shot_tuned",
-                   "castpile_two_shot_tuned")
+    host = host_times(ar) if nbytes <= 256 << 10 else {}
+    graph_names = ["nccl", "symm_mem_one_shot", "castpile_one_shot_bound", "castpile_one_shot_tuned",
+                   "castpile_two_shot_tuned", "castpile_all_reduce_wrapper"]
+    graph_names += ["castpile_low_latency_wrapper"] if "castpile_low_latency_wrapper" in ar else []
     graphs = {name: graphed(ar[name]) for name in graph_names}
     graph = {k: v / GRAPH_CALLS for k, v in timed(graphs, max(1, iters // GRAPH_CALLS), reps, dog).items()}
     del graphs
@@ -213,11 +226,7 @@ def main(argv=None):
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--timeout", type=float, default=90)
     args = parser.parse_args(argv)
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    dev = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
-    torch.cuda.set_device(dev)
-    dist.init_process_group("nccl", device_id=dev)
-    dog = Watchdog(args.timeout)
+    rank, world, dev, dog = start_ranks(args.timeout)
     group_name = dist.group.WORLD.group_name
     sms = torch.cuda.get_device_properties(dev).multi_processor_count
     result = {

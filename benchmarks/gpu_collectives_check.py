@@ -52,7 +52,7 @@ def collective_cases(symm, x, world):
         dist.reduce_scatter_tensor(scattered, x)
         return scattered
 
-    return {
+    cases = {
         "all_reduce_one_shot": (lambda: collectives.all_reduce_one_shot(symm, ours_ar), nccl_all_reduce,
                                 lambda: dist.all_reduce(x)),
         "all_reduce_two_shot": (lambda: collectives.all_reduce_two_shot(symm), nccl_all_reduce,
@@ -61,6 +61,10 @@ def collective_cases(symm, x, world):
         "reduce_scatter": (lambda: collectives.reduce_scatter(symm, ours_rs), nccl_reduce_scatter,
                            nccl_reduce_scatter),
     }
+    if symm.low_latency is not None:
+        cases["all_reduce_low_latency"] = (lambda: collectives.all_reduce_low_latency(symm, ours_ar),
+                                           nccl_all_reduce, lambda: dist.all_reduce(x))
+    return cases
 
 
 def time_us(fn, calls):

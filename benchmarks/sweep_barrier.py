@@ -11,7 +11,6 @@ hung, see docs/perf-findings.md.)
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -23,7 +22,7 @@ import triton
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from bench_collectives import GRAPH_CALLS, Watchdog, graphed, timed  # noqa: E402
+from bench_collectives import GRAPH_CALLS, graphed, start_ranks, timed  # noqa: E402
 from castpile import runtime  # noqa: E402
 from castpile.launch import bind  # noqa: E402
 from generated import barrier_kernels_loop  # noqa: E402
@@ -37,11 +36,7 @@ def main(argv=None):
     parser.add_argument("--out", required=True)
     parser.add_argument("--reps", type=int, default=9)
     args = parser.parse_args(argv)
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    dev = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
-    torch.cuda.set_device(dev)
-    dist.init_process_group("nccl", device_id=dev)
-    dog = Watchdog(45)
+    rank, world, dev, dog = start_ranks(45)
     group_name = dist.group.WORLD.group_name
     rows = []
     for nbytes in SIZES:

@@ -9,7 +9,6 @@ timed (median over interleaved rounds of the slower rank) beside NCCL.
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -22,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 import allreduce_variants as av  # noqa: E402
-from bench_collectives import Watchdog, timed  # noqa: E402
+from bench_collectives import start_ranks, timed  # noqa: E402
 from castpile import runtime  # noqa: E402
 
 SIZES = [32 << 20, 64 << 20]
@@ -35,11 +34,7 @@ def main(argv=None):
     parser.add_argument("--out", required=True)
     parser.add_argument("--reps", type=int, default=5)
     args = parser.parse_args(argv)
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    dev = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
-    torch.cuda.set_device(dev)
-    dist.init_process_group("nccl", device_id=dev)
-    dog = Watchdog(120)
+    rank, world, dev, dog = start_ranks(120)
     sms = torch.cuda.get_device_properties(dev).multi_processor_count
     rows = []
     for nbytes in SIZES:

@@ -12,7 +12,6 @@ torch symmetric memory's one-shot in the same run.  It chooses the launch of
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 import allreduce_variants as av  # noqa: E402
-from bench_collectives import GRAPH_CALLS, Watchdog, graphed, timed  # noqa: E402
+from bench_collectives import GRAPH_CALLS, graphed, start_ranks, timed  # noqa: E402
 from castpile import runtime  # noqa: E402
 
 SIZES = [4 << 10, 32 << 10, 256 << 10]
@@ -37,11 +36,7 @@ def main(argv=None):
     parser.add_argument("--out", required=True)
     parser.add_argument("--reps", type=int, default=7)
     args = parser.parse_args(argv)
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    dev = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
-    torch.cuda.set_device(dev)
-    dist.init_process_group("nccl", device_id=dev)
-    dog = Watchdog(120)
+    rank, world, dev, dog = start_ranks(120)
     group_name = dist.group.WORLD.group_name
     rows = []
     for nbytes in SIZES:

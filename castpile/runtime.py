@@ -17,10 +17,16 @@ so code written against :class:`SymmetricTensor` runs in the CPU simulator too.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+
+#: Tensors of at most this many bytes also get the low-latency all-reduce's scratch.
+LOW_LATENCY_MAX_BYTES = 256 << 10
+#: int32 words per tile of the low-latency all-reduce (4 warps); the fastest of 512/1024/2048 words at
+#: 4-256 KB on 2 x H200 (docs/probe-launch-ll.json).
+LOW_LATENCY_BLOCK = 512
 
 
 class SymmetricMemoryError(ValueError):
@@ -44,6 +50,44 @@ class SymmetricTensor:
     world_size: int
     max_blocks: int
     handle: Any = None
+    low_latency: LowLatencyScratch | None = None
+    #: Launches the collectives bound for this tensor (castpile.collectives), by kernel and options.
+    launches: dict = field(default_factory=dict, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class LowLatencyScratch:
+    """One rank's state for ``castpile.collectives.all_reduce_low_latency``.
+
+    ``slots`` (int64, symmetric: peers write into it) holds two epoch-parity
+    slots of one row per sending rank, ``words`` entries each; ``slot_ptrs`` is
+    every rank's ``slots`` address; ``epochs`` counts this rank's calls per block
+    (the kernel's grid is ``epochs.numel()``, the same on every call).  Everything
+    starts zero.
+    """
+
+    slots: torch.Tensor
+    slot_ptrs: torch.Tensor
+    epochs: torch.Tensor
+    words: int
+
+
+def low_latency_words(tensor: torch.Tensor) -> int | None:
+    """The int32 words of ``tensor`` the low-latency all-reduce sends, or None where it does not apply.
+
+    It applies to contiguous bf16, fp16 and fp32 tensors of at most
+    :data:`LOW_LATENCY_MAX_BYTES` whose size is a whole number of words.
+    """
+    nbytes = tensor.numel() * tensor.element_size()
+    supported = tensor.dtype in (torch.bfloat16, torch.float16, torch.float32) and tensor.is_contiguous()
+    if not supported or nbytes == 0 or nbytes % 4 or nbytes > LOW_LATENCY_MAX_BYTES:
+        return None
+    return nbytes // 4
+
+
+def low_latency_blocks(words: int, cap: int) -> int:
+    """Grid of the low-latency all-reduce: one block per tile, at most ``cap``."""
+    return max(1, min(cap, -(-words // LOW_LATENCY_BLOCK)))
 
 
 def symmetric_empty(shape, dtype: torch.dtype, device=None, group=None) -> SymmetricTensor:
@@ -104,6 +148,7 @@ def rendezvous(tensor: torch.Tensor, group=None) -> SymmetricTensor:
     pad = hdl.get_signal_pad(hdl.rank, dtype=torch.int32)
     slots = pad.numel()
     sms = torch.cuda.get_device_properties(tensor.device).multi_processor_count
+    words = low_latency_words(tensor)
     return SymmetricTensor(
         tensor=tensor,
         buffer_ptrs=torch.tensor([p + offset for p in hdl.buffer_ptrs], dtype=torch.int64, device=tensor.device),
@@ -113,7 +158,22 @@ def rendezvous(tensor: torch.Tensor, group=None) -> SymmetricTensor:
         world_size=hdl.world_size,
         max_blocks=min(2 * sms, slots // hdl.world_size),
         handle=hdl,
+        low_latency=None if words is None else _low_latency_scratch(words, hdl.world_size, sms, tensor.device, group),
     )
+
+
+def _low_latency_scratch(words: int, world_size: int, sms: int, device, group) -> LowLatencyScratch:
+    """Allocate, zero and exchange the low-latency scratch (collective; ranks leave in step)."""
+    import torch.distributed as dist
+    from torch.distributed import _symmetric_memory as symm_mem
+
+    slots = symm_mem.empty(2 * world_size * words, dtype=torch.int64, device=device).zero_()
+    hdl = symm_mem.rendezvous(slots, group.group_name)
+    epochs = torch.zeros(low_latency_blocks(words, sms), dtype=torch.int32, device=device)
+    torch.cuda.synchronize(device)
+    dist.barrier(group)  # no peer may write into slots before every rank has zeroed its own
+    return LowLatencyScratch(slots=slots, slot_ptrs=torch.tensor(list(hdl.buffer_ptrs), dtype=torch.int64, device=device),
+                             epochs=epochs, words=words)
 
 
 def check_agreement(metas: list) -> None:

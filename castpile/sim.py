@@ -27,11 +27,13 @@ import traceback
 
 import torch
 
-from .runtime import SymmetricTensor
+from .runtime import LowLatencyScratch, SymmetricTensor, low_latency_blocks, low_latency_words
 
 #: Signal-pad slots per simulated rank; a barriered kernel may launch
 #: ``SIM_PAD_SLOTS // world_size`` blocks at most.
 SIM_PAD_SLOTS = 64
+#: Largest grid of the simulated low-latency all-reduce.
+SIM_LOW_LATENCY_BLOCKS = 4
 
 
 class RankError(RuntimeError):
@@ -80,6 +82,7 @@ def symmetric_empty(world_size: int, shape, dtype: torch.dtype) -> list[Symmetri
     pads = [shared_empty((SIM_PAD_SLOTS,), torch.int32).zero_() for _ in range(world_size)]
     buffer_ptrs = torch.tensor([b.data_ptr() for b in bufs], dtype=torch.int64)
     pad_ptrs = torch.tensor([p.data_ptr() for p in pads], dtype=torch.int64)
+    scratch = _low_latency_scratch(world_size, bufs[0])
     return [
         SymmetricTensor(
             tensor=bufs[r],
@@ -89,9 +92,22 @@ def symmetric_empty(world_size: int, shape, dtype: torch.dtype) -> list[Symmetri
             rank=r,
             world_size=world_size,
             max_blocks=SIM_PAD_SLOTS // world_size,
+            low_latency=scratch[r],
         )
         for r in range(world_size)
     ]
+
+
+def _low_latency_scratch(world_size: int, like: torch.Tensor) -> list:
+    """Each rank's low-latency scratch in shared memory (epochs too: they must outlive one :func:`run`)."""
+    words = low_latency_words(like)
+    if words is None:
+        return [None] * world_size
+    slots = [shared_empty((2 * world_size * words,), torch.int64).zero_() for _ in range(world_size)]
+    slot_ptrs = torch.tensor([s.data_ptr() for s in slots], dtype=torch.int64)
+    blocks = low_latency_blocks(words, SIM_LOW_LATENCY_BLOCKS)
+    return [LowLatencyScratch(slots=s, slot_ptrs=slot_ptrs, epochs=shared_empty((blocks,), torch.int32).zero_(),
+                              words=words) for s in slots]
 
 
 def run(fn, world_size: int, *, args=(), timeout: float = 60.0) -> list:

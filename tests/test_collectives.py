@@ -153,6 +153,11 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from castpile.collectives import kernels_triton as k
 for dt in ("fp32", "bf16"):
+    ll_sig = {"buf": "*" + dt, "ll": "*i64", "ll_ptrs": "*i64", "epochs": "*i32", "out": "*" + dt, "rank": "i32",
+              "m": "i32", "WORLD": "constexpr", "BLOCK": "constexpr"}
+    ll = triton.compile(ASTSource(k.low_latency_all_reduce, ll_sig, {"WORLD": 2, "BLOCK": 512}),
+                        target=GPUTarget("cuda", 90, 32)).asm["ptx"]
+    assert "ld.volatile.global" in ll and "atom" not in ll, "flags are read with volatile loads, no atomics"
     for fn in (k.one_shot_all_reduce, k.two_shot_all_reduce, k.all_gather, k.reduce_scatter):
         types = {"buf": "*" + dt, "buf_ptrs": "*i64", "pad": "*i32", "pad_ptrs": "*i64", "out": "*" + dt}
         sig = {a: types.get(a, "i32") for a in fn.arg_names}
@@ -168,3 +173,122 @@ def test_kernels_compile_for_the_gpu_with_system_scope_atomics():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     subprocess.run([sys.executable, "-c", COMPILE_FOR_SM90], cwd=ROOT, env=env, check=True,
                    capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=["fp32", "bf16", "fp16"])
+@pytest.mark.parametrize("world", [2, 3, 4])
+def test_low_latency_all_reduce_matches_torch(world, dtype):
+    """Five calls (both epoch slots, twice over) with fresh data each, ranks started at random times."""
+    handles = sim.symmetric_empty(world, (N,), dtype)
+    calls = 5
+    data = [_inputs(world, dtype, 1000 * world + c, (N,)) for c in range(calls)]
+
+    def body(rank):
+        rng = random.Random(rank * 104729 + world)
+        results = []
+        for c in range(calls):
+            time.sleep(rng.uniform(0, 0.03))
+            handles[rank].tensor.copy_(data[c][rank])
+            run = collectives.all_reduce if c % 2 else collectives.all_reduce_low_latency
+            results.append(run(handles[rank]).clone())
+        return results
+
+    outs = sim.run(body, world, timeout=150)
+    for c in range(calls):
+        expect = torch.stack(data[c]).float().sum(0).to(dtype)
+        assert all(torch.equal(outs[r][c], expect) for r in range(world)), f"call {c}"
+
+
+def test_low_latency_scratch_only_where_it_applies():
+    assert sim.symmetric_empty(2, (N,), torch.bfloat16)[0].low_latency.words == N // 2
+    assert sim.symmetric_empty(2, (N + 1,), torch.bfloat16)[0].low_latency is None  # not whole words
+    assert sim.symmetric_empty(2, (N,), torch.int32)[0].low_latency is None
+    assert sim.symmetric_empty(2, ((256 << 10) // 4 + 1,), torch.float32)[0].low_latency is None  # > 256 KB
+
+
+def test_all_reduce_without_low_latency_scratch_is_one_shot_and_low_latency_says_why():
+    handles = sim.symmetric_empty(2, (N + 1,), torch.bfloat16)
+    inputs = _inputs(2, torch.bfloat16, 9, (N + 1,))
+
+    def body(rank):
+        handles[rank].tensor.copy_(inputs[rank])
+        return collectives.all_reduce(handles[rank])
+
+    assert all(torch.equal(o, torch.stack(inputs).float().sum(0).to(torch.bfloat16)) for o in sim.run(body, 2))
+    with pytest.raises(ValueError, match="no low-latency scratch"):
+        collectives.all_reduce_low_latency(handles[0])
+
+
+def test_a_wrong_output_is_refused_before_launching():
+    symm = sim.symmetric_empty(2, (N,), torch.float32)[0]
+    with pytest.raises(ValueError, match=r"shape \(200,\)"):
+        collectives.all_reduce_low_latency(symm, torch.empty(N - 1))
+    with pytest.raises(ValueError, match="float32"):
+        collectives.all_reduce_one_shot(symm, torch.empty(N, dtype=torch.float64))
+    with pytest.raises(ValueError, match="not contiguous"):
+        collectives.all_gather(symm, torch.empty(N, 2).t())
+
+
+def test_ranks_out_of_step_in_low_latency_calls_hang_and_are_reported():
+    """The epochs are load-bearing: ranks whose call counts differ each wait for data the other never sends."""
+    handles = sim.symmetric_empty(2, (N,), torch.float32)
+    handles[1].low_latency.epochs.fill_(1)
+
+    def body(rank):
+        handles[rank].tensor.fill_(1.0)
+        return collectives.all_reduce_low_latency(handles[rank])
+
+    with pytest.raises(sim.RankTimeout) as info:
+        sim.run(body, 2, timeout=5)
+    assert info.value.hung == [0, 1]
+
+
+class _FakeCudaTensor:
+    is_cuda = True
+
+    def __init__(self, address):
+        self.address = address
+
+    def data_ptr(self):
+        return self.address
+
+
+def _recording_binder(log):
+    def bind_for(out, **options):
+        def launch(**late):
+            log.append(("run", out.address if out is not None else None, sorted(options), tuple(late)))
+
+        log.append(("bind", out.address if out is not None else None, sorted(options)))
+        return launch
+
+    return bind_for
+
+
+def test_owned_outputs_replay_a_graph_per_address_and_keep_the_newest(monkeypatch):
+    import types
+
+    from castpile.collectives import GRAPHS_KEPT, _issue
+
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
+    symm = types.SimpleNamespace(tensor=_FakeCudaTensor(0), launches={})
+    log = []
+    outs = [_FakeCudaTensor(16 * (i + 1)) for i in range(GRAPHS_KEPT + 1)]
+    for out in [outs[0], outs[0], *outs[1:]]:
+        _issue(symm, "k", _recording_binder(log), out)
+    binds = [e for e in log if e[0] == "bind"]
+    assert [e[1] for e in binds] == [o.address for o in outs] and all(e[2] == ["graph"] for e in binds)
+    assert sorted(symm.launches["k", "graphs"]) == [o.address for o in outs[1:]]  # the oldest was dropped
+    assert len([e for e in log if e[0] == "run"]) == GRAPHS_KEPT + 2
+
+
+def test_outputs_the_wrapper_allocated_and_calls_under_capture_launch_with_the_output_late(monkeypatch):
+    import types
+
+    from castpile.collectives import _issue
+
+    symm = types.SimpleNamespace(tensor=_FakeCudaTensor(0), launches={})
+    log = []
+    _issue(symm, "k", _recording_binder(log), _FakeCudaTensor(32), owned=False)
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
+    _issue(symm, "k", _recording_binder(log), _FakeCudaTensor(48))
+    assert log == [("bind", 32, ["late"]), ("run", 32, ["late"], ("out",)), ("run", 32, ["late"], ("out",))]
