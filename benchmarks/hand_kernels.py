@@ -29,13 +29,14 @@ def hand_sum(ex, table, out, n, W: tl.constexpr, BLOCK: tl.constexpr, ALIGN: tl.
 
 
 @triton.jit
-def hand_store(ex, table, src, n, W: tl.constexpr, BLOCK: tl.constexpr, ALIGN: tl.constexpr):
-    """Every buffer ``= src``."""
+def hand_store(ex, table, src, n, W: tl.constexpr, BLOCK: tl.constexpr, ALIGN: tl.constexpr,
+               CACHE: tl.constexpr = ""):
+    """Every buffer ``= src`` (``CACHE``: the stores' cache modifier, e.g. ".cs" to stream)."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     x = tl.load(src + offs, mask=mask)
     for p in tl.static_range(W):
-        tl.store(_peer(table, p, ex, ALIGN) + offs, x, mask=mask)
+        tl.store(_peer(table, p, ex, ALIGN) + offs, x, mask=mask, cache_modifier=CACHE)
 
 
 @triton.jit

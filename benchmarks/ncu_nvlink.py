@@ -1,15 +1,16 @@
 """NVLink traffic of peer reads and writes under Nsight Compute (2 x H200, one process per GPU).
 
     NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \\
-        ncu --target-processes all -k regex:'_copy|one_shot_all_reduce' --section SpeedOfLight \\
+        ncu --target-processes all --clock-control none -k regex:'_copy|all_reduce' --section SpeedOfLight \\
             --metrics nvlrx__bytes.sum.per_second,nvltx__bytes.sum.per_second --csv --page details \\
             python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/ncu_nvlink.py > ncu.csv
 
 Each rank runs, on a 32 MB bf16 symmetric buffer: a Triton copy from the peer's
-buffer (pull), a copy into it (push), and the library's one-shot all-reduce
-without its barriers (the same loads as with them; the profiler replays kernels
-one at a time, and a barrier would wait for a peer that is not running).
-Results of the barrier-less kernel are not used.
+buffer (pull), a copy into it (push), and the library's one-shot and two-shot
+all-reduces without their barriers (the same loads and stores as with them; the
+profiler replays kernels one at a time, and a barrier would wait for a peer that
+is not running).  Results of the barrier-less kernels are not used.
+``--clock-control none`` keeps the GPU's own clocks (ncu locks them to base by default).
 """
 
 import sys
@@ -36,11 +37,13 @@ def main():
     symm.tensor.fill_(1)
     remote = symm_mem.rendezvous(symm.tensor, dist.group.WORLD.group_name).get_buffer((rank + 1) % world, (n,),
                                                                                       torch.bfloat16)
-    local, out = torch.ones_like(symm.tensor), torch.empty_like(symm.tensor)
+    local = torch.ones_like(symm.tensor)
     sms = torch.cuda.get_device_properties(dev).multi_processor_count
     pull = launch.bind(_copy, (2 * sms,), remote, local, n, BLOCK=4096, num_warps=8)
     push = launch.bind(_copy, (2 * sms,), local, remote, n, BLOCK=4096, num_warps=8)
-    for step in (pull, push, lambda: collectives.all_reduce_one_shot(symm, out, barrier=False)):
+    steps = (pull, push, lambda: collectives.all_reduce_one_shot(symm, barrier=False),
+             lambda: collectives.all_reduce_two_shot(symm, barrier=False))
+    for step in steps:
         torch.cuda.synchronize()
         dist.barrier()
         step()

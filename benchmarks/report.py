@@ -12,7 +12,7 @@ from pathlib import Path
 def gpu_tables(d):
     copy = d["copy"]
     yield f"Single GPU: {d['gpu']}, torch {d['torch']}, triton {d['triton']}, {d['helion']}, {d['date']}; `{d['command']}`\n"
-    yield "Ratios are hand-written time / castpile time (>= 0.98 is the target); eager = kernel[grid] launches.\n"
+    yield "Ratios are hand-written time / castpile time (>= 0.98 is the target); eager = kernel[grid] launches (bound launches: bench-gpu.json).\n"
     yield "| kernel | W | size | hand µs | loop µs | gather µs | loop/hand | gather/hand | noalign hand / loop µs | torch µs | helion µs | graph hand / loop / gather µs | loop TB/s | copy TB/s |"
     yield "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     for r in d["rows"]:
@@ -29,23 +29,28 @@ def gpu_tables(d):
             f"{graph} | {tb:.2f} | {'' if cp is None else f'{cp:.2f}'} |"
 
 
+def _cell(times: dict, name: str) -> str:
+    return f"{times[name]:.1f}" if name in times else "-"
+
+
 def coll_tables(d):
     yield f"Two GPUs: {d['gpu']} x{d['world_size']}, torch {d['torch']}, NCCL {d['nccl']}, triton {d['triton']}, {d['date']}; `{d['command']}`\n"
-    names = ["nccl", "symm_mem_one_shot", "symm_mem_two_shot", "castpile_one_shot_wrapper", "castpile_one_shot_bound",
-             "castpile_one_shot_tuned", "castpile_two_shot_wrapper", "castpile_two_shot_tuned"]
+    names = ["nccl", "symm_mem_one_shot", "symm_mem_two_shot", "castpile_all_reduce_wrapper",
+             "castpile_low_latency_wrapper", "castpile_one_shot_wrapper", "castpile_one_shot_bound",
+             "castpile_two_shot_wrapper", "castpile_two_shot_tuned"]
     yield "All-reduce, bf16, eager µs (bus bandwidth of the best castpile in GB/s):\n"
     yield "| bytes | " + " | ".join(names) + " | best castpile GB/s |"
     yield "|---" * (len(names) + 2) + "|"
     for r in d["rows"]:
         e = r["eager_us"]
-        best = min(v for k, v in e.items() if k.startswith("castpile_") and ("one_shot" in k or "two_shot" in k))
-        yield f"| {r['bytes']} | " + " | ".join(f"{e[k]:.1f}" for k in names) + f" | {r['bytes'] / best / 1e3:.0f} |"
+        best = min(v for k, v in e.items() if k.startswith("castpile_") and not k.startswith(("all_gather", "reduce_")))
+        yield f"| {r['bytes']} | " + " | ".join(_cell(e, k) for k in names) + f" | {r['bytes'] / best / 1e3:.0f} |"
     yield "\nAll-reduce inside CUDA graphs, µs per call:\n"
-    gn = list(d["rows"][0]["graph_us"])
+    gn = list(dict.fromkeys(k for r in d["rows"] for k in r["graph_us"]))
     yield "| bytes | " + " | ".join(gn) + " |"
     yield "|---" * (len(gn) + 1) + "|"
     for r in d["rows"]:
-        yield f"| {r['bytes']} | " + " | ".join(f"{r['graph_us'][k]:.1f}" for k in gn) + " |"
+        yield f"| {r['bytes']} | " + " | ".join(_cell(r["graph_us"], k) for k in gn) + " |"
     yield "\nAll-gather and reduce-scatter (input bytes per rank), eager µs:\n"
     on = ["all_gather_nccl", "all_gather_castpile_wrapper", "all_gather_castpile_bound", "reduce_scatter_nccl",
           "reduce_scatter_castpile_wrapper", "reduce_scatter_castpile_bound"]
@@ -78,10 +83,15 @@ def plots(gpu, coll, out: Path):
     axes[0].set_xticks(range(len(labels)), labels, rotation=90, fontsize=6)
     axes[0].set_title(f"single {gpu['gpu']}: speed relative to hand-written Triton")
     axes[0].legend(fontsize=7)
-    for name in ("nccl", "symm_mem_one_shot", "symm_mem_two_shot", "castpile_one_shot_tuned", "castpile_two_shot_tuned"):
+    for name in ("nccl", "symm_mem_one_shot", "symm_mem_two_shot", "castpile_all_reduce_wrapper",
+                 "castpile_two_shot_wrapper"):
         axes[1].loglog([r["bytes"] for r in coll["rows"]], [r["eager_us"][name] for r in coll["rows"]], "o-", label=name)
+    graphed = ("nccl", "symm_mem_one_shot", "castpile_all_reduce_wrapper")
+    for name in graphed:
+        axes[1].loglog([r["bytes"] for r in coll["rows"]], [r["graph_us"][name] for r in coll["rows"]], "x--",
+                       label=f"{name} (CUDA graph)")
     axes[1].set_xlabel("bytes")
-    axes[1].set_ylabel("µs (eager)")
+    axes[1].set_ylabel("µs per call")
     axes[1].set_title(f"all-reduce, 2x {coll['gpu']}, {coll['date']}")
     axes[1].legend(fontsize=7)
     fig.text(0.01, 0.01, f"torch {gpu['torch']}, triton {gpu['triton']}, NCCL {coll['nccl']}", fontsize=7)

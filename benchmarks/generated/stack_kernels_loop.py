@@ -29,6 +29,15 @@ def stack_store(ex, table, src, n, W: tl.constexpr, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def stack_store_cs(ex, table, src, n, W: tl.constexpr, BLOCK: tl.constexpr):
+    """``stack_store`` with streaming stores (``cache_modifier=".cs"``), for benchmarks/sweep_store.py."""
+    bufs = table
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(src + offs, mask=offs < n)
+    _castpile_store_loop(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), x[None, :], cache_modifier=".cs", align=16)
+
+
+@triton.jit
 def stack_gather(ex, table, out, n, W: tl.constexpr, BLOCK: tl.constexpr):
     """``out[w, :] = buffer w`` (out is W x n)."""
     bufs = table
