@@ -46,3 +46,15 @@ def hand_gather(ex, table, out, n, W: tl.constexpr, BLOCK: tl.constexpr, ALIGN: 
     mask = offs < n
     for p in tl.static_range(W):
         tl.store(out + p * n + offs, tl.load(_peer(table, p, ex, ALIGN) + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def hand_gather_tile(ex, table, out, n, W: tl.constexpr, BLOCK: tl.constexpr, ALIGN: tl.constexpr):
+    """``hand_gather`` stated as castpile's source states it: the (W, BLOCK) tile, then one 2-D store."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    rows = tl.arange(0, W)[:, None]
+    tile = tl.zeros([W, BLOCK], ex.dtype.element_ty)
+    for p in tl.static_range(W):
+        tile = tl.where(rows == p, tl.load(_peer(table, p, ex, ALIGN) + offs, mask=mask)[None, :], tile)
+    tl.store(out + rows * n + offs[None, :], tile, mask=mask[None, :])
