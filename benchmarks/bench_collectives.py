@@ -11,8 +11,10 @@ time is the median over rounds of the slower rank.  ``graph`` times replay a
 CUDA graph of 20 captured calls.  Each all-reduce is checked once per size on
 integer data against the exact sum.
 
-castpile competitors: ``*_wrapper`` go through ``castpile.collectives`` (a
-``kernel[grid](...)`` launch per call); ``*_bound`` launch the same compiled
+castpile competitors: ``*_wrapper`` go through ``castpile.collectives``
+(prepared launches, or per-output graph replays when ``out`` is passed; the
+tensor has push scratch, so ``castpile_two_shot_wrapper`` pushes above 4 MB and
+``castpile_two_shot_pull_wrapper`` never does); ``*_bound`` launch the same compiled
 kernels through ``castpile.launch.bind`` with the grid capped at
 ``symm.max_blocks`` and 4 warps; ``*_tuned`` bind them with the wrappers' launch
 shape (``allreduce_variants.tuned_config``, recorded in each row); ``*_replay``
@@ -139,7 +141,7 @@ def lib_bound(name, symm, out, work):
 
 def size_case(nbytes, rank, world, sms, group_name, dog, reps):
     n = nbytes // 2
-    symm = runtime.symmetric_empty((n,), torch.bfloat16)
+    symm = runtime.symmetric_empty((n,), torch.bfloat16, push_scratch=True)
     x = symm.tensor
     out = torch.empty_like(x)
     nccl_buf = torch.empty_like(x)
@@ -157,6 +159,7 @@ def size_case(nbytes, rank, world, sms, group_name, dog, reps):
         "symm_mem_two_shot": lambda: torch.ops.symm_mem.two_shot_all_reduce_(x, "sum", group_name),
         "castpile_one_shot_wrapper": lambda: collectives.all_reduce_one_shot(symm, out),
         "castpile_two_shot_wrapper": lambda: collectives.all_reduce_two_shot(symm),
+        "castpile_two_shot_pull_wrapper": lambda: collectives.all_reduce_two_shot(symm, push=False),
         "castpile_one_shot_bound": av.one_shot(symm, out),
         "castpile_two_shot_bound": av.two_shot(symm),
         "castpile_one_shot_tuned": av.one_shot(symm, out, **cfg),
@@ -188,7 +191,7 @@ def size_case(nbytes, rank, world, sms, group_name, dog, reps):
     eager = timed(ar, iters, reps, dog)
     host = host_times(ar) if nbytes <= 256 << 10 else {}
     graph_names = ["nccl", "symm_mem_one_shot", "castpile_one_shot_bound", "castpile_one_shot_tuned",
-                   "castpile_two_shot_tuned", "castpile_all_reduce_wrapper"]
+                   "castpile_two_shot_tuned", "castpile_two_shot_wrapper", "castpile_all_reduce_wrapper"]
     graph_names += ["castpile_low_latency_wrapper"] if "castpile_low_latency_wrapper" in ar else []
     graphs = {name: graphed(ar[name]) for name in graph_names}
     graph = {k: v / GRAPH_CALLS for k, v in timed(graphs, max(1, iters // GRAPH_CALLS), reps, dog).items()}

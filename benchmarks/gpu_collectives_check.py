@@ -55,8 +55,10 @@ def collective_cases(symm, x, world):
     cases = {
         "all_reduce_one_shot": (lambda: collectives.all_reduce_one_shot(symm, ours_ar), nccl_all_reduce,
                                 lambda: dist.all_reduce(x)),
-        "all_reduce_two_shot": (lambda: collectives.all_reduce_two_shot(symm), nccl_all_reduce,
+        "all_reduce_two_shot": (lambda: collectives.all_reduce_two_shot(symm, push=False), nccl_all_reduce,
                                 lambda: dist.all_reduce(x)),
+        "all_reduce_two_shot_push": (lambda: collectives.all_reduce_two_shot(symm, push=True), nccl_all_reduce,
+                                     lambda: dist.all_reduce(x)),
         "all_gather": (lambda: collectives.all_gather(symm, ours_ag), nccl_all_gather, nccl_all_gather),
         "reduce_scatter": (lambda: collectives.reduce_scatter(symm, ours_rs), nccl_reduce_scatter,
                            nccl_reduce_scatter),
@@ -114,7 +116,7 @@ def main():
         dtype = DTYPES[dname]
         for nbytes in args.sizes:
             n = nbytes // dtype.itemsize
-            symm = runtime.symmetric_empty((n,), dtype)
+            symm = runtime.symmetric_empty((n,), dtype, push_scratch=True)
             x = torch.empty(n, dtype=dtype, device=device)
             base = torch.arange(n, device=device, dtype=torch.int64)
             span = SPAN[dtype]

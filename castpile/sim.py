@@ -27,7 +27,8 @@ import traceback
 
 import torch
 
-from .runtime import LowLatencyScratch, SymmetricTensor, low_latency_blocks, low_latency_words
+from .runtime import (LowLatencyScratch, Scratch, SymmetricTensor, low_latency_blocks, low_latency_words,
+                      push_scratch_elements)
 
 #: Signal-pad slots per simulated rank; a barriered kernel may launch
 #: ``SIM_PAD_SLOTS // world_size`` blocks at most.
@@ -72,7 +73,7 @@ def shared_empty(shape, dtype: torch.dtype) -> torch.Tensor:
     return flat.view(dtype).view(shape)
 
 
-def symmetric_empty(world_size: int, shape, dtype: torch.dtype) -> list[SymmetricTensor]:
+def symmetric_empty(world_size: int, shape, dtype: torch.dtype, push_scratch=False) -> list[SymmetricTensor]:
     """One :class:`SymmetricTensor` per rank, over shared host memory (call before :func:`run`).
 
     Signal pads start (and must end) all zero; ``buffer_ptrs`` and
@@ -83,6 +84,11 @@ def symmetric_empty(world_size: int, shape, dtype: torch.dtype) -> list[Symmetri
     buffer_ptrs = torch.tensor([b.data_ptr() for b in bufs], dtype=torch.int64)
     pad_ptrs = torch.tensor([p.data_ptr() for p in pads], dtype=torch.int64)
     scratch = _low_latency_scratch(world_size, bufs[0])
+    pushes = [None] * world_size
+    if push_scratch:
+        pushes = [shared_empty((push_scratch_elements(bufs[0].numel(), world_size),), dtype) for _ in range(world_size)]
+        push_ptrs = torch.tensor([t.data_ptr() for t in pushes], dtype=torch.int64)
+        pushes = [Scratch(t, push_ptrs) for t in pushes]
     return [
         SymmetricTensor(
             tensor=bufs[r],
@@ -93,6 +99,7 @@ def symmetric_empty(world_size: int, shape, dtype: torch.dtype) -> list[Symmetri
             world_size=world_size,
             max_blocks=SIM_PAD_SLOTS // world_size,
             low_latency=scratch[r],
+            push_scratch=pushes[r],
         )
         for r in range(world_size)
     ]

@@ -34,7 +34,7 @@ def _inputs(world, dtype, seed, shape):
 
 
 def _handles(world, shape, dtype, max_blocks):
-    handles = sim.symmetric_empty(world, shape, dtype)
+    handles = sim.symmetric_empty(world, shape, dtype, push_scratch=True)
     for h in handles:
         h.tensor.fill_(float("nan"))
     return [dataclasses.replace(h, max_blocks=max_blocks) for h in handles]
@@ -44,8 +44,10 @@ CASES = {
     # name: (symmetric shape, run(symm) -> result, reference(inputs, rank))
     "one_shot": ((N,), lambda s, **kw: collectives.all_reduce_one_shot(s, block=TILE, **kw).clone(),
                  lambda xs, r: torch.stack(xs).float().sum(0).to(xs[0].dtype)),
-    "two_shot": ((N,), lambda s, **kw: collectives.all_reduce_two_shot(s, block=TILE, **kw).clone(),
+    "two_shot": ((N,), lambda s, **kw: collectives.all_reduce_two_shot(s, block=TILE, push=False, **kw).clone(),
                  lambda xs, r: torch.stack(xs).float().sum(0).to(xs[0].dtype)),
+    "two_shot_push": ((N,), lambda s, **kw: collectives.all_reduce_two_shot(s, block=TILE, push=True, **kw).clone(),
+                      lambda xs, r: torch.stack(xs).float().sum(0).to(xs[0].dtype)),
     "all_gather": ((M,), lambda s, **kw: collectives.all_gather(s, block=TILE, **kw),
                    lambda xs, r: torch.stack(xs)),
     "reduce_scatter": (None, lambda s, **kw: collectives.reduce_scatter(s, block=TILE, **kw),
@@ -158,8 +160,10 @@ for dt in ("fp32", "bf16"):
     ll = triton.compile(ASTSource(k.low_latency_all_reduce, ll_sig, {"WORLD": 2, "BLOCK": 512}),
                         target=GPUTarget("cuda", 90, 32)).asm["ptx"]
     assert "ld.volatile.global" in ll and "atom" not in ll, "flags are read with volatile loads, no atomics"
-    for fn in (k.one_shot_all_reduce, k.two_shot_all_reduce, k.all_gather, k.reduce_scatter):
-        types = {"buf": "*" + dt, "buf_ptrs": "*i64", "pad": "*i32", "pad_ptrs": "*i64", "out": "*" + dt}
+    for fn in (k.one_shot_all_reduce, k.two_shot_all_reduce, k.two_shot_push_all_reduce, k.all_gather,
+               k.reduce_scatter):
+        types = {"buf": "*" + dt, "buf_ptrs": "*i64", "pad": "*i32", "pad_ptrs": "*i64", "out": "*" + dt,
+                 "scratch": "*" + dt, "scratch_ptrs": "*i64"}
         sig = {a: types.get(a, "i32") for a in fn.arg_names}
         sig.update(WORLD="constexpr", BLOCK="constexpr", BARRIER="constexpr")
         ptx = triton.compile(ASTSource(fn, sig, {"WORLD": 2, "BLOCK": 1024, "BARRIER": True}),
@@ -217,6 +221,22 @@ def test_all_reduce_without_low_latency_scratch_is_one_shot_and_low_latency_says
     assert all(torch.equal(o, torch.stack(inputs).float().sum(0).to(torch.bfloat16)) for o in sim.run(body, 2))
     with pytest.raises(ValueError, match="no low-latency scratch"):
         collectives.all_reduce_low_latency(handles[0])
+
+
+def test_pushing_two_shot_needs_its_scratch_and_is_chosen_above_the_threshold(monkeypatch):
+    plain = sim.symmetric_empty(2, (N,), torch.float32)[0]
+    with pytest.raises(ValueError, match="push_scratch=True"):
+        collectives.all_reduce_two_shot(plain, push=True)
+    with pytest.raises(ValueError, match="powers of two up to 4096"):
+        collectives.all_reduce_two_shot(sim.symmetric_empty(2, (N,), torch.float32, push_scratch=True)[0],
+                                        block=8192, push=True)
+    chosen = []
+    monkeypatch.setattr(collectives, "_issue", lambda symm, key, *a, **k: chosen.append(key[0]))
+    big = sim.symmetric_empty(2, ((4 << 20) // 4 + 4,), torch.float32, push_scratch=True)[0]
+    collectives.all_reduce_two_shot(big)
+    collectives.all_reduce_two_shot(sim.symmetric_empty(2, (N,), torch.float32, push_scratch=True)[0])
+    collectives.all_reduce_two_shot(sim.symmetric_empty(2, ((4 << 20) // 4 + 4,), torch.float32)[0])
+    assert chosen == ["two_shot_push", "two_shot", "two_shot"]
 
 
 def test_a_wrong_output_is_refused_before_launching():

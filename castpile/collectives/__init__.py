@@ -27,7 +27,7 @@ import torch
 import triton
 
 from ..launch import bind
-from ..runtime import LOW_LATENCY_BLOCK
+from ..runtime import LOW_LATENCY_BLOCK, PUSH_TILE
 from . import kernels_triton as _k
 
 #: Elements per tile for messages up to SMALL_BYTES (4 warps, at most one block per SM); the
@@ -36,6 +36,10 @@ BLOCK = 2048
 #: Elements per tile above SMALL_BYTES (8 warps, up to ``symm.max_blocks``: two blocks per SM).
 LARGE_BLOCK = 4096
 SMALL_BYTES = 256 << 10
+#: Above this many bytes ``all_reduce_two_shot`` pushes when the tensor has push scratch: at 2 MB pulling was
+#: faster (13.7 against 14.8 us), at 32 and 64 MB pushing (99.9 / 193.5 against 108.1 / 209.5 us;
+#: docs/bench-sweep-push.json).
+PUSH_MIN_BYTES = 4 << 20
 #: Output addresses per collective and tensor whose replay graph is kept.
 GRAPHS_KEPT = 4
 
@@ -113,11 +117,38 @@ def all_reduce_one_shot(symm, out=None, *, block=None, barrier=True):
     return out
 
 
-def all_reduce_two_shot(symm, *, block=None, barrier=True):
-    """Sum of every rank's ``symm.tensor``, in place: reduce-scatter, then all-gather by writes to peers."""
-    # The grid covers the tiles of one rank's chunk.
-    _issue(symm, ("two_shot", block, barrier), _barriered(
-        symm, _k.two_shot_all_reduce, symm.tensor.numel(), block, barrier, chunks=symm.world_size))
+def all_reduce_two_shot(symm, *, block=None, barrier=True, push=None):
+    """Sum of every rank's ``symm.tensor``, in place: reduce-scatter, then all-gather by writes to peers.
+
+    ``push``: reduce-scatter by writes into ``symm.push_scratch`` too (allocate
+    with ``push_scratch=True``); None pushes when the scratch exists and the
+    tensor exceeds :data:`PUSH_MIN_BYTES` (below it pulling is faster).
+    """
+    n = symm.tensor.numel()
+    if push is None:
+        push = symm.push_scratch is not None and n * symm.tensor.element_size() > PUSH_MIN_BYTES
+    if not push:
+        # The grid covers the tiles of one rank's chunk.
+        _issue(symm, ("two_shot", block, barrier), _barriered(
+            symm, _k.two_shot_all_reduce, n, block, barrier, chunks=symm.world_size))
+        return symm.tensor
+    scratch = symm.push_scratch
+    if scratch is None:
+        raise ValueError("all_reduce_two_shot(push=True): this tensor has no push scratch; allocate it with "
+                         "runtime.symmetric_empty(..., push_scratch=True)")
+
+    def bind_for(out, **extra):
+        grid, tile, options = _launch(symm, n, block)
+        chunk = triton.cdiv(n, symm.world_size * tile) * tile
+        if symm.world_size * chunk > scratch.tensor.numel():
+            raise ValueError(f"all_reduce_two_shot(push=True): tiles of {tile} elements need a scratch of "
+                             f"{symm.world_size * chunk} elements, this one has {scratch.tensor.numel()} "
+                             f"(tiles must be powers of two up to {PUSH_TILE})")
+        return bind(_k.two_shot_push_all_reduce, (min(grid[0], triton.cdiv(chunk, tile)),), symm.tensor,
+                    symm.buffer_ptrs, scratch.tensor, scratch.ptrs, symm.signal_pad, symm.signal_pad_ptrs,
+                    symm.rank, n, WORLD=symm.world_size, BLOCK=tile, BARRIER=barrier, **options, **extra)
+
+    _issue(symm, ("two_shot_push", block, barrier), bind_for)
     return symm.tensor
 
 
@@ -175,5 +206,5 @@ def reduce_scatter(symm, out=None, *, block=None, barrier=True):
     return out
 
 
-__all__ = ["BLOCK", "LARGE_BLOCK", "SMALL_BYTES", "all_gather", "all_reduce", "all_reduce_low_latency",
+__all__ = ["BLOCK", "LARGE_BLOCK", "PUSH_MIN_BYTES", "SMALL_BYTES", "all_gather", "all_reduce", "all_reduce_low_latency",
            "all_reduce_one_shot", "all_reduce_two_shot", "reduce_scatter"]

@@ -93,6 +93,43 @@ def two_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, rank, n, WORLD: tl.constex
 
 
 @triton.jit
+def two_shot_push_all_reduce(buf, buf_ptrs, scratch, scratch_ptrs, pad, pad_ptrs, rank, n, WORLD: tl.constexpr,
+                             BLOCK: tl.constexpr, BARRIER: tl.constexpr):
+    """``buf = sum over ranks of buf`` in place, every byte crossing NVLink as a write.
+
+    Reduce-scatter by pushes: rank r writes chunk q of its input into row r of
+    rank q's ``scratch`` (WORLD rows of one chunk; one (WORLD, BLOCK) store sends
+    row q to rank q).  After a barrier rank q sums its scratch rows and writes
+    the sum into chunk q of every buffer.  Over NVLink, pushes move 349 GB/s
+    where pulls move 316 (docs/perf-findings.md).  No barrier is needed at the
+    start: a rank reads only its own input, and writes into a peer's scratch
+    only after that peer's previous call passed its closing barrier.
+    """
+    bufs = buf_ptrs
+    scratches = scratch_ptrs
+    chunk = tl.cdiv(n, WORLD * BLOCK) * BLOCK
+    rows = tl.arange(0, triton.next_power_of_2(WORLD))[:, None]
+    tile = tl.program_id(0)
+    while tile < tl.cdiv(chunk, BLOCK):
+        local = tile * BLOCK + tl.arange(0, BLOCK)
+        at = rows * chunk + local[None, :]
+        mine = tl.load(buf + at, mask=(rows < WORLD) & (at < n), other=0)
+        _castpile_store_loop(scratches, WORLD, None, scratch, chunk*rank + local, local < chunk, mine, align=16)
+        tile += tl.num_programs(0)
+    if BARRIER:
+        barrier(pad, pad_ptrs, rank, WORLD, True)
+    tile = tl.program_id(0)
+    while tile < tl.cdiv(chunk, BLOCK):
+        local = tile * BLOCK + tl.arange(0, BLOCK)
+        rows_in = tl.load(scratch + rows * chunk + local[None, :], mask=rows < WORLD, other=0)
+        total = tl.sum(rows_in.to(tl.float32), axis=0)
+        _castpile_store_loop(bufs, WORLD, None, buf, chunk*rank + local, (chunk*rank + local >= 0) & (chunk*rank + local < n) & (local < chunk), total[None, :], align=16)
+        tile += tl.num_programs(0)
+    if BARRIER:
+        barrier(pad, pad_ptrs, rank, WORLD, True)
+
+
+@triton.jit
 def all_gather(buf, buf_ptrs, pad, pad_ptrs, out, rank, m, WORLD: tl.constexpr,
                BLOCK: tl.constexpr, BARRIER: tl.constexpr):
     """``out[q, :] = buf of rank q`` for every rank q (``out`` is WORLD x m)."""

@@ -1,0 +1,73 @@
+"""The two-shot all-reduce with a pushing reduce-scatter against the pulling one, 2 x H200.
+
+    NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \\
+        python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/sweep_push.py --out docs/bench-sweep-push.json
+
+bf16, 2 / 32 / 64 MB, eager, medians of interleaved rounds (bench_collectives.timed);
+every variant is checked exact on integer data first.
+"""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import triton
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]
+
+from bench_collectives import start_ranks, timed  # noqa: E402
+from castpile import collectives, runtime  # noqa: E402
+
+SIZES = [2 << 20, 32 << 20, 64 << 20]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--reps", type=int, default=7)
+    args = parser.parse_args()
+    rank, world, dev, dog = start_ranks(120)
+    rows = []
+    for nbytes in SIZES:
+        n = nbytes // 2
+        symm = runtime.symmetric_empty((n,), torch.bfloat16, push_scratch=True)
+        x = symm.tensor
+        nccl_buf = torch.empty_like(x)
+        fns = {"nccl": lambda: dist.all_reduce(nccl_buf),
+               "two_shot_pull": lambda: collectives.all_reduce_two_shot(symm, push=False),
+               "two_shot_push": lambda: collectives.all_reduce_two_shot(symm, push=True)}
+        expect = sum((torch.arange(n, device=dev) % 13 + r).float() for r in range(world))
+        errors = {}
+        for name, fn in fns.items():
+            x.copy_((torch.arange(n, device=dev) % 13 + rank).to(torch.bfloat16))
+            nccl_buf.copy_(x)
+            torch.cuda.synchronize()
+            dist.barrier()
+            fn()
+            torch.cuda.synchronize()
+            errors[name] = float(((nccl_buf if name == "nccl" else x).float() - expect).abs().max())
+            dog.tick(f"check {name}")
+        us = timed(fns, 20, args.reps, dog)
+        rows.append({"bytes": nbytes, "us": us, "bus_GBps": {k: nbytes / v / 1e3 for k, v in us.items()},
+                     "max_abs_error": errors})
+        if rank == 0:
+            print(json.dumps(rows[-1]), flush=True)
+        del symm, x, fns
+        torch.cuda.synchronize()
+        dist.barrier()
+    if rank == 0:
+        Path(args.out).write_text(json.dumps({
+            "command": "python3 -m torch.distributed.run --nproc_per_node 2 " + " ".join(sys.argv),
+            "gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__, "triton": triton.__version__,
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "reps": args.reps, "rows": rows}, indent=1) + "\n")
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
