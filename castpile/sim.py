@@ -78,6 +78,8 @@ def symmetric_empty(world_size: int, shape, dtype: torch.dtype, push_scratch=Fal
 
     Signal pads start (and must end) all zero; ``buffer_ptrs`` and
     ``signal_pad_ptrs`` are int64 CPU tensors of the shared buffers' addresses.
+    Small tensors get the low-latency all-reduce's scratch as on GPUs;
+    ``push_scratch=True`` adds the pushing two-shot's.
     """
     bufs = [shared_empty(shape, dtype) for _ in range(world_size)]
     pads = [shared_empty((SIM_PAD_SLOTS,), torch.int32).zero_() for _ in range(world_size)]
