@@ -13,8 +13,8 @@ output the caller passed (or that has none: the in-place two-shot) replays a
 one-kernel CUDA graph captured for that output address on first use (the last
 :data:`GRAPHS_KEPT` addresses are kept; a kept graph also keeps its output
 tensor alive); other calls launch a kernel bound once with the output passed per
-call.  Host time per call on the 2 x H200 host: about 3-5 us replayed, 6-9 us
-launched, against 15-20 us for ``kernel[grid](...)``.
+call.  Host time per wrapper call on the 2 x H200 host: 4.5-6 us, against 17-20
+us for ``kernel[grid](...)`` (docs/bench-collectives.json).
 
 :func:`all_reduce` picks the low-latency kernel where the tensor has its
 scratch (at most 256 KB of bf16, fp16 or fp32) and the one-shot otherwise.
@@ -37,7 +37,7 @@ BLOCK = 2048
 LARGE_BLOCK = 4096
 SMALL_BYTES = 256 << 10
 #: Above this many bytes ``all_reduce_two_shot`` pushes when the tensor has push scratch: at 2 MB pulling was
-#: faster (13.7 against 14.8 us), at 32 and 64 MB pushing (99.9 / 193.5 against 108.1 / 209.5 us;
+#: faster (14.7 against 15.7 us), at 32 and 64 MB pushing (100.6 / 194.0 against 109.2 / 208.9 us;
 #: docs/bench-sweep-push.json).
 PUSH_MIN_BYTES = 4 << 20
 #: Output addresses per collective and tensor whose replay graph is kept.
