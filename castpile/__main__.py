@@ -14,20 +14,15 @@ import stat
 import sys
 
 from .files import MAX_SOURCE_BYTES, write_atomically
+from .plain_args import plain_form
 
 
 def _copied(argv: list[str]) -> bool:
     """Whether ``argv`` asked for a plain SRC to be transpiled to OUT, and OUT now holds its bytes."""
-    if len(argv) != 3 or argv[0] == "cache":
+    plain = plain_form(argv) if argv[:1] != ["cache"] else None
+    if plain is None or plain[1] is None or plain[0] == "-":
         return False
-    if argv[1] in ("-o", "--output"):
-        src, out = argv[0], argv[2]
-    elif argv[0] in ("-o", "--output"):
-        out, src = argv[1], argv[2]
-    else:
-        return False
-    if src.startswith("-") or out.startswith("-"):
-        return False
+    src, out = plain
     try:
         with open(src, "rb") as f:
             st = os.fstat(f.fileno())

@@ -14,10 +14,11 @@ import sys
 
 from . import STRATEGIES, __version__
 from .files import MAX_SOURCE_BYTES, write_atomically
+from .plain_args import plain_form
 
 # Only what every run needs is imported here: a file without castpile should cost
 # about what copying it costs.  ``castpile SRC [-o OUT]`` is recognised without
-# argparse (see _plain_form), and a SRC that never mentions castpile is written
+# argparse (castpile/plain_args.py), and a SRC that never mentions castpile is written
 # back as it is without importing the transpiler; argparse, the transpiler and its
 # errors, libcst, sympy, difflib and traceback load on demand.  ``python -m castpile``
 # copies such a file before this module is even compiled (castpile/__main__.py).
@@ -48,24 +49,6 @@ def _parser():
     p.add_argument("--strategy", choices=STRATEGIES, default="loop", help="lowering of accesses (default: loop)")
     p.add_argument("--version", action="version", version=f"castpile {__version__}")
     return p
-
-
-def _plain_form(argv: list[str]) -> tuple[str, str | None] | None:
-    """``(SRC, OUT)`` for ``SRC``, ``SRC -o OUT`` and ``-o OUT SRC`` (``--output`` too);
-    None for anything else, which argparse then parses.  What this accepts, argparse
-    would parse to the same sources and output with every other option at its default."""
-    src = out = None
-    rest = iter(argv)
-    for arg in rest:
-        if arg in ("-o", "--output") and out is None:
-            out = next(rest, None)
-            if out is None or out.startswith("-"):
-                return None
-        elif src is None and (arg == "-" or not arg.startswith("-")):
-            src = arg
-        else:
-            return None
-    return None if src is None else (src, out)
 
 
 def _read(src: str) -> bytes:
@@ -185,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         from .cache import cache_main
 
         return cache_main(argv[1:])
-    plain = _plain_form(argv)
+    plain = plain_form(argv)
     if plain is not None:
         sources, output, options = [plain[0]], plain[1], {}
     else:

@@ -85,14 +85,12 @@ class LowLatencyScratch:
     """One rank's state for ``castpile.collectives.all_reduce_low_latency``.
 
     ``slots`` (int64, symmetric: peers write into it) holds two epoch-parity
-    slots of one row per sending rank, ``words`` entries each; ``slot_ptrs`` is
-    every rank's ``slots`` address; ``epochs`` counts this rank's calls per block
-    (the kernel's grid is ``epochs.numel()``, the same on every call).  Everything
-    starts zero.
+    slots of one row per sending rank, ``words`` entries each; ``epochs`` counts
+    this rank's calls per block (the kernel's grid is ``epochs.numel()``, the same
+    on every call).  Everything starts zero.
     """
 
-    slots: torch.Tensor
-    slot_ptrs: torch.Tensor
+    slots: Scratch
     epochs: torch.Tensor
     words: int
 
@@ -193,14 +191,20 @@ def rendezvous(tensor: torch.Tensor, group=None, push_scratch=False) -> Symmetri
     )
 
 
+def _exchanged(tensor: torch.Tensor, group) -> Scratch:
+    """``tensor`` (fresh from symmetric memory) with every rank's address of it (collective)."""
+    from torch.distributed import _symmetric_memory as symm_mem
+
+    hdl = symm_mem.rendezvous(tensor, group.group_name)
+    return Scratch(tensor, torch.tensor(list(hdl.buffer_ptrs), dtype=torch.int64, device=tensor.device))
+
+
 def _push_scratch(tensor: torch.Tensor, world_size: int, group) -> Scratch:
     """Allocate and exchange the pushing two-shot's scratch (collective)."""
     from torch.distributed import _symmetric_memory as symm_mem
 
-    scratch = symm_mem.empty(push_scratch_elements(tensor.numel(), world_size), dtype=tensor.dtype,
-                             device=tensor.device)
-    hdl = symm_mem.rendezvous(scratch, group.group_name)
-    return Scratch(scratch, torch.tensor(list(hdl.buffer_ptrs), dtype=torch.int64, device=tensor.device))
+    elements = push_scratch_elements(tensor.numel(), world_size)
+    return _exchanged(symm_mem.empty(elements, dtype=tensor.dtype, device=tensor.device), group)
 
 
 def _low_latency_scratch(words: int, world_size: int, sms: int, device, group) -> LowLatencyScratch:
@@ -208,13 +212,11 @@ def _low_latency_scratch(words: int, world_size: int, sms: int, device, group) -
     import torch.distributed as dist
     from torch.distributed import _symmetric_memory as symm_mem
 
-    slots = symm_mem.empty(2 * world_size * words, dtype=torch.int64, device=device).zero_()
-    hdl = symm_mem.rendezvous(slots, group.group_name)
+    slots = _exchanged(symm_mem.empty(2 * world_size * words, dtype=torch.int64, device=device).zero_(), group)
     epochs = torch.zeros(low_latency_blocks(words, sms), dtype=torch.int32, device=device)
     torch.cuda.synchronize(device)
     dist.barrier(group)  # no peer may write into slots before every rank has zeroed its own
-    return LowLatencyScratch(slots=slots, slot_ptrs=torch.tensor(list(hdl.buffer_ptrs), dtype=torch.int64, device=device),
-                             epochs=epochs, words=words)
+    return LowLatencyScratch(slots=slots, epochs=epochs, words=words)
 
 
 def check_agreement(metas: list) -> None:

@@ -81,22 +81,18 @@ def symmetric_empty(world_size: int, shape, dtype: torch.dtype, push_scratch=Fal
     Small tensors get the low-latency all-reduce's scratch as on GPUs;
     ``push_scratch=True`` adds the pushing two-shot's.
     """
-    bufs = [shared_empty(shape, dtype) for _ in range(world_size)]
-    pads = [shared_empty((SIM_PAD_SLOTS,), torch.int32).zero_() for _ in range(world_size)]
-    buffer_ptrs = torch.tensor([b.data_ptr() for b in bufs], dtype=torch.int64)
-    pad_ptrs = torch.tensor([p.data_ptr() for p in pads], dtype=torch.int64)
-    scratch = _low_latency_scratch(world_size, bufs[0])
+    bufs = _symmetric(world_size, shape, dtype)
+    pads = _symmetric(world_size, (SIM_PAD_SLOTS,), torch.int32)
+    scratch = _low_latency_scratch(world_size, bufs[0].tensor)
     pushes = [None] * world_size
     if push_scratch:
-        pushes = [shared_empty((push_scratch_elements(bufs[0].numel(), world_size),), dtype) for _ in range(world_size)]
-        push_ptrs = torch.tensor([t.data_ptr() for t in pushes], dtype=torch.int64)
-        pushes = [Scratch(t, push_ptrs) for t in pushes]
+        pushes = _symmetric(world_size, (push_scratch_elements(bufs[0].tensor.numel(), world_size),), dtype)
     return [
         SymmetricTensor(
-            tensor=bufs[r],
-            buffer_ptrs=buffer_ptrs,
-            signal_pad=pads[r],
-            signal_pad_ptrs=pad_ptrs,
+            tensor=bufs[r].tensor,
+            buffer_ptrs=bufs[r].ptrs,
+            signal_pad=pads[r].tensor,
+            signal_pad_ptrs=pads[r].ptrs,
             rank=r,
             world_size=world_size,
             max_blocks=SIM_PAD_SLOTS // world_size,
@@ -107,16 +103,21 @@ def symmetric_empty(world_size: int, shape, dtype: torch.dtype, push_scratch=Fal
     ]
 
 
+def _symmetric(world_size: int, shape, dtype: torch.dtype) -> list[Scratch]:
+    """One zeroed shared-memory tensor per rank, each with every rank's address (an int64 CPU tensor)."""
+    tensors = [shared_empty(shape, dtype).zero_() for _ in range(world_size)]
+    ptrs = torch.tensor([t.data_ptr() for t in tensors], dtype=torch.int64)
+    return [Scratch(t, ptrs) for t in tensors]
+
+
 def _low_latency_scratch(world_size: int, like: torch.Tensor) -> list:
     """Each rank's low-latency scratch in shared memory (epochs too: they must outlive one :func:`run`)."""
     words = low_latency_words(like)
     if words is None:
         return [None] * world_size
-    slots = [shared_empty((2 * world_size * words,), torch.int64).zero_() for _ in range(world_size)]
-    slot_ptrs = torch.tensor([s.data_ptr() for s in slots], dtype=torch.int64)
     blocks = low_latency_blocks(words, SIM_LOW_LATENCY_BLOCKS)
-    return [LowLatencyScratch(slots=s, slot_ptrs=slot_ptrs, epochs=shared_empty((blocks,), torch.int32).zero_(),
-                              words=words) for s in slots]
+    return [LowLatencyScratch(slots=s, epochs=shared_empty((blocks,), torch.int32).zero_(), words=words)
+            for s in _symmetric(world_size, (2 * world_size * words,), torch.int64)]
 
 
 def run(fn, world_size: int, *, args=(), timeout: float = 60.0) -> list:

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from castpile import cli, transpile
+from castpile.plain_args import plain_form
 
 KERNEL = b"""import triton
 import triton.language as tl
@@ -300,7 +301,7 @@ def test_interrupted_plain_write_leaves_nothing(entry, plain, tmp_path, monkeypa
      ["-oO", "P"], ["--out", "O", "P"], ["--", "P"], ["-x"]],
 )
 def test_other_forms_go_to_argparse(argv):
-    assert cli._plain_form(argv) is None
+    assert plain_form(argv) is None
 
 
 def test_cache_subcommand_wins_over_a_file_named_cache(entry, tmp_path, monkeypatch):
@@ -318,7 +319,7 @@ def test_cache_subcommand_wins_over_a_file_named_cache(entry, tmp_path, monkeypa
 def test_plain_form_parses_as_argparse_does(argv):
     args = cli._parser().parse_args(argv)
     assert not (args.check or args.diff) and args.strategy == "loop"
-    assert cli._plain_form(argv) == (args.sources[0], args.output) and len(args.sources) == 1
+    assert plain_form(argv) == (args.sources[0], args.output) and len(args.sources) == 1
 
 
 def test_plain_copy_imports_neither_argparse_nor_the_transpiler(plain, tmp_path):

@@ -13,7 +13,7 @@ output the caller passed (or that has none: the in-place two-shot) replays a
 one-kernel CUDA graph captured for that output address on first use (the last
 :data:`GRAPHS_KEPT` addresses are kept; a kept graph also keeps its output
 tensor alive); other calls launch a kernel bound once with the output passed per
-call.  Host time per wrapper call on the 2 x H200 host: 4.5-6 us, against 17-20
+call.  Host time per wrapper call on the 2 x H200 host: 4.9-6.6 us, against 17-20
 us for ``kernel[grid](...)`` (docs/bench-collectives.json).
 
 :func:`all_reduce` picks the low-latency kernel where the tensor has its
@@ -171,8 +171,8 @@ def all_reduce_low_latency(symm, out=None):
     out = _output(symm, out, symm.tensor.shape, "all_reduce_low_latency")
 
     def bind_for(target, **extra):
-        return bind(_k.low_latency_all_reduce, (scratch.epochs.numel(),), symm.tensor, scratch.slots,
-                    scratch.slot_ptrs, scratch.epochs, target, symm.rank, scratch.words, WORLD=symm.world_size,
+        return bind(_k.low_latency_all_reduce, (scratch.epochs.numel(),), symm.tensor, scratch.slots.tensor,
+                    scratch.slots.ptrs, scratch.epochs, target, symm.rank, scratch.words, WORLD=symm.world_size,
                     BLOCK=LOW_LATENCY_BLOCK, num_warps=4, **extra)
 
     _issue(symm, "low_latency", bind_for, out, owned)

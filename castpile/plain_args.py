@@ -1,0 +1,30 @@
+"""The plain command-line forms, recognised without argparse (which costs more than copying a small file).
+
+Shared by :mod:`castpile.__main__` (which copies a file without castpile before
+the CLI module loads) and :mod:`castpile.cli`::
+
+    >>> plain_form(["k.py", "-o", "out.py"])
+    ('k.py', 'out.py')
+    >>> plain_form(["k.py", "--check"]) is None
+    True
+"""
+
+from __future__ import annotations
+
+
+def plain_form(argv: list[str]) -> tuple[str, str | None] | None:
+    """``(SRC, OUT)`` for ``SRC``, ``SRC -o OUT`` and ``-o OUT SRC`` (``--output`` too);
+    None for anything else, which argparse then parses.  What this accepts, argparse
+    would parse to the same sources and output with every other option at its default."""
+    src = out = None
+    rest = iter(argv)
+    for arg in rest:
+        if arg in ("-o", "--output") and out is None:
+            out = next(rest, None)
+            if out is None or out.startswith("-"):
+                return None
+        elif src is None and (arg == "-" or not arg.startswith("-")):
+            src = arg
+        else:
+            return None
+    return None if src is None else (src, out)
