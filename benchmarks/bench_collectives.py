@@ -21,6 +21,10 @@ shape (``allreduce_variants.tuned_config``, recorded in each row); ``*_replay``
 are the tuned launches bound with ``graph=True`` (one captured launch replayed).
 (Earlier runs timed a copy of the kernels kept in benchmarks/; the library
 has since taken over its changes.)
+
+The torchrun harness here (``start_ranks``/``stop_ranks``, ``timed``,
+``graph_timed``, ``host_times``, the integer test pattern, ``run_header`` and
+``write_result``) serves the other two-GPU scripts too.
 """
 
 import argparse
@@ -42,36 +46,78 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 import allreduce_variants as av  # noqa: E402
 from castpile import collectives, runtime  # noqa: E402
+from castpile.collectives import kernels_triton as lib  # noqa: E402
+from castpile.launch import bind  # noqa: E402
 
 SIZES = [4 << 10, 32 << 10, 256 << 10, 2 << 20, 32 << 20, 64 << 20]
 GRAPH_CALLS = 20
+#: How the two-GPU scripts' result files record their command line (``sys.argv`` follows).
+TORCHRUN = "python3 -m torch.distributed.run --nproc_per_node 2 "
 
 
 class Watchdog:
     """Ends the process if no progress is reported for ``limit`` seconds (a hung barrier)."""
 
-    def __init__(self, limit: float):
-        self.limit, self.last = limit, time.time()
+    def __init__(self, limit: float, rank: int):
+        self.limit, self.rank, self.last, self.what = limit, rank, time.monotonic(), "start"
         threading.Thread(target=self._watch, daemon=True).start()
 
     def tick(self, what: str):
-        self.last, self.what = time.time(), what
+        self.last, self.what = time.monotonic(), what
 
     def _watch(self):
         while True:
             time.sleep(1)
-            if time.time() - self.last > self.limit:
-                print(f"watchdog: no progress for {self.limit} s after {getattr(self, 'what', 'start')}", flush=True)
+            if time.monotonic() - self.last > self.limit:
+                print(f"rank {self.rank}: watchdog: no progress for {self.limit} s after {self.what}", flush=True)
                 os._exit(3)
 
 
-def start_ranks(timeout: float):
-    """Join torchrun's process group on this rank's GPU: (rank, world size, device, a watchdog)."""
+def start_ranks(timeout: float = None):
+    """Join torchrun's process group on this rank's GPU: (rank, world size, device, a Watchdog or None).
+
+    The watchdog ends the process after ``timeout`` seconds without a ``tick``;
+    without ``timeout`` there is none.
+    """
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     dev = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
     torch.cuda.set_device(dev)
     dist.init_process_group("nccl", device_id=dev)
-    return rank, world, dev, Watchdog(timeout)
+    return rank, world, dev, None if timeout is None else Watchdog(timeout, rank)
+
+
+def stop_ranks():
+    """Wait for every rank, then leave the process group."""
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def run_header(dev, **fields) -> dict:
+    """A result file's head: command line, GPU, versions and the date now, then ``fields`` in order."""
+    return {"command": TORCHRUN + " ".join(sys.argv), "gpu": torch.cuda.get_device_name(dev),
+            "torch": torch.__version__, "triton": triton.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            **fields}
+
+
+def write_result(path, result: dict):
+    """``result`` as indented JSON at ``path`` (its folder made if missing)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(result, indent=1) + "\n")
+
+
+def fill_pattern(x: torch.Tensor, rank: int, salt: int = 0):
+    """This rank's test input into ``x``: ``arange % 13 + rank + salt``, integers bf16 and their sums hold exactly."""
+    x.copy_((torch.arange(x.numel(), device=x.device) % 13 + rank + salt).to(x.dtype))
+
+
+def pattern_sum(n: int, world: int, device, salt: int = 0) -> torch.Tensor:
+    """The exact fp32 sum over ``world`` ranks of :func:`fill_pattern`'s inputs of ``n`` elements."""
+    return sum((torch.arange(n, device=device) % 13 + r + salt).float() for r in range(world))
+
+
+def max_abs_error(got: torch.Tensor, expect: torch.Tensor) -> float:
+    """Largest absolute difference, in fp32 (the results' ``max_abs_error``)."""
+    return float((got.float() - expect.float()).abs().max())
 
 
 def timed(fns: dict, iters: int, reps: int, dog: Watchdog) -> dict:
@@ -132,11 +178,20 @@ def graphed(fn):
     return graph.replay
 
 
+def graph_timed(fns: dict, iters: int, reps: int, dog: Watchdog) -> dict:
+    """Microseconds per call of each callable inside CUDA graphs: :func:`timed` over replays of :func:`graphed`."""
+    graphs = {name: graphed(fn) for name, fn in fns.items()}
+    return {name: us / GRAPH_CALLS for name, us in timed(graphs, iters, reps, dog).items()}
+
+
 def lib_bound(name, symm, out, work):
-    """A library kernel (all_gather / reduce_scatter) bound with its wrapper's grid."""
+    """A library kernel (all_gather / reduce_scatter) bound as the ``*_bound`` all-reduces are.
+
+    ``collectives.BLOCK``-element tiles, the grid capped at ``symm.max_blocks``, Triton's default 4 warps.
+    """
     grid = (max(1, min(triton.cdiv(work, collectives.BLOCK), symm.max_blocks)),)
-    return av.bind(getattr(av.lib, name), grid, symm.tensor, symm.buffer_ptrs, symm.signal_pad, symm.signal_pad_ptrs,
-                   out, symm.rank, work, WORLD=symm.world_size, BLOCK=collectives.BLOCK, BARRIER=True)
+    return bind(getattr(lib, name), grid, symm.tensor, symm.buffer_ptrs, symm.signal_pad, symm.signal_pad_ptrs,
+                out, symm.rank, work, WORLD=symm.world_size, BLOCK=collectives.BLOCK, BARRIER=True)
 
 
 def size_case(nbytes, rank, world, sms, group_name, dog, reps):
@@ -146,12 +201,8 @@ def size_case(nbytes, rank, world, sms, group_name, dog, reps):
     out = torch.empty_like(x)
     nccl_buf = torch.empty_like(x)
     cfg = av.tuned_config(nbytes, sms)
-
-    def fill():
-        x.copy_((torch.arange(n, device=x.device) % 13 + rank).to(torch.bfloat16))
-
-    expect = sum((torch.arange(n, device=x.device) % 13 + r).float() for r in range(world))
-    fill()
+    expect = pattern_sum(n, world, x.device)
+    fill_pattern(x, rank)
     nccl_buf.copy_(x)
     ar = {
         "nccl": lambda: dist.all_reduce(nccl_buf),
@@ -172,7 +223,7 @@ def size_case(nbytes, rank, world, sms, group_name, dog, reps):
         ar["castpile_low_latency_wrapper"] = lambda: collectives.all_reduce_low_latency(symm, out)
     errors = {}
     for name, fn in ar.items():
-        fill()
+        fill_pattern(x, rank)
         nccl_buf.copy_(x)
         out.zero_()
         torch.cuda.synchronize()
@@ -185,7 +236,7 @@ def size_case(nbytes, rank, world, sms, group_name, dog, reps):
             got = x
         elif not isinstance(got, torch.Tensor):
             got = out
-        errors[name] = float((got.float() - expect).abs().max())
+        errors[name] = max_abs_error(got, expect)
         dog.tick(f"check {name}")
     iters = 200 if nbytes <= 2 << 20 else (30 if nbytes <= 32 << 20 else 20)
     eager = timed(ar, iters, reps, dog)
@@ -193,15 +244,13 @@ def size_case(nbytes, rank, world, sms, group_name, dog, reps):
     graph_names = ["nccl", "symm_mem_one_shot", "castpile_one_shot_bound", "castpile_one_shot_tuned",
                    "castpile_two_shot_tuned", "castpile_two_shot_wrapper", "castpile_all_reduce_wrapper"]
     graph_names += ["castpile_low_latency_wrapper"] if "castpile_low_latency_wrapper" in ar else []
-    graphs = {name: graphed(ar[name]) for name in graph_names}
-    graph = {k: v / GRAPH_CALLS for k, v in timed(graphs, max(1, iters // GRAPH_CALLS), reps, dog).items()}
-    del graphs
+    graph = graph_timed({name: ar[name] for name in graph_names}, max(1, iters // GRAPH_CALLS), reps, dog)
     # all-gather and reduce-scatter: input of nbytes per rank.
     gathered = x.new_empty((world * n,))
     ours_ag = x.new_empty((world, n))
     scattered = x.new_empty((n // world,))
     ours_rs = x.new_empty((n // world,))
-    fill()
+    fill_pattern(x, rank)
     others = {
         "all_gather_nccl": lambda: dist.all_gather_into_tensor(gathered, x),
         "all_gather_castpile_wrapper": lambda: collectives.all_gather(symm, ours_ag),
@@ -213,8 +262,8 @@ def size_case(nbytes, rank, world, sms, group_name, dog, reps):
     for fn in others.values():
         fn()
     torch.cuda.synchronize()
-    errors["all_gather"] = float((ours_ag.flatten().float() - gathered.float()).abs().max())
-    errors["reduce_scatter"] = float((ours_rs.float() - scattered.float()).abs().max())
+    errors["all_gather"] = max_abs_error(ours_ag.flatten(), gathered)
+    errors["reduce_scatter"] = max_abs_error(ours_rs, scattered)
     eager.update(timed(others, iters, reps, dog))
     row = {"bytes": nbytes, "elements": n, "iters": iters, "tuned_config": cfg, "max_blocks": symm.max_blocks,
            "pad_blocks": av.pad_blocks(symm), "eager_us": eager, "graph_us": graph, "host_us_rank": host, "max_abs_error": errors}
@@ -232,8 +281,9 @@ def main(argv=None):
     rank, world, dev, dog = start_ranks(args.timeout)
     group_name = dist.group.WORLD.group_name
     sms = torch.cuda.get_device_properties(dev).multi_processor_count
+    # Not run_header: this file's own keys stand between the common ones (in docs/bench-collectives.json's order).
     result = {
-        "command": "python3 -m torch.distributed.run --nproc_per_node 2 " + " ".join(sys.argv),
+        "command": TORCHRUN + " ".join(sys.argv),
         "env": {k: os.environ.get(k) for k in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
                                                 "NVSHMEM_DISABLE_NVLS")},
         "gpu": torch.cuda.get_device_name(dev), "world_size": world, "torch": torch.__version__,
@@ -246,10 +296,8 @@ def main(argv=None):
         result["rows"].append(row)
         if rank == 0:
             print(json.dumps(row), flush=True)
-            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
-    dist.barrier()
-    dist.destroy_process_group()
+            write_result(args.out, result)
+    stop_ranks()
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ Each is the median wall time of ``--runs`` fresh processes, alternated;
 
 import argparse
 import json
+import os
 import platform
 import shutil
 import statistics
@@ -137,7 +138,7 @@ def main(argv=None):
     for r in results.values():
         r["met"] = r["ratio"] <= r["target"]
     out = {"command": " ".join(["python", *sys.argv]), "python": platform.python_version(),
-           "machine": platform.machine(), "cpus": __import__("os").cpu_count(),
+           "machine": platform.machine(), "cpus": os.cpu_count(),
            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "runs": args.runs, "results": results}
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps(results, indent=1))

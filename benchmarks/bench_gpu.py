@@ -36,6 +36,7 @@ WORLDS = (2, 4, 8)
 KERNELS = ("sum", "store", "gather")
 BLOCK, WARPS = 1024, 4
 GRAPH_SIZES = ("4K", "1M")
+GRAPH_CALLS = 20
 
 
 def timed(fns: dict, iters: int, reps: int) -> dict:
@@ -164,9 +165,9 @@ def main(argv=None):
         "gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__, "triton": triton.__version__,
         "python": platform.python_version(), "helion": helion_note,
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "block": BLOCK, "num_warps": WARPS, "reps": args.reps,
-        "iters": iters, "graph_calls_per_replay": 20,
+        "iters": iters, "graph_calls_per_replay": GRAPH_CALLS,
     }
-    # Bandwidth reference: a device copy moving as many bytes as the 64M-element sum with W=2 (read + write).
+    # Bandwidth reference for each W: a device copy moving as many bytes as the 64M-element sum (read + write).
     copies = {}
     for world in WORLDS:
         nbytes = (world + 1) * SIZES["64M"] * 2 // 2
@@ -182,9 +183,9 @@ def main(argv=None):
                 eager = timed(fns, iters[size], args.reps)
                 graph = {}
                 if size in GRAPH_SIZES:
-                    graph = timed({k: graphed(fns[k], 20) for k in ("hand", "castpile_loop", "castpile_gather", "torch")
-                                   if k in fns}, 5, args.reps)
-                    graph = {k: v / 20 for k, v in graph.items()}
+                    graph = timed({k: graphed(fns[k], GRAPH_CALLS) for k in ("hand", "castpile_loop", "castpile_gather",
+                                                                             "torch") if k in fns}, 5, args.reps)
+                    graph = {k: v / GRAPH_CALLS for k, v in graph.items()}
                 row = {"kernel": kernel, "W": world, "size": size, "elements": n, "bytes_moved": moved,
                        "eager_us": eager, "graph_us": graph, "max_abs_error": errors}
                 if size == "4K":
@@ -198,6 +199,7 @@ def main(argv=None):
 
 
 def write(path, result):
+    """``result`` as indented JSON at ``path`` (its folder made if missing)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(result, indent=1) + "\n")
 

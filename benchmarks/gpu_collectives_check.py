@@ -13,16 +13,19 @@ launches, CUDA events, a fixed count of calls identical on every rank).
 
 import argparse
 import json
-import os
 import sys
-import threading
 import time
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
 import triton
 
-from castpile import collectives, runtime
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]
+
+from bench_collectives import start_ranks  # noqa: E402
+from castpile import collectives, runtime  # noqa: E402
 
 SIZES = [4 << 10, 32 << 10, 256 << 10, 2 << 20, 16 << 20, 64 << 20]
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
@@ -94,23 +97,7 @@ def main():
     parser.add_argument("--out", default="collectives.json")
     args = parser.parse_args()
 
-    local_rank = int(os.environ["LOCAL_RANK"])
-    device = torch.device("cuda", local_rank)
-    torch.cuda.set_device(device)
-    dist.init_process_group("nccl", device_id=device)
-    rank, world = dist.get_rank(), dist.get_world_size()
-
-    state = {"config": "start-up", "since": time.monotonic()}
-
-    def watchdog():
-        while True:
-            time.sleep(1.0)
-            if time.monotonic() - state["since"] > args.timeout:
-                print(f"rank {rank}: HANG: {state['config']} exceeded {args.timeout} s", flush=True)
-                os._exit(3)
-
-    threading.Thread(target=watchdog, daemon=True).start()
-
+    rank, world, device, dog = start_ranks(args.timeout)
     results = []
     for dname in args.dtypes:
         dtype = DTYPES[dname]
@@ -121,7 +108,7 @@ def main():
             base = torch.arange(n, device=device, dtype=torch.int64)
             span = SPAN[dtype]
             for name, (ours, nccl, nccl_timed) in collective_cases(symm, x, world).items():
-                state.update(config=f"{name} {dname} {nbytes} B", since=time.monotonic())
+                dog.tick(f"the start of {name} {dname} {nbytes} B")
                 mismatches = torch.zeros((), dtype=torch.int64, device=device)
                 dist.barrier()
                 t0 = time.perf_counter()
@@ -146,7 +133,7 @@ def main():
                 if rank == 0:
                     print(json.dumps(row), flush=True)
             del symm
-    state.update(config="shutdown", since=time.monotonic())
+    dog.tick("the last configuration")
     ok = all(r["mismatches"] == 0 and r["pads_nonzero_after"] == 0 for r in results)
     if rank == 0:
         report = dict(

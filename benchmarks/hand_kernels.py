@@ -2,7 +2,9 @@
 
 The same algorithms as ``stack_kernels.py``: a static loop over the W
 addresses of the table, each turned into a typed pointer (``tl.multiple_of``
-16 when ``ALIGN``), one masked access per buffer.
+16 when ``ALIGN``), one masked access per buffer.  Also :func:`_copy`, the
+plain copy kernel that probe_launch_ll.py and the Nsight Compute drivers
+(ncu_single_gpu.py, ncu_nvlink.py) measure against.
 """
 
 import triton
@@ -58,3 +60,13 @@ def hand_gather_tile(ex, table, out, n, W: tl.constexpr, BLOCK: tl.constexpr, AL
     for p in tl.static_range(W):
         tile = tl.where(rows == p, tl.load(_peer(table, p, ex, ALIGN) + offs, mask=mask)[None, :], tile)
     tl.store(out + rows * n + offs[None, :], tile, mask=mask[None, :])
+
+
+@triton.jit
+def _copy(src, dst, n, BLOCK: tl.constexpr):
+    """``dst = src``, tiles strided over the grid (the Nsight Compute commands select it by the name ``_copy``)."""
+    tile = tl.program_id(0)
+    while tile < tl.cdiv(n, BLOCK):
+        offs = tile * BLOCK + tl.arange(0, BLOCK)
+        tl.store(dst + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
+        tile += tl.num_programs(0)

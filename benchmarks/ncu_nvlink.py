@@ -23,9 +23,9 @@ from torch.distributed import _symmetric_memory as symm_mem
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from bench_collectives import start_ranks  # noqa: E402
+from bench_collectives import start_ranks, stop_ranks  # noqa: E402
 from castpile import collectives, launch, runtime  # noqa: E402
-from probe_launch_ll import _copy  # noqa: E402
+from hand_kernels import _copy  # noqa: E402
 
 NBYTES = 32 << 20
 
@@ -49,8 +49,7 @@ def main():
         step()
         dog.tick("profiled step")
     torch.cuda.synchronize()
-    dist.barrier()
-    dist.destroy_process_group()
+    stop_ranks()
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 import hand_kernels as hand  # noqa: E402
 from generated import stack_kernels_gather as cp_gather  # noqa: E402
 from generated import stack_kernels_loop as cp_loop  # noqa: E402
-from probe_launch_ll import _copy  # noqa: E402
 
 W, BLOCK, WARPS = 8, 1024, 4
 
@@ -68,7 +67,7 @@ def store(dev, n=64 << 20):
     for _ in range(2):
         hand.hand_store[grid](bufs[0], table, src, n, W=W, BLOCK=BLOCK, ALIGN=True, num_warps=WARPS)
         cp_loop.stack_store[grid](bufs[0], table, src, n, W=W, BLOCK=BLOCK, num_warps=WARPS)
-        _copy[(2 * sms,)](copy_src, copy_dst, half, BLOCK=4096, num_warps=8)
+        hand._copy[(2 * sms,)](copy_src, copy_dst, half, BLOCK=4096, num_warps=8)
     torch.cuda.synchronize()
     assert all(torch.equal(b, src) for b in bufs) and torch.equal(copy_dst, copy_src)
 

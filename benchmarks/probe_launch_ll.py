@@ -17,7 +17,6 @@ import argparse
 import ctypes
 import json
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -30,24 +29,17 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 import allreduce_variants as av  # noqa: E402
-from bench_collectives import GRAPH_CALLS, graphed, host_times, start_ranks, timed  # noqa: E402
+from bench_collectives import (GRAPH_CALLS, fill_pattern, graphed, host_times, max_abs_error,  # noqa: E402
+                               pattern_sum, run_header, start_ranks, stop_ranks, timed, write_result)
 from castpile import launch as cl, runtime  # noqa: E402
 from castpile.collectives import kernels_triton as lib  # noqa: E402
+from hand_kernels import _copy  # noqa: E402
 
 
 @triton.jit
 def _scale(x, y, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(y + offs, tl.load(x + offs, mask=offs < n) * 2, mask=offs < n)
-
-
-@triton.jit
-def _copy(src, dst, n, BLOCK: tl.constexpr):
-    tile = tl.program_id(0)
-    while tile < tl.cdiv(n, BLOCK):
-        offs = tile * BLOCK + tl.arange(0, BLOCK)
-        tl.store(dst + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
-        tile += tl.num_programs(0)
 
 
 def ctypes_launch(compiled, grid, pointers, ints, dll):
@@ -121,14 +113,7 @@ def ll_case(nbytes, rank, world, sms, group_name, dog, reps):
     out = torch.empty_like(x)
     nccl_buf = torch.empty_like(x)
     cfg = av.tuned_config(nbytes, sms)
-
-    def fill(salt=0):
-        x.copy_((torch.arange(n, device=x.device) % 13 + rank + salt).to(torch.bfloat16))
-
-    def expect(salt=0):
-        return sum((torch.arange(n, device=x.device) % 13 + r + salt).float() for r in range(world))
-
-    fill()
+    fill_pattern(x, rank)
     nccl_buf.copy_(x)
     fns = {
         "nccl": lambda: dist.all_reduce(nccl_buf),
@@ -147,17 +132,17 @@ def ll_case(nbytes, rank, world, sms, group_name, dog, reps):
     graph = {k: v / GRAPH_CALLS for k, v in timed(graphs, 10, reps, dog).items()}
     errors = {}
     for salt in (0, 5):
-        fill(salt)
+        fill_pattern(x, rank, salt)
         torch.cuda.synchronize()
         dist.barrier()
         for name in variants:
             fns[name]()
             torch.cuda.synchronize()
-            errors[f"{name}_salt{salt}"] = float((outs[name].float() - expect(salt)).abs().max())
+            errors[f"{name}_salt{salt}"] = max_abs_error(outs[name], pattern_sum(n, world, x.device, salt))
         graphs["ll_b1024_w4"]()  # 20 more replays, then one checked call
         fns["ll_b1024_w4"]()
         torch.cuda.synchronize()
-        errors[f"ll_after_graph_salt{salt}"] = float((outs["ll_b1024_w4"].float() - expect(salt)).abs().max())
+        errors[f"ll_after_graph_salt{salt}"] = max_abs_error(outs["ll_b1024_w4"], pattern_sum(n, world, x.device, salt))
     del graphs
     return {"bytes": nbytes, "eager_us": eager, "graph_us": graph, "host_us": host, "max_abs_error": errors,
             "ll_grid": {k: v[1].numel() for k, v in lls.items()}}
@@ -194,16 +179,13 @@ def main(argv=None):
     args = parser.parse_args(argv)
     rank, world, dev, dog = start_ranks(90)
     sms = torch.cuda.get_device_properties(dev).multi_processor_count
-    result = {"command": "python3 -m torch.distributed.run --nproc_per_node 2 " + " ".join(sys.argv),
-              "gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__, "triton": triton.__version__,
-              "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "reps": args.reps}
+    result = run_header(dev, reps=args.reps)
 
     def save(key, value):
         result[key] = value
         if rank == 0:
             print(key, json.dumps(value), flush=True)
-            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+            write_result(args.out, result)
 
     def section(key, fn, *fargs):
         try:
@@ -221,8 +203,7 @@ def main(argv=None):
                             dog, args.reps))
         save("all_reduce", rows)
     save("bandwidth", section("bandwidth", bandwidth, world, rank, sms, dog, args.reps))
-    dist.barrier()
-    dist.destroy_process_group()
+    stop_ranks()
 
 
 if __name__ == "__main__":

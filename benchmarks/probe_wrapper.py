@@ -1,39 +1,30 @@
 """Host cost of one library all-reduce call, by part (2 ranks, 4 KB): diagnoses the wrappers' launch path.
 
     python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/probe_wrapper.py
+
+Each rank prints host microseconds per call (``bench_collectives.host_times``, 300 calls) of:
+``wrapper`` (``collectives.all_reduce_one_shot`` with ``out`` passed: a replay of its graph),
+``launch_config`` (its ``_launch``), ``kernel[grid]``, ``bound`` (bound once with
+``castpile.launch.bind``) and ``key`` (building the cache key of the bound-launch cache that was
+tried and reverted, docs/perf-findings.md); and how many binds the wrapper made.
 """
 
-import os
 import sys
-import time
 from pathlib import Path
 
 import torch
-import torch.distributed as dist
 
-sys.path[:0] = [str(Path(__file__).resolve().parent.parent)]
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 import castpile.collectives as c  # noqa: E402
+from bench_collectives import host_times, start_ranks, stop_ranks  # noqa: E402
 from castpile import runtime  # noqa: E402
 from castpile.collectives import kernels_triton as k  # noqa: E402
 
 
-def host_us(fn, calls=300):
-    torch.cuda.synchronize()
-    dist.barrier()
-    t = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    us = (time.perf_counter() - t) * 1e6 / calls
-    torch.cuda.synchronize()
-    return us
-
-
 def main():
-    rank = int(os.environ["RANK"])
-    dev = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
-    torch.cuda.set_device(dev)
-    dist.init_process_group("nccl", device_id=dev)
+    rank, _, _, _ = start_ranks()  # no watchdog thread beside the host timings
     symm = runtime.symmetric_empty((2048,), torch.bfloat16)
     out = torch.empty_like(symm.tensor)
     binds = []
@@ -54,10 +45,9 @@ def main():
     for _ in range(3):
         for fn in parts.values():
             fn()
-    result = {name: round(host_us(fn), 2) for name, fn in parts.items()}
+    result = {name: round(us, 2) for name, us in host_times(parts, 300).items()}
     print(f"rank {rank}: binds during the wrapper calls: {len(binds)}; host us per call: {result}", flush=True)
-    dist.barrier()
-    dist.destroy_process_group()
+    stop_ranks()
 
 
 if __name__ == "__main__":

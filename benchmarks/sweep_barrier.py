@@ -12,7 +12,6 @@ hung, see docs/perf-findings.md.)
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -22,7 +21,8 @@ import triton
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from bench_collectives import GRAPH_CALLS, graphed, start_ranks, timed  # noqa: E402
+from bench_collectives import (GRAPH_CALLS, fill_pattern, graph_timed, max_abs_error, pattern_sum,  # noqa: E402
+                               run_header, start_ranks, stop_ranks, write_result)
 from castpile import runtime  # noqa: E402
 from castpile.launch import bind  # noqa: E402
 from generated import barrier_kernels_loop  # noqa: E402
@@ -43,8 +43,8 @@ def main(argv=None):
         n = nbytes // 2
         symm = runtime.symmetric_empty((n,), torch.bfloat16)
         x, out = symm.tensor, torch.empty(n, dtype=torch.bfloat16, device=dev)
-        x.copy_((torch.arange(n, device=dev) % 13 + rank).to(torch.bfloat16))
-        expect = sum((torch.arange(n, device=dev) % 13 + r).float() for r in range(world))
+        fill_pattern(x, rank)
+        expect = pattern_sum(n, world, dev)
         grid = (max(1, min(triton.cdiv(n, BLOCK), symm.max_blocks // 2)),)
         fns = {"symm_mem_one_shot": lambda: torch.ops.symm_mem.one_shot_all_reduce(x, "sum", group_name)}
         for relaxed in (False, True):
@@ -62,24 +62,18 @@ def main(argv=None):
                 for _ in range(50):  # repeated calls: a lost signal would hang, a stale read would differ
                     fn()
                 torch.cuda.synchronize()
-                errors[name] = float((out.float() - expect).abs().max())
+                errors[name] = max_abs_error(out, expect)
                 errors[name + "_pads_nonzero"] = int(symm.signal_pad.count_nonzero())
         dog.tick(f"checked {nbytes}")
-        graphs = {name: graphed(fn) for name, fn in fns.items()}
-        us = {k: v / GRAPH_CALLS for k, v in timed(graphs, 10, args.reps, dog).items()}
+        us = graph_timed(fns, 10, args.reps, dog)
         rows.append({"bytes": nbytes, "graph_us": us, "checks": errors})
         if rank == 0:
             print(json.dumps({"bytes": nbytes, **{k: round(v, 2) for k, v in us.items()}}), flush=True)
-        del graphs, fns, symm, x
+        del fns, symm, x
         torch.cuda.synchronize()
     if rank == 0:
-        result = {"command": "python3 -m torch.distributed.run --nproc_per_node 2 " + " ".join(sys.argv),
-                  "gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__, "triton": triton.__version__,
-                  "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "graph_calls_per_replay": GRAPH_CALLS,
-                  "block": BLOCK, "rows": rows}
-        Path(args.out).write_text(json.dumps(result, indent=1))
-    dist.barrier()
-    dist.destroy_process_group()
+        write_result(args.out, run_header(dev, graph_calls_per_replay=GRAPH_CALLS, block=BLOCK, rows=rows))
+    stop_ranks()
 
 
 if __name__ == "__main__":

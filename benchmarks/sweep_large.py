@@ -10,18 +10,17 @@ timed (median over interleaved rounds of the slower rank) beside NCCL.
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import triton
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 import allreduce_variants as av  # noqa: E402
-from bench_collectives import start_ranks, timed  # noqa: E402
+from bench_collectives import (fill_pattern, max_abs_error, pattern_sum, run_header, start_ranks,  # noqa: E402
+                               stop_ranks, timed, write_result)
 from castpile import runtime  # noqa: E402
 
 SIZES = [32 << 20, 64 << 20]
@@ -41,11 +40,7 @@ def main(argv=None):
         n = nbytes // 2
         symm = runtime.symmetric_empty((n,), torch.bfloat16)
         x, out, ref = symm.tensor, torch.empty(n, dtype=torch.bfloat16, device=dev), torch.empty(n, dtype=torch.bfloat16, device=dev)
-
-        def fill():
-            x.copy_((torch.arange(n, device=dev) % 13 + rank).to(torch.bfloat16))
-
-        expect = sum((torch.arange(n, device=dev) % 13 + r).float() for r in range(world))
+        expect = pattern_sum(n, world, dev)
         fns = {"nccl": lambda: dist.all_reduce(ref)}
         for block, warps, per_sm in CONFIGS:
             blocks = min(per_sm * sms, av.pad_blocks(symm))
@@ -55,16 +50,16 @@ def main(argv=None):
         for name, fn in fns.items():
             if name == "nccl":
                 continue
-            fill()
+            fill_pattern(x, rank)
             out.zero_()
             torch.cuda.synchronize()
             dist.barrier()
             fn()
             torch.cuda.synchronize()
             got = out if name.startswith("one") else x
-            errors[name] = float((got.float() - expect).abs().max())
+            errors[name] = max_abs_error(got, expect)
             dog.tick(f"check {name}")
-        fill()
+        fill_pattern(x, rank)
         us = timed(fns, 10, args.reps, dog)
         rows.append({"bytes": nbytes, "eager_us": us, "max_abs_error": errors})
         if rank == 0:
@@ -74,12 +69,8 @@ def main(argv=None):
         del fns, symm, x
         torch.cuda.synchronize()
     if rank == 0:
-        result = {"command": "python3 -m torch.distributed.run --nproc_per_node 2 " + " ".join(sys.argv),
-                  "gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__, "triton": triton.__version__,
-                  "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "configs": CONFIGS, "rows": rows}
-        Path(args.out).write_text(json.dumps(result, indent=1))
-    dist.barrier()
-    dist.destroy_process_group()
+        write_result(args.out, run_header(dev, configs=CONFIGS, rows=rows))
+    stop_ranks()
 
 
 if __name__ == "__main__":

@@ -10,17 +10,16 @@ every variant is checked exact on integer data first.
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import triton
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from bench_collectives import start_ranks, timed  # noqa: E402
+from bench_collectives import (fill_pattern, max_abs_error, pattern_sum, run_header, start_ranks,  # noqa: E402
+                               stop_ranks, timed, write_result)
 from castpile import collectives, runtime  # noqa: E402
 
 SIZES = [2 << 20, 32 << 20, 64 << 20]
@@ -41,16 +40,16 @@ def main():
         fns = {"nccl": lambda: dist.all_reduce(nccl_buf),
                "two_shot_pull": lambda: collectives.all_reduce_two_shot(symm, push=False),
                "two_shot_push": lambda: collectives.all_reduce_two_shot(symm, push=True)}
-        expect = sum((torch.arange(n, device=dev) % 13 + r).float() for r in range(world))
+        expect = pattern_sum(n, world, dev)
         errors = {}
         for name, fn in fns.items():
-            x.copy_((torch.arange(n, device=dev) % 13 + rank).to(torch.bfloat16))
+            fill_pattern(x, rank)
             nccl_buf.copy_(x)
             torch.cuda.synchronize()
             dist.barrier()
             fn()
             torch.cuda.synchronize()
-            errors[name] = float(((nccl_buf if name == "nccl" else x).float() - expect).abs().max())
+            errors[name] = max_abs_error(nccl_buf if name == "nccl" else x, expect)
             dog.tick(f"check {name}")
         us = timed(fns, 20, args.reps, dog)
         rows.append({"bytes": nbytes, "us": us, "bus_GBps": {k: nbytes / v / 1e3 for k, v in us.items()},
@@ -61,12 +60,8 @@ def main():
         torch.cuda.synchronize()
         dist.barrier()
     if rank == 0:
-        Path(args.out).write_text(json.dumps({
-            "command": "python3 -m torch.distributed.run --nproc_per_node 2 " + " ".join(sys.argv),
-            "gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__, "triton": triton.__version__,
-            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "reps": args.reps, "rows": rows}, indent=1) + "\n")
-    dist.barrier()
-    dist.destroy_process_group()
+        write_result(args.out, run_header(dev, reps=args.reps, rows=rows))
+    stop_ranks()
 
 
 if __name__ == "__main__":

@@ -13,18 +13,17 @@ torch symmetric memory's one-shot in the same run.  It chooses the launch of
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import triton
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 import allreduce_variants as av  # noqa: E402
-from bench_collectives import GRAPH_CALLS, graphed, start_ranks, timed  # noqa: E402
+from bench_collectives import (GRAPH_CALLS, fill_pattern, graph_timed, max_abs_error, pattern_sum,  # noqa: E402
+                               run_header, start_ranks, stop_ranks, write_result)
 from castpile import runtime  # noqa: E402
 
 SIZES = [4 << 10, 32 << 10, 256 << 10]
@@ -43,8 +42,8 @@ def main(argv=None):
         n = nbytes // 2
         symm = runtime.symmetric_empty((n,), torch.bfloat16)
         x, out = symm.tensor, torch.empty(n, dtype=torch.bfloat16, device=dev)
-        x.copy_((torch.arange(n, device=dev) % 13 + rank).to(torch.bfloat16))
-        expect = sum((torch.arange(n, device=dev) % 13 + r).float() for r in range(world))
+        fill_pattern(x, rank)
+        expect = pattern_sum(n, world, dev)
         fns = {"symm_mem_one_shot": lambda: torch.ops.symm_mem.one_shot_all_reduce(x, "sum", group_name)}
         for block, warps in CONFIGS:
             fns[f"one_shot_b{block}_w{warps}"] = av.one_shot(symm, out, block=block, blocks=symm.max_blocks, warps=warps)
@@ -55,23 +54,18 @@ def main(argv=None):
                 dist.barrier()
                 fn()
                 torch.cuda.synchronize()
-                errors[name] = float((out.float() - expect).abs().max())
+                errors[name] = max_abs_error(out, expect)
         dog.tick(f"checked {nbytes}")
-        graphs = {name: graphed(fn) for name, fn in fns.items()}
-        us = {k: v / GRAPH_CALLS for k, v in timed(graphs, 10, args.reps, dog).items()}
+        us = graph_timed(fns, 10, args.reps, dog)
         rows.append({"bytes": nbytes, "graph_us": us, "max_abs_error": errors})
         if rank == 0:
             best = min((v, k) for k, v in us.items() if k.startswith("one_shot"))
             print(json.dumps({"bytes": nbytes, "symm_mem": round(us["symm_mem_one_shot"], 2), "best": best}), flush=True)
-        del graphs, fns, symm, x
+        del fns, symm, x
         torch.cuda.synchronize()
     if rank == 0:
-        result = {"command": "python3 -m torch.distributed.run --nproc_per_node 2 " + " ".join(sys.argv),
-                  "gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__, "triton": triton.__version__,
-                  "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "graph_calls_per_replay": GRAPH_CALLS, "rows": rows}
-        Path(args.out).write_text(json.dumps(result, indent=1))
-    dist.barrier()
-    dist.destroy_process_group()
+        write_result(args.out, run_header(dev, graph_calls_per_replay=GRAPH_CALLS, rows=rows))
+    stop_ranks()
 
 
 if __name__ == "__main__":

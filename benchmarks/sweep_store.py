@@ -23,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 import hand_kernels as hand  # noqa: E402
-from bench_gpu import timed  # noqa: E402
+from bench_gpu import timed, write  # noqa: E402
 from generated import stack_kernels_loop as cp  # noqa: E402
 
 N = 64 << 20
@@ -71,10 +71,10 @@ def main():
         print(json.dumps({k: rows[-1][k] for k in ("world", "fraction_of_copy")}), flush=True)
         del bufs, copy_src, copy_dst
         torch.cuda.empty_cache()
-    Path(args.out).write_text(json.dumps({
+    write(args.out, {
         "command": "python benchmarks/sweep_store.py " + " ".join(sys.argv[1:]), "gpu": torch.cuda.get_device_name(dev),
         "torch": torch.__version__, "triton": triton.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        "reps": args.reps, "rows": rows}, indent=1) + "\n")
+        "reps": args.reps, "rows": rows})
 
 
 if __name__ == "__main__":
