@@ -17,7 +17,6 @@ so bf16 cases only move tensors; it has no floating-point ``atomic_xchg``.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ import torch
 from hypothesis import strategies as st
 
 import castpile
+from testkit import import_file
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "int32": torch.int32}
 AUG_OPS = {"float": ["+", "-", "*"], "int": ["+", "-", "*", "&", "|", "^"]}
@@ -375,10 +375,7 @@ def load_kernel(text: bytes, directory: Path):
     path = directory / f"{name}.py"
     if not path.exists():
         path.write_bytes(text)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.kernel
+    return import_file(path, name).kernel
 
 
 def run(case: Case, strategy: str, directory: Path) -> tuple[dict, bytes]:

@@ -16,6 +16,7 @@ import torch
 
 import castpile
 from castpile import collectives, sim
+from testkit import rank1_after_rank0
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "castpile" / "collectives" / "kernels.py"
@@ -93,35 +94,18 @@ def test_collectives_match_torch(world, dtype):
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_removing_the_barrier_breaks_the_result(name):
-    """Rank 1 writes its input only once rank 0 has returned from the collective.
+    """Rank 1 writes its input only once rank 0 has returned from the collective (testkit.rank1_after_rank0).
 
-    Without the barrier rank 0 returns having read rank 1's stale (NaN) buffer.
-    With it rank 0 cannot return first, so rank 1 gives up waiting after 2 s;
-    rank 0 then waits for its input, and both results are exact.
+    Without the barrier rank 0 returns before rank 1's input exists (it read rank 1's
+    stale NaN buffer, or, pushing, a scratch row rank 1 had not written); with it both
+    results are exact.
     """
     world = 2
     handles = _handles(world, _shape(name, world), torch.float32, max_blocks=2)
     inputs = _inputs(world, torch.float32, 5, _shape(name, world))
-    rank0_done = sim.shared_empty((1,), torch.int32)
-
-    def body(rank, barrier):
-        give_up = time.monotonic() + (2.0 if barrier else float("inf"))
-        while rank == 1 and not rank0_done.item() and time.monotonic() < give_up:
-            time.sleep(0.01)
-        handles[rank].tensor.copy_(inputs[rank])
-        out = CASES[name][1](handles[rank], barrier=barrier)
-        rank0_done.fill_(1)
-        return out
-
-    def exact(barrier):
-        rank0_done.zero_()
-        for h in handles:
-            h.tensor.fill_(float("nan"))
-        outs = sim.run(body, world, args=(barrier,), timeout=60)
-        return all(torch.equal(outs[r], CASES[name][2](inputs, r)) for r in range(world))
-
-    assert exact(barrier=True)
-    assert not exact(barrier=False)
+    run, reference = CASES[name][1], CASES[name][2]
+    assert rank1_after_rank0(handles, inputs, run, reference, barrier=True) == [True, True]
+    assert not rank1_after_rank0(handles, inputs, run, reference, barrier=False)[0]
 
 
 def test_a_rank_that_skips_a_collective_is_reported_as_hung_peers():

@@ -28,7 +28,7 @@ MEMORY = 2 * 1024**3
 
 
 def castpile(*args, stdin=b"", cwd=None):
-    """Run the CLI in a child with a time limit and a 2 GiB address-space cap."""
+    """Run the CLI in a child with a time limit and a 4 GiB address-space cap (twice MEMORY)."""
 
     def cap():
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY * 2, MEMORY * 2))

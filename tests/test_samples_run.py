@@ -12,13 +12,13 @@ misread broadcast operands; castpile's helpers hand them fresh tensors, and the
 atomics tests here run unpatched to prove it.)
 """
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 import torch
 
 import castpile
+from testkit import import_file
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 STRATEGIES = ("loop", "gather")
@@ -40,10 +40,7 @@ def sample(outdir, name, strategy):
         path = outdir / f"{name}_{strategy}.py"
         src = SAMPLES / f"{name}.py"
         path.write_bytes(castpile.transpile(src.read_bytes(), str(src), strategy=strategy))
-        spec = importlib.util.spec_from_file_location(f"castpile_sample_{name}_{strategy}", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        _modules[key] = module
+        _modules[key] = import_file(path, f"castpile_sample_{name}_{strategy}")
     return _modules[key]
 
 

@@ -4,13 +4,13 @@ tests/kernels_semantics.py is transpiled once per strategy; W host tensors stand
 in for W GPUs through a table of their ``data_ptr()``s.
 """
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 import torch
 
 import castpile
+from testkit import import_file
 
 KERNELS = Path(__file__).with_name("kernels_semantics.py")
 WORLDS = [1, 2, 3, 4, 8]
@@ -26,10 +26,7 @@ def k(request, tmp_path_factory):
     """The transpiled kernels module for one strategy."""
     out = tmp_path_factory.mktemp(request.param) / f"kernels_{request.param}.py"
     out.write_bytes(castpile.transpile(KERNELS.read_bytes(), str(KERNELS), strategy=request.param))
-    spec = importlib.util.spec_from_file_location(f"kernels_{request.param}", out)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_file(out)
 
 
 def p2(w):
@@ -187,27 +184,23 @@ def test_atomic_add_float(k):
         assert torch.equal(b[:8], torch.arange(3, 11, dtype=torch.float32)) and b[8] == 0
 
 
-@pytest.mark.parametrize("w", [1, 3, 4])
-def test_two_dim_elements(k, w):
-    m, n, bi, bj = 3, 5, 4, 8
-    bufs = buffers(w, m * n, torch.float32, seed=6)
-    out = torch.full((p2(w) * bi * bj,), 99.0)
-    k.elements_2d[(1,)](out, table(bufs), m, n, w, bi, bj)
-    ref = torch.zeros(p2(w), bi, bj)
-    for j, b in enumerate(bufs):
-        ref[j, :m, :n] = b.view(m, n)
-    assert torch.equal(out.view(p2(w), bi, bj), ref)
+LAYOUTS_2D = {
+    # kernel: buffer j as the (M, N) tensor the kernel indexes
+    "elements_2d": lambda b, m, n: b.view(m, n),  # row-major, the default strides
+    "strided_2d": lambda b, m, n: b.view(n, m).t(),  # column-major through strides=(1, M)
+}
 
 
-@pytest.mark.parametrize("w", [2, 3])
-def test_strides_column_major(k, w):
+@pytest.mark.parametrize("kernel", LAYOUTS_2D)
+@pytest.mark.parametrize("w", [1, 2, 3, 4])
+def test_two_dim_elements(k, w, kernel):
     m, n, bi, bj = 3, 5, 4, 8
-    bufs = buffers(w, m * n, torch.float32, seed=7)
+    bufs = buffers(w, m * n, torch.float32, seed=6 + list(LAYOUTS_2D).index(kernel))
     out = torch.full((p2(w) * bi * bj,), 99.0)
-    k.strided_2d[(1,)](out, table(bufs), m, n, w, bi, bj)
+    getattr(k, kernel)[(1,)](out, table(bufs), m, n, w, bi, bj)
     ref = torch.zeros(p2(w), bi, bj)
     for j, b in enumerate(bufs):
-        ref[j, :m, :n] = b.view(n, m).t()
+        ref[j, :m, :n] = LAYOUTS_2D[kernel](b, m, n)
     assert torch.equal(out.view(p2(w), bi, bj), ref)
 
 

@@ -1,0 +1,44 @@
+"""Helpers shared by several test files."""
+
+import importlib.util
+import time
+from pathlib import Path
+
+import torch
+
+from castpile import sim
+
+
+def import_file(path: Path, name: str | None = None):
+    """Import the Python file ``path`` as a fresh module (Triton reads a kernel's source from its file)."""
+    spec = importlib.util.spec_from_file_location(name or Path(path).stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def rank1_after_rank0(handles, inputs, collective, reference, barrier: bool, give_up_s: float = 2.0) -> list[bool]:
+    """Two simulated ranks where rank 1 writes its input only once rank 0 has returned; which ranks came out exact.
+
+    ``collective(symm, barrier=barrier)`` runs on each rank after it has written its
+    input; ``reference(inputs, rank)`` is the exact result.  The buffers start as NaN.
+    The order is forced by a shared flag, not by sleeps: without a barrier rank 0
+    returns having read rank 1's stale (NaN) buffer.  With one, rank 0 cannot return
+    first, so rank 1 stops waiting after ``give_up_s`` seconds and writes; whenever
+    that happens, a working barrier makes both results exact.
+    """
+    rank0_done = sim.shared_empty((1,), torch.int32).zero_()
+    for h in handles:
+        h.tensor.fill_(float("nan"))
+
+    def body(rank):
+        give_up = time.monotonic() + (give_up_s if barrier else float("inf"))
+        while rank == 1 and not rank0_done.item() and time.monotonic() < give_up:
+            time.sleep(0.01)
+        handles[rank].tensor.copy_(inputs[rank])
+        out = collective(handles[rank], barrier=barrier)
+        rank0_done.fill_(1)
+        return out
+
+    outs = sim.run(body, 2, timeout=60)
+    return [torch.equal(outs[r], reference(inputs, r)) for r in range(2)]
