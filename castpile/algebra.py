@@ -1,15 +1,18 @@
 """Index algebra: element offsets and bounds masks, simplified with sympy.
 
-Indices, extents and strides arrive as source text.  Integer literals, names
-and ``+ - *`` become sympy terms; anything else (``i[:, None]``, calls, ``//``)
-is an opaque integer symbol that prints back as its own text::
+Indices, extents and strides arrive as source text on one line.  Integer literals,
+names and ``+ - *`` become sympy terms; anything else (``i[:, None]``, calls, ``//``)
+is an opaque integer symbol that prints back as its own text.  Products print as
+products, never powers (Triton tensors have no ``**``)::
 
     >>> offsets(("i[:, None]", "j[None, :]"), ("M", "N"), None)
     'N*i[:, None] + j[None, :]'
-    >>> offsets(("k",), None, ("1",))
-    'k'
+    >>> offsets(("i", "j", "k"), ("n", "n", "n"), None)
+    'i*n*n + j*n + k'
     >>> bounds_mask(("offs",), ("n",))
     '(offs >= 0) & (offs < n)'
+
+Conversion and printing take time linear in the length of the text.
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ import ast
 from functools import lru_cache
 
 import sympy as sp
+from sympy.printing.precedence import precedence
 from sympy.printing.str import StrPrinter
 
 _ATOMIC = (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Call)
+_LINEAR = (ast.Add, ast.Sub)
 
 
 class _Terms:
@@ -28,46 +33,70 @@ class _Terms:
 
     def __init__(self):
         self.text: dict[sp.Symbol, str] = {}
-
-    def symbol(self, name: str, text: str) -> sp.Symbol:
-        sym = sp.Symbol(name, integer=True)
-        self.text[sym] = text
-        return sym
+        self.names: dict[str, sp.Symbol] = {}
 
     def convert(self, source: str) -> sp.Expr:
-        tree = ast.parse(source.strip(), mode="eval").body
-        return self._node(tree, source.strip())
+        source = source.strip()
+        return self._node(ast.parse(source, mode="eval").body, source.encode("utf-8"))
 
-    def _node(self, node: ast.AST, source: str) -> sp.Expr:
+    def _name(self, name: str) -> sp.Symbol:
+        if name not in self.names:
+            symbol = self.names[name] = sp.Symbol(name, integer=True)
+            self.text[symbol] = name
+        return self.names[name]
+
+    def _opaque(self, node: ast.AST, source: bytes) -> sp.Symbol:
+        # One line of text: ast's column offsets are byte offsets into it.
+        text = source[node.col_offset : node.end_col_offset].decode("utf-8")
+        symbol = sp.Symbol(f"_cp{len(self.text)}'", integer=True)  # never a Python name: no clash with the user's
+        self.text[symbol] = text if isinstance(node, _ATOMIC) else f"({text})"
+        return symbol
+
+    def _node(self, node: ast.AST, source: bytes) -> sp.Expr:
+        if isinstance(node, ast.BinOp) and isinstance(node.op, _LINEAR):
+            terms = []
+            while isinstance(node, ast.BinOp) and isinstance(node.op, _LINEAR):  # a left-nested chain
+                term = self._node(node.right, source)
+                terms.append(term if isinstance(node.op, ast.Add) else -term)
+                node = node.left
+            terms.append(self._node(node, source))
+            return sp.Add(*terms)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+            factors = []
+            while isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+                factors.append(self._node(node.right, source))
+                node = node.left
+            factors.append(self._node(node, source))
+            return sp.Mul(*factors)
         if isinstance(node, ast.Constant) and type(node.value) is int:
             return sp.Integer(node.value)
         if isinstance(node, ast.Name):
-            return self.symbol(node.id, node.id)
+            return self._name(node.id)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             inner = self._node(node.operand, source)
             return -inner if isinstance(node.op, ast.USub) else inner
-        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
-            left, right = self._node(node.left, source), self._node(node.right, source)
-            if isinstance(node.op, ast.Add):
-                return left + right
-            if isinstance(node.op, ast.Sub):
-                return left - right
-            return left * right
-        text = ast.get_source_segment(source, node) or ast.unparse(node)
-        if not isinstance(node, _ATOMIC):
-            text = f"({text})"
-        return self.symbol(f"_cp{len(self.text)}", text)
+        return self._opaque(node, source)
 
 
 class _Printer(StrPrinter):
-    """Prints sympy terms back as Triton source."""
+    """Prints sympy terms back as Triton source: symbols as their text, powers as products."""
 
     def __init__(self, terms: _Terms):
         super().__init__()
         self.terms = terms
 
+    def _as_ordered_terms(self, expr, order=None):
+        # Alphabetical by text: sympy's own term order sorts in quadratic time.
+        return sorted(expr.args, key=self._print)
+
     def _print_Symbol(self, expr):
         return self.terms.text[expr]
+
+    def _print_Pow(self, expr, rational=False):
+        base, exponent = expr.as_base_exp()
+        if exponent.is_Integer and exponent > 0:
+            return "*".join([self.parenthesize(base, precedence(sp.Mul(2, 3, evaluate=False)))] * int(exponent))
+        return super()._print_Pow(expr, rational)
 
 
 def _render(expr: sp.Expr, terms: _Terms) -> str:
@@ -93,15 +122,24 @@ def offsets(indices: tuple[str, ...], shape: tuple[str, ...] | None, strides: tu
 
 
 @lru_cache(maxsize=4096)
+def strides(shape: tuple[str, ...] | None, strides: tuple[str, ...] | None, ndim: int) -> tuple[str, ...]:
+    """Each dim's stride as source: ``strides`` simplified, else contiguous for ``shape``, else ``1``.
+
+    >>> strides(("m", "n", "n"), None, 3)
+    ('n*n', 'n', '1')
+    """
+    terms = _Terms()
+    return tuple(_render(s, terms) for s in _strides(terms, ndim, shape, strides))
+
+
+@lru_cache(maxsize=4096)
 def bounds_mask(indices: tuple[str, ...], shape: tuple[str, ...]) -> str | None:
     """``0 <= i_d < extent_d`` for every dim, folded where literals decide it; ``None`` if always true."""
     terms = _Terms()
     parts = []
     for index, extent in zip(indices, shape):
         i, n = terms.convert(index), terms.convert(extent)
-        low = sp.Ge(i, 0)
-        high = sp.Lt(i, n)
-        for cond in (low, high):
+        for cond in (sp.Ge(i, 0), sp.Lt(i, n)):
             if cond is sp.true:
                 continue
             if cond is sp.false:

@@ -15,8 +15,8 @@ from pathlib import Path
 import libcst as cst
 
 from . import __version__
-from .analyse import AugStore, Binding, CallOn, Load, Plan, Reduction, Store
-from .lower import Lowerer, code
+from .analyse import AugStore, Binding, CallOn, Load, Plan, Reduction, SliceAlias, Store
+from .lower import HELPER_PREFIX, Lowerer, code
 from .walk import paths_to, rebuild
 
 _HELPERS_FILE = Path(__file__).with_name("helpers.py")
@@ -78,30 +78,29 @@ class _Rewriter:
     def _assign(self, original, updated, use):
         if isinstance(use, Binding):
             return self._statements(original, self.lower.binding(use))
+        if isinstance(use, SliceAlias):
+            return self._statements(original, self.lower.slice_alias(use))
         if isinstance(use, Store):
             subscript = self._current(use.access.subscript)
-            return self._statements(original, [self.lower.store(use.access, subscript, code(updated.value))])
+            return self._statements(original, self.lower.store(use.access, subscript, updated.value, use.value_pure))
         return updated
 
     def _aug_assign(self, original, updated, use):
         if isinstance(use, AugStore):
             subscript = self._current(use.access.subscript)
             operator = code(updated.operator).rstrip("=")
-            return self._statements(original, [self.lower.augmented_store(use.access, subscript, operator, updated.value)])
+            return self._statements(original, self.lower.augmented_store(use.access, subscript, operator, updated.value))
         return updated
 
     def _call(self, original, updated, use):
         if isinstance(use, CallOn):
             subscript = self._current(use.access.subscript) if use.access is not None else None
-            return self._expression(original, self.lower.call_on(use.op, use.access, subscript, updated))
-        if isinstance(use, Reduction) and self.lower.fuses(use.access):
+            return self._expression(original, self.lower.call_on(use, subscript, updated))
+        if isinstance(use, Reduction):
             subscript = self._current(use.access.subscript)
             dtype = updated.args[0].value.args[0].value if use.dtype is not None else None
-            mask = None
-            if use.load is not None:
-                load = self._current(use.load)
-                mask = next((a.value for a in load.args[1:] if a.keyword is None or a.keyword.value == "mask"), None)
-            return self._expression(original, self.lower.reduction(use.op, use.access, subscript, dtype, mask))
+            load = self._current(use.load) if use.load is not None else None
+            return self._expression(original, self.lower.reduction(use, subscript, dtype, load))
         return updated
 
 
@@ -123,8 +122,9 @@ def _helper_sources() -> tuple[dict[str, str], dict[str, set[str]], list[str]]:
     return sources, calls, order
 
 
-def helpers_block(used: set[str], newline: str) -> str:
-    """The source appended to a module that calls ``used`` helpers (with their dependencies)."""
+def helpers_block(used: set[str], newline: str, prefix: str = HELPER_PREFIX) -> str:
+    """The source appended to a module that calls ``used`` helpers (with their dependencies),
+    their names starting with ``prefix``."""
     sources, calls, order = _helper_sources()
     needed, todo = set(), list(used)
     while todo:
@@ -137,12 +137,12 @@ def helpers_block(used: set[str], newline: str) -> str:
         "\n\n# ---- castpile " + __version__ + " helpers: generated, called by the rewritten accesses above ----\n"
         "import triton\nimport triton.language as tl\n\n\n" + body + "\n"
     )
-    return text.replace("\n", newline)
+    return text.replace(HELPER_PREFIX, prefix).replace("\n", newline)
 
 
 def render(module: cst.Module, plan: Plan, strategy: str) -> bytes:
     """The rewritten module's bytes, helpers appended."""
-    lowerer = Lowerer(strategy)
+    lowerer = Lowerer(strategy, plan.taken_names)
     rewriter = _Rewriter(module, plan, lowerer)
     rewritten = rebuild(module, rewriter.replace, paths_to(module, set(plan.uses)))
     out = rewritten.bytes
@@ -151,4 +151,4 @@ def render(module: cst.Module, plan: Plan, strategy: str) -> bytes:
     newline = module.default_newline
     if out and not out.endswith(newline.encode(module.encoding)):
         out += newline.encode(module.encoding)
-    return out + helpers_block(lowerer.helpers, newline).encode(module.encoding)
+    return out + helpers_block(lowerer.helpers, newline, lowerer.prefix).encode(module.encoding)

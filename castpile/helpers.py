@@ -12,9 +12,12 @@ the *stack* first, in one of two forms that castpile's binding produces:
   the same shape marking valid entries.
 
 then ``example`` (a pointer whose element type the buffers have), ``offs`` (the
-element offsets, shape I) and ``mask`` (bounds and user masks, shape I, or
-``None``).  Results have shape P + I, with P padded to powers of two; padded or
-masked entries are never read or written.
+element offsets, shape I) and ``bounds`` (the bounds mask, shape I, or ``None``),
+then the arguments of the user's call in the contract's order, the user's ``mask``
+among them.  Results have shape P + I, with P padded to powers of two; padded or
+masked entries are never read or written.  An access whose indices must be
+evaluated once passes ``*_castpile_index(indices, extents, strides)`` for
+``offs, bounds``.
 
 ``_loop`` helpers walk the stack one buffer at a time; ``_gather`` helpers build
 the whole P + I pointer tensor and issue one memory operation.
@@ -36,6 +39,54 @@ def _castpile_sum_dtype(dtype):
     if dtype.is_int() and dtype.primitive_bitwidth < 32:
         return tl.int32 if dtype.is_int_signed() else tl.uint32
     return dtype
+
+
+@triton.constexpr_function
+def _castpile_identity(dtype, OP):
+    """The value that takes no part in a ``max``/``min`` reduction of ``dtype``."""
+    if OP == "sum":
+        return 0
+    if dtype.is_floating():
+        return float("-inf") if OP == "max" else float("inf")
+    bits = dtype.primitive_bitwidth
+    if dtype.is_int_signed():
+        return -(2 ** (bits - 1)) if OP == "max" else 2 ** (bits - 1) - 1
+    return 0 if OP == "max" else 2**bits - 1
+
+
+@triton.jit
+def _castpile_index(indices, extents, strides):
+    """``offs, bounds`` of an access from its indices, each evaluated once by the caller."""
+    offs = _castpile_offsets(indices[0]) * strides[0]
+    for d in tl.static_range(1, len(indices)):
+        offs = offs + indices[d] * strides[d]
+    if extents is None:
+        return offs, None
+    else:
+        bounds = (indices[0] >= 0) & (indices[0] < extents[0])
+        for d in tl.static_range(1, len(indices)):
+            bounds = bounds & (indices[d] >= 0) & (indices[d] < extents[d])
+        return offs, bounds
+
+
+@triton.jit
+def _castpile_span(extent: tl.constexpr, d: tl.constexpr, r: tl.constexpr):
+    """``tl.arange(0, extent)`` as dim ``d`` of ``r`` trailing dims (what ``...`` stands for)."""
+    x = tl.arange(0, extent)
+    for _ in tl.static_range(d):
+        x = tl.expand_dims(x, 0)
+    for _ in tl.static_range(r - 1 - d):
+        x = tl.expand_dims(x, len(x.shape))
+    return x
+
+
+@triton.jit
+def _castpile_trailing(x, r: tl.constexpr):
+    """``x`` with ``r`` trailing unit dims (an explicit index before ``...``)."""
+    x = _castpile_offsets(x)
+    for _ in tl.static_range(r):
+        x = tl.expand_dims(x, len(x.shape))
+    return x
 
 
 @triton.jit
@@ -78,8 +129,8 @@ def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
 
 
 @triton.jit
-def _castpile_lane_mask(valid, mask, offs):
-    """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element mask.
+def _castpile_lane_mask(valid, mask, offs, user_mask=None):
+    """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element masks.
 
     Always a fresh tensor of the offsets' shape: Triton 3.6's interpreter reads atomic
     operands as contiguous arrays, so a broadcast or Python-bool mask would be misread.
@@ -87,6 +138,8 @@ def _castpile_lane_mask(valid, mask, offs):
     lanes = tl.full(offs.shape, 1, tl.int1) & valid
     if mask is not None:
         lanes = lanes & mask
+    if user_mask is not None:
+        lanes = lanes & user_mask
     return lanes
 
 
@@ -119,10 +172,14 @@ def _castpile_offsets(offs):
 
 
 @triton.jit
-def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, mask, other=None,
+def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, bounds, mask=None, other=None,
                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
                         volatile: tl.constexpr = False, align: tl.constexpr = None):
     """Load P + I elements, one buffer at a time."""
+    if mask is None:
+        mask = bounds
+    elif bounds is not None:
+        mask = bounds & mask
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
     R: tl.constexpr = len(pos.shape) - len(offs.shape)
@@ -139,9 +196,15 @@ def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, mask, ot
 
 
 @triton.jit
-def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, mask, OP: tl.constexpr,
-                          acc_dtype: tl.constexpr = None, align: tl.constexpr = None):
-    """``tl.sum``/``max``/``min`` over the stack axis without the P + I tensor."""
+def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, mask=None,
+                          other=None, acc_dtype: tl.constexpr = None, cache_modifier: tl.constexpr = tl.constexpr(""),
+                          eviction_policy: tl.constexpr = tl.constexpr(""), volatile: tl.constexpr = False,
+                          align: tl.constexpr = None):
+    """``tl.sum``/``max``/``min`` over a table's buffers, one at a time, without the P + I tensor.
+
+    Every buffer of a table is valid; lanes out of bounds have no valid entry and give 0.
+    Lanes the user's ``mask`` turns off take part as ``other``.
+    """
     offs = _castpile_offsets(offs)
     dtype = example.dtype.element_ty
     if acc_dtype is not None:
@@ -150,10 +213,14 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, mask, 
         ACC: tl.constexpr = _castpile_sum_dtype(dtype)
     else:
         ACC: tl.constexpr = dtype
+    if other is None:
+        other = 0
     acc = tl.zeros_like(offs).to(ACC)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, mask, offs), other=0).to(ACC)
+        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=other,
+                    cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
+        v = v.to(dtype).to(ACC)
         if p == 0:
             acc = v
         elif OP == "sum":
@@ -162,19 +229,55 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, mask, 
             acc = tl.maximum(acc, v)
         else:
             acc = tl.minimum(acc, v)
-    if triton.next_power_of_2(count) > count:
-        # The padded entries of the P + I tensor are zeros: they take part.
-        if OP == "max":
-            acc = tl.maximum(acc, tl.zeros_like(acc))
-        elif OP == "min":
-            acc = tl.minimum(acc, tl.zeros_like(acc))
+    if bounds is not None:
+        acc = tl.where(bounds, acc, tl.zeros_like(acc))
     return acc
 
 
 @triton.jit
-def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, mask, value,
+def _castpile_reduce_gather(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, mask=None,
+                            other=None, acc_dtype: tl.constexpr = None, cache_modifier: tl.constexpr = tl.constexpr(""),
+                            eviction_policy: tl.constexpr = tl.constexpr(""), volatile: tl.constexpr = False,
+                            align: tl.constexpr = None):
+    """``tl.sum``/``max``/``min`` over axis 0 of the P + I tensor, of its valid entries only.
+
+    Padded, ``ptr_mask``-false and out-of-bounds entries take no part; a lane with no
+    valid entry gives 0.  Lanes the user's ``mask`` turns off take part as ``other``.
+    """
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align)
+    dtype = example.dtype.element_ty
+    if acc_dtype is not None:
+        dtype = acc_dtype
+    if OP == "sum":
+        ACC: tl.constexpr = _castpile_sum_dtype(dtype)
+    else:
+        ACC: tl.constexpr = dtype
+    if other is None:
+        other = 0
+    lanes = valid
+    if mask is not None:
+        lanes = lanes & _castpile_prepend(mask, len(ptrs.shape) - len(mask.shape))
+    v = tl.load(ptrs, mask=lanes, other=other, cache_modifier=cache_modifier, eviction_policy=eviction_policy,
+                volatile=volatile)
+    v = tl.where(valid, v.to(dtype).to(ACC), _castpile_identity(ACC, OP))
+    if OP == "sum":
+        r = tl.sum(v, axis=0)
+    elif OP == "max":
+        r = tl.max(v, axis=0)
+    else:
+        r = tl.min(v, axis=0)
+    anywhere = tl.max(valid.to(tl.int32), axis=0) > 0
+    return tl.where(anywhere, r, tl.zeros_like(r))
+
+
+@triton.jit
+def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
                          cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None):
     """Store ``value`` (broadcast to P + I), one buffer at a time."""
+    if mask is None:
+        mask = bounds
+    elif bounds is not None:
+        mask = bounds & mask
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
     dtype = example.dtype.element_ty
@@ -186,9 +289,14 @@ def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, mask, v
 
 
 @triton.jit
-def _castpile_atomic_loop(src, count: tl.constexpr, smask, example, offs, mask, OP: tl.constexpr, value,
-                          sem: tl.constexpr = None, scope: tl.constexpr = None, align: tl.constexpr = None):
-    """An atomic read-modify-write on every addressed element; the old values."""
+def _castpile_atomic_loop(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, value, mask=None,
+                          sem: tl.constexpr = None, scope: tl.constexpr = None, align: tl.constexpr = None,
+                          keep_old: tl.constexpr = True):
+    """An atomic read-modify-write on every addressed element; the old values (``None`` unless ``keep_old``)."""
+    if mask is None:
+        mask = bounds
+    elif bounds is not None:
+        mask = bounds & mask
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
     R: tl.constexpr = len(pos.shape) - len(offs.shape)
@@ -199,8 +307,10 @@ def _castpile_atomic_loop(src, count: tl.constexpr, smask, example, offs, mask, 
         peer, valid = _castpile_peer(src, smask, p, example, align)
         old = _castpile_atomic_op(OP, peer + offs, _castpile_slice(value, pos, p, offs),
                                   _castpile_lane_mask(valid, mask, offs), sem, scope)
-        res = tl.where(pos == p, _castpile_prepend(old, R), res)
-    return res
+        if keep_old:
+            res = tl.where(pos == p, _castpile_prepend(old, R), res)
+    if keep_old:
+        return res
 
 
 @triton.jit
@@ -238,9 +348,11 @@ def _castpile_cas(ptrs, mask, example, cmp, value, sem: tl.constexpr, scope: tl.
 
 
 @triton.jit
-def _castpile_atomic_cas_loop(src, count: tl.constexpr, smask, example, offs, mask, cmp, value,
-                              sem: tl.constexpr = None, scope: tl.constexpr = None, align: tl.constexpr = None):
-    """Compare-and-swap on every addressed element, one buffer at a time."""
+def _castpile_atomic_cas_loop(src, count: tl.constexpr, smask, example, offs, bounds, cmp, value,
+                              sem: tl.constexpr = None, scope: tl.constexpr = None, align: tl.constexpr = None,
+                              keep_old: tl.constexpr = True):
+    """Compare-and-swap on every addressed element, one buffer at a time; the old values (``None`` unless ``keep_old``)."""
+    mask = bounds
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
     R: tl.constexpr = len(pos.shape) - len(offs.shape)
@@ -252,13 +364,15 @@ def _castpile_atomic_cas_loop(src, count: tl.constexpr, smask, example, offs, ma
         peer, valid = _castpile_peer(src, smask, p, example, align)
         old = _castpile_cas(peer + offs, _castpile_lane_mask(valid, mask, offs), example,
                             _castpile_slice(cmp, pos, p, offs), _castpile_slice(value, pos, p, offs), sem, scope)
-        res = tl.where(pos == p, _castpile_prepend(old, R), res)
-    return res
+        if keep_old:
+            res = tl.where(pos == p, _castpile_prepend(old, R), res)
+    if keep_old:
+        return res
 
 
 @triton.jit
-def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None):
-    """The P + I pointer tensor of an access and its mask (never ``None``)."""
+def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None, user_mask=None):
+    """The P + I pointer tensor of an access and its mask (never ``None``): ``mask`` and ``user_mask`` (shape I) ANDed in."""
     offs = _castpile_offsets(offs)
     ptr_ty = tl.pointer_type(example.dtype.element_ty)
     if src.dtype.is_ptr():
@@ -287,6 +401,8 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, ali
     ptrs = ptrs + _castpile_prepend(offs, R)
     if mask is not None:
         valid = valid & _castpile_prepend(mask, R)
+    if user_mask is not None:
+        valid = valid & _castpile_prepend(user_mask, R)
     return ptrs, tl.broadcast_to(valid, ptrs.shape) & tl.full(ptrs.shape, 1, tl.int1)
 
 
@@ -301,11 +417,11 @@ def _castpile_full(value, ptrs, example):
 
 
 @triton.jit
-def _castpile_load_gather(src, count: tl.constexpr, smask, example, offs, mask, other=None,
+def _castpile_load_gather(src, count: tl.constexpr, smask, example, offs, bounds, mask=None, other=None,
                           cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
                           volatile: tl.constexpr = False, align: tl.constexpr = None):
     """Load P + I elements with one gather."""
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, mask, align)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
     if other is None:
         other = 0
     return tl.load(ptrs, mask=valid, other=other, cache_modifier=cache_modifier,
@@ -313,32 +429,34 @@ def _castpile_load_gather(src, count: tl.constexpr, smask, example, offs, mask, 
 
 
 @triton.jit
-def _castpile_store_gather(src, count: tl.constexpr, smask, example, offs, mask, value,
+def _castpile_store_gather(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
                            cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None):
     """Store ``value`` (broadcast to P + I) with one scatter."""
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, mask, align)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
     tl.store(ptrs, _castpile_full(value, ptrs, example), mask=valid, cache_modifier=cache_modifier,
              eviction_policy=eviction_policy)
 
 
 @triton.jit
-def _castpile_atomic_gather(src, count: tl.constexpr, smask, example, offs, mask, OP: tl.constexpr, value,
-                            sem: tl.constexpr = None, scope: tl.constexpr = None, align: tl.constexpr = None):
+def _castpile_atomic_gather(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, value, mask=None,
+                            sem: tl.constexpr = None, scope: tl.constexpr = None, align: tl.constexpr = None,
+                            keep_old: tl.constexpr = True):
     """An atomic read-modify-write on all P + I elements at once; the old values."""
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, mask, align)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
     return _castpile_atomic_op(OP, ptrs, _castpile_full(value, ptrs, example), valid, sem, scope)
 
 
 @triton.jit
-def _castpile_atomic_cas_gather(src, count: tl.constexpr, smask, example, offs, mask, cmp, value,
-                                sem: tl.constexpr = None, scope: tl.constexpr = None, align: tl.constexpr = None):
+def _castpile_atomic_cas_gather(src, count: tl.constexpr, smask, example, offs, bounds, cmp, value,
+                                sem: tl.constexpr = None, scope: tl.constexpr = None, align: tl.constexpr = None,
+                                keep_old: tl.constexpr = True):
     """Compare-and-swap on all P + I elements at once."""
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, mask, align)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align)
     return _castpile_cas(ptrs, valid, example, cmp, value, sem, scope)
 
 
 @triton.jit
-def _castpile_signal(src, count: tl.constexpr, smask, example, offs, mask, value=1, wait_for=None,
+def _castpile_signal(src, count: tl.constexpr, smask, example, offs, bounds, value=1, wait_for=None, mask=None,
                      sem: tl.constexpr = tl.constexpr("release"), scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None):
     """Set every addressed flag to ``value``.
 
@@ -346,7 +464,7 @@ def _castpile_signal(src, count: tl.constexpr, smask, example, offs, mask, value
     ``wait_for`` -> ``value``, retried on the lanes that have not succeeded yet
     (lanes that succeeded are masked off and stop touching their flag).
     """
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, mask, align)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
     dtype = example.dtype.element_ty
     if wait_for is None:
         tl.atomic_xchg(ptrs, tl.cast(value, dtype), mask=valid, sem=sem, scope=scope)
@@ -358,8 +476,8 @@ def _castpile_signal(src, count: tl.constexpr, smask, example, offs, mask, value
 
 
 @triton.jit
-def _castpile_wait_flags(ptrs, mask, value=1, sem: tl.constexpr = tl.constexpr("acquire"), scope: tl.constexpr = tl.constexpr("sys"),
-                         reset=0):
+def _castpile_wait_flags(ptrs, value=1, reset=0, mask=None, sem: tl.constexpr = tl.constexpr("acquire"),
+                         scope: tl.constexpr = tl.constexpr("sys")):
     """Spin until every flag at ``ptrs`` equals ``value``, then set it to ``reset``.
 
     A lane reads its flag with an atomic (``sem``, ``scope``) until it sees
@@ -378,8 +496,8 @@ def _castpile_wait_flags(ptrs, mask, value=1, sem: tl.constexpr = tl.constexpr("
 
 
 @triton.jit
-def _castpile_wait(src, count: tl.constexpr, smask, example, offs, mask, value=1,
-                   sem: tl.constexpr = tl.constexpr("acquire"), scope: tl.constexpr = tl.constexpr("sys"), reset=0, align: tl.constexpr = None):
+def _castpile_wait(src, count: tl.constexpr, smask, example, offs, bounds, value=1, reset=0, mask=None,
+                   sem: tl.constexpr = tl.constexpr("acquire"), scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None):
     """``castpile.wait`` on a multicast access."""
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, mask, align)
-    _castpile_wait_flags(ptrs, valid, value, sem, scope, reset)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
+    _castpile_wait_flags(ptrs, value, reset, valid, sem, scope)

@@ -89,18 +89,26 @@ class Scope:
 
 
 class Resolver:
-    """Resolves call targets inside one function, given its scope and the module's."""
+    """Resolves call targets inside one function, given the scopes that enclose it.
 
-    def __init__(self, module: Scope, local: Scope):
-        self.module = module
-        self.local = local
+    ``scopes`` runs from the module's to the innermost function's; a name means
+    what the innermost scope that binds it says (class bodies do not enclose).
+    A name that a scope binds to anything besides castpile or triton is not theirs.
+    """
+
+    def __init__(self, scopes: list[Scope]):
+        self.scopes = scopes
+
+    def inner(self, local: Scope) -> "Resolver":
+        """The resolver of a function nested in this one, whose own scope is ``local``."""
+        return Resolver([*self.scopes, local])
 
     def _scope_of(self, name: str) -> Scope | None:
-        if self.local.bound(name):
-            return self.local
-        if name in self.module.other:
-            return None
-        return self.module
+        for scope in reversed(self.scopes[1:]):
+            if scope.bound(name):
+                return None if name in scope.other else scope
+        module = self.scopes[0]
+        return None if name in module.other else module
 
     def castpile(self, func: cst.BaseExpression) -> str | None:
         """``"multicast_like"``/``"signal"``/``"wait"`` when ``func`` names castpile's."""

@@ -141,7 +141,7 @@ def test_every_error_of_a_file_in_one_run_and_rendered_with_a_caret():
         castpile.transpile(source, "kern.py")
     assert str(info.value) == (
         f"kern.py:{BODY_LINE}:36: error: table slice bounds must be constexpr: "
-        "integer literals or tl.constexpr parameters\n"
+        "integer literals, tl.constexpr parameters or names, tl.static_range loop variables, and + - * // % of those\n"
         "        x = multicast_like(out, table[:m])\n"
         "                                       ^"
     )

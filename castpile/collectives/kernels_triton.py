@@ -42,11 +42,11 @@ def barrier(pad, pad_ptrs, rank, WORLD: tl.constexpr, ORDERED: tl.constexpr):
     peers = tl.arange(0, triton.next_power_of_2(WORLD))
     tl.debug_barrier()
     if ORDERED:
-        _castpile_signal(pads, WORLD, None, pad, rank + slot, None, value=1, wait_for=0, sem="release", scope="sys")
-        _castpile_wait_flags(pad + slot + peers, peers < WORLD, value=1, sem="acquire", scope="sys", reset=0)
+        _castpile_signal(pads, WORLD, None, pad, rank + slot, None, 1, 0, sem="release", scope="sys")
+        _castpile_wait_flags(pad + slot + peers, 1, 0, peers < WORLD, sem="acquire", scope="sys")
     else:
-        _castpile_signal(pads, WORLD, None, pad, rank + slot, None, value=1, wait_for=0, sem="relaxed", scope="sys")
-        _castpile_wait_flags(pad + slot + peers, peers < WORLD, value=1, sem="relaxed", scope="sys", reset=0)
+        _castpile_signal(pads, WORLD, None, pad, rank + slot, None, 1, 0, sem="relaxed", scope="sys")
+        _castpile_wait_flags(pad + slot + peers, 1, 0, peers < WORLD, sem="relaxed", scope="sys")
     tl.debug_barrier()
 
 
@@ -85,8 +85,8 @@ def two_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, rank, n, WORLD: tl.constex
     while tile < tl.cdiv(chunk, BLOCK):
         local = tile * BLOCK + tl.arange(0, BLOCK)
         offs = rank * chunk + local
-        total = _castpile_reduce_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n) & (local < chunk), "sum", acc_dtype=tl.float32, align=16)
-        _castpile_store_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n) & (local < chunk), total[None, :], align=16)
+        total = _castpile_reduce_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n), "sum", local < chunk, acc_dtype=tl.float32, align=16)
+        _castpile_store_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n), total[None, :], local < chunk, align=16)
         tile += tl.num_programs(0)
     if BARRIER:
         barrier(pad, pad_ptrs, rank, WORLD, True)
@@ -114,7 +114,7 @@ def two_shot_push_all_reduce(buf, buf_ptrs, scratch, scratch_ptrs, pad, pad_ptrs
         local = tile * BLOCK + tl.arange(0, BLOCK)
         at = rows * chunk + local[None, :]
         mine = tl.load(buf + at, mask=(rows < WORLD) & (at < n), other=0)
-        _castpile_store_loop(scratches, WORLD, None, scratch, chunk*rank + local, local < chunk, mine, align=16)
+        _castpile_store_loop(scratches, WORLD, None, scratch, chunk*rank + local, None, mine, local < chunk, align=16)
         tile += tl.num_programs(0)
     if BARRIER:
         barrier(pad, pad_ptrs, rank, WORLD, True)
@@ -123,7 +123,7 @@ def two_shot_push_all_reduce(buf, buf_ptrs, scratch, scratch_ptrs, pad, pad_ptrs
         local = tile * BLOCK + tl.arange(0, BLOCK)
         rows_in = tl.load(scratch + rows * chunk + local[None, :], mask=rows < WORLD, other=0)
         total = tl.sum(rows_in.to(tl.float32), axis=0)
-        _castpile_store_loop(bufs, WORLD, None, buf, chunk*rank + local, (chunk*rank + local >= 0) & (chunk*rank + local < n) & (local < chunk), total[None, :], align=16)
+        _castpile_store_loop(bufs, WORLD, None, buf, chunk*rank + local, (chunk*rank + local >= 0) & (chunk*rank + local < n), total[None, :], local < chunk, align=16)
         tile += tl.num_programs(0)
     if BARRIER:
         barrier(pad, pad_ptrs, rank, WORLD, True)
@@ -156,7 +156,7 @@ def reduce_scatter(buf, buf_ptrs, pad, pad_ptrs, out, rank, m, WORLD: tl.constex
     tile = tl.program_id(0)
     while tile < tl.cdiv(m, BLOCK):
         local = tile * BLOCK + tl.arange(0, BLOCK)
-        total = _castpile_reduce_loop(bufs, WORLD, None, buf, local + m*rank, (local + m*rank >= 0) & (local + m*rank < bufs_shape0) & (local < m), "sum", acc_dtype=tl.float32, align=16)
+        total = _castpile_reduce_loop(bufs, WORLD, None, buf, local + m*rank, (local + m*rank >= 0) & (local + m*rank < bufs_shape0), "sum", local < m, acc_dtype=tl.float32, align=16)
         tl.store(out + local, total.to(out.dtype.element_ty), mask=local < m)
         tile += tl.num_programs(0)
     if BARRIER:
@@ -190,7 +190,7 @@ def low_latency_all_reduce(buf, ll, ll_ptrs, epochs, out, rank, m, WORLD: tl.con
         offs = tile * BLOCK + tl.arange(0, BLOCK)
         x = tl.load(words + offs, mask=offs < m)
         sent = flag | x.to(tl.uint32).to(tl.int64)
-        _castpile_store_loop(lls, WORLD, None, ll, m*rank + offs + slot, offs < m, sent[None, :], align=16)
+        _castpile_store_loop(lls, WORLD, None, ll, m*rank + offs + slot, None, sent[None, :], offs < m, align=16)
         tile += tl.num_programs(0)
     tile = tl.program_id(0)
     while tile < tl.cdiv(m, BLOCK):
@@ -277,8 +277,8 @@ def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
 
 
 @triton.jit
-def _castpile_lane_mask(valid, mask, offs):
-    """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element mask.
+def _castpile_lane_mask(valid, mask, offs, user_mask=None):
+    """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element masks.
 
     Always a fresh tensor of the offsets' shape: Triton 3.6's interpreter reads atomic
     operands as contiguous arrays, so a broadcast or Python-bool mask would be misread.
@@ -286,6 +286,8 @@ def _castpile_lane_mask(valid, mask, offs):
     lanes = tl.full(offs.shape, 1, tl.int1) & valid
     if mask is not None:
         lanes = lanes & mask
+    if user_mask is not None:
+        lanes = lanes & user_mask
     return lanes
 
 
@@ -318,10 +320,14 @@ def _castpile_offsets(offs):
 
 
 @triton.jit
-def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, mask, other=None,
+def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, bounds, mask=None, other=None,
                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
                         volatile: tl.constexpr = False, align: tl.constexpr = None):
     """Load P + I elements, one buffer at a time."""
+    if mask is None:
+        mask = bounds
+    elif bounds is not None:
+        mask = bounds & mask
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
     R: tl.constexpr = len(pos.shape) - len(offs.shape)
@@ -338,9 +344,15 @@ def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, mask, ot
 
 
 @triton.jit
-def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, mask, OP: tl.constexpr,
-                          acc_dtype: tl.constexpr = None, align: tl.constexpr = None):
-    """``tl.sum``/``max``/``min`` over the stack axis without the P + I tensor."""
+def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, mask=None,
+                          other=None, acc_dtype: tl.constexpr = None, cache_modifier: tl.constexpr = tl.constexpr(""),
+                          eviction_policy: tl.constexpr = tl.constexpr(""), volatile: tl.constexpr = False,
+                          align: tl.constexpr = None):
+    """``tl.sum``/``max``/``min`` over a table's buffers, one at a time, without the P + I tensor.
+
+    Every buffer of a table is valid; lanes out of bounds have no valid entry and give 0.
+    Lanes the user's ``mask`` turns off take part as ``other``.
+    """
     offs = _castpile_offsets(offs)
     dtype = example.dtype.element_ty
     if acc_dtype is not None:
@@ -349,10 +361,14 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, mask, 
         ACC: tl.constexpr = _castpile_sum_dtype(dtype)
     else:
         ACC: tl.constexpr = dtype
+    if other is None:
+        other = 0
     acc = tl.zeros_like(offs).to(ACC)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, mask, offs), other=0).to(ACC)
+        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=other,
+                    cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
+        v = v.to(dtype).to(ACC)
         if p == 0:
             acc = v
         elif OP == "sum":
@@ -361,19 +377,19 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, mask, 
             acc = tl.maximum(acc, v)
         else:
             acc = tl.minimum(acc, v)
-    if triton.next_power_of_2(count) > count:
-        # The padded entries of the P + I tensor are zeros: they take part.
-        if OP == "max":
-            acc = tl.maximum(acc, tl.zeros_like(acc))
-        elif OP == "min":
-            acc = tl.minimum(acc, tl.zeros_like(acc))
+    if bounds is not None:
+        acc = tl.where(bounds, acc, tl.zeros_like(acc))
     return acc
 
 
 @triton.jit
-def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, mask, value,
+def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
                          cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None):
     """Store ``value`` (broadcast to P + I), one buffer at a time."""
+    if mask is None:
+        mask = bounds
+    elif bounds is not None:
+        mask = bounds & mask
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
     dtype = example.dtype.element_ty
@@ -400,8 +416,8 @@ def _castpile_cas(ptrs, mask, example, cmp, value, sem: tl.constexpr, scope: tl.
 
 
 @triton.jit
-def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None):
-    """The P + I pointer tensor of an access and its mask (never ``None``)."""
+def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None, user_mask=None):
+    """The P + I pointer tensor of an access and its mask (never ``None``): ``mask`` and ``user_mask`` (shape I) ANDed in."""
     offs = _castpile_offsets(offs)
     ptr_ty = tl.pointer_type(example.dtype.element_ty)
     if src.dtype.is_ptr():
@@ -430,6 +446,8 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, ali
     ptrs = ptrs + _castpile_prepend(offs, R)
     if mask is not None:
         valid = valid & _castpile_prepend(mask, R)
+    if user_mask is not None:
+        valid = valid & _castpile_prepend(user_mask, R)
     return ptrs, tl.broadcast_to(valid, ptrs.shape) & tl.full(ptrs.shape, 1, tl.int1)
 
 
@@ -444,7 +462,7 @@ def _castpile_full(value, ptrs, example):
 
 
 @triton.jit
-def _castpile_signal(src, count: tl.constexpr, smask, example, offs, mask, value=1, wait_for=None,
+def _castpile_signal(src, count: tl.constexpr, smask, example, offs, bounds, value=1, wait_for=None, mask=None,
                      sem: tl.constexpr = tl.constexpr("release"), scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None):
     """Set every addressed flag to ``value``.
 
@@ -452,7 +470,7 @@ def _castpile_signal(src, count: tl.constexpr, smask, example, offs, mask, value
     ``wait_for`` -> ``value``, retried on the lanes that have not succeeded yet
     (lanes that succeeded are masked off and stop touching their flag).
     """
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, mask, align)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
     dtype = example.dtype.element_ty
     if wait_for is None:
         tl.atomic_xchg(ptrs, tl.cast(value, dtype), mask=valid, sem=sem, scope=scope)
@@ -464,8 +482,8 @@ def _castpile_signal(src, count: tl.constexpr, smask, example, offs, mask, value
 
 
 @triton.jit
-def _castpile_wait_flags(ptrs, mask, value=1, sem: tl.constexpr = tl.constexpr("acquire"), scope: tl.constexpr = tl.constexpr("sys"),
-                         reset=0):
+def _castpile_wait_flags(ptrs, value=1, reset=0, mask=None, sem: tl.constexpr = tl.constexpr("acquire"),
+                         scope: tl.constexpr = tl.constexpr("sys")):
     """Spin until every flag at ``ptrs`` equals ``value``, then set it to ``reset``.
 
     A lane reads its flag with an atomic (``sem``, ``scope``) until it sees

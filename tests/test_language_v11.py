@@ -1,0 +1,321 @@
+"""Language v1.1: each defect found by outside testing, run in the interpreter against torch
+references (W host tensors stand in for W GPUs) or compiled for sm_90."""
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+import castpile
+from test_compile_sm90 import _run as compile_jobs
+from testkit import import_file
+
+HERE = Path(__file__).parent
+KERNELS = HERE / "kernels_v11.py"
+
+
+@pytest.fixture(scope="module", params=castpile.STRATEGIES)
+def k(request, tmp_path_factory):
+    out = tmp_path_factory.mktemp(request.param) / f"kernels_v11_{request.param}.py"
+    out.write_bytes(castpile.transpile(KERNELS.read_bytes(), str(KERNELS), strategy=request.param))
+    return import_file(out)
+
+
+def p2(w):
+    return 1 << (w - 1).bit_length()
+
+
+def table(bufs):
+    return torch.tensor([b.data_ptr() for b in bufs], dtype=torch.int64)
+
+
+def ramps(w, n, dtype=torch.float32):
+    """Buffer j holds 1000 * j + arange(n)."""
+    return [(torch.arange(n) + 1000 * j).to(dtype) for j in range(w)]
+
+
+def errors(source: str) -> list[tuple[int, int, str]]:
+    with pytest.raises(castpile.TranspileError) as info:
+        castpile.transpile(textwrap.dedent(source).encode(), "k.py")
+    return [(d.line, d.col, d.message) for d in info.value.diagnostics]
+
+
+HEADER = """\
+import triton
+import triton.language as tl
+from castpile import multicast_like
+"""
+
+
+# 1. Runtime products in offsets print as products, never powers.
+@pytest.mark.parametrize("w", [1, 3])
+def test_runtime_cube_and_square_indices(k, w):
+    n, b = 4, 8
+    bufs = ramps(w, n * n * n)
+    out = torch.full((2 * p2(w) * b,), -1.0)
+    k.cube_load[(1,)](out, table(bufs), n, w, b)
+    got = out.view(2, p2(w), b)
+    a = torch.arange(b)
+    h = a // 2
+    for j, buf in enumerate(bufs):
+        cube = buf.view(n, n, n)
+        assert torch.equal(got[0, j], torch.where(a < n, cube[1, 2, a.clamp(max=n - 1)], 0.0))
+        assert torch.equal(got[1, j], buf[h * h])
+
+
+def test_no_powers_in_output_and_it_compiles_for_sm90(tmp_path):
+    out = castpile.transpile(KERNELS.read_bytes(), str(KERNELS))
+    assert b"**" not in out.split(b"# ---- castpile")[0]
+    module = tmp_path / "kernels_v11.py"
+    module.write_bytes(out)
+    sig = {"out": "*fp32", "table": "*i64", "n": "i32", "W": "constexpr", "B": "constexpr"}
+    results = compile_jobs(module, [["cube_load", sig, {"W": 3, "B": 16}, {}, "cube_load"]])
+    assert results["cube_load"].startswith("ok "), results
+
+
+# 2. Every index, value and mask is evaluated once, in source order.
+@pytest.mark.parametrize("w", [1, 3])
+def test_atomic_index_runs_once_and_bounds_check_the_slot_used(k, w):
+    n = 5
+    bufs = ramps(w, n)
+    ctr = torch.tensor([n - 1], dtype=torch.int32)  # one increment: slot n - 1, in bounds
+    out = torch.full((p2(w),), -1.0)
+    k.load_at_counter[(1,)](out, table(bufs), ctr, n, w)
+    assert ctr.item() == n
+    assert torch.equal(out[:w], torch.stack([b[n - 1] for b in bufs]))
+
+
+@pytest.mark.parametrize("w", [1, 3])
+def test_augmented_load_and_atomic_indices_run_once(k, w):
+    n = 8
+    bufs = ramps(w, n)
+    before = [b.clone() for b in bufs]
+    ctr = torch.tensor([0], dtype=torch.int32)
+    out = torch.full((p2(w),), -1.0)
+    k.bump_at_counter[(1,)](out, table(bufs), ctr, n, w)
+    # += at slot 0, tl.load at slot 1 (its mask's atomic adds 100), tl.atomic_add at slot 102: out of bounds
+    assert ctr.item() == 1 + 1 + 100 + 1
+    for j, (b, old) in enumerate(zip(bufs, before)):
+        expected = old.clone()
+        expected[0] += 1
+        assert torch.equal(b, expected), j
+        assert out[j] == old[1]
+
+
+@pytest.mark.parametrize("w", [1, 2])
+def test_store_evaluates_the_value_before_the_index(k, w):
+    bufs = [torch.full((16,), -1, dtype=torch.int32) for _ in range(w)]
+    ctr = torch.tensor([0], dtype=torch.int32)
+    k.store_value_first[(1,)](bufs[0], table(bufs), ctr, 16, w)
+    assert ctr.item() == 11
+    for b in bufs:  # value: atomic_add(ctr, 10) -> 0; index: atomic_add(ctr, 1) -> 10
+        expected = torch.full((16,), -1, dtype=torch.int32)
+        expected[10] = 0
+        assert torch.equal(b, expected)
+
+
+# 3. Generated names never collide with the user's.
+@pytest.mark.parametrize("w", [2, 3])
+def test_user_names_like_castpiles_own(k, w):
+    n, b = 16, 8
+    bufs = ramps(w, n)
+    out = torch.full((p2(w) * b,), -1.0)
+    k.lookalike_names[(1,)](out, table(bufs), n, w, b)
+    a = torch.arange(b)
+    for j, buf in enumerate(bufs):
+        assert torch.equal(out.view(p2(w), b)[j], buf[a // 2 + 2])
+    small = torch.zeros(p2(w))
+    k.helper_lookalike[(1,)](small, table(bufs), w)
+    assert torch.equal(small[:w], torch.stack([buf[0] + 1 for buf in bufs]))
+
+
+def test_helper_names_move_aside_for_the_users():
+    out = castpile.transpile(KERNELS.read_bytes(), str(KERNELS)).decode()
+    assert out.count("def _castpile_load_loop(") == 1  # the user's; castpile's helpers use another prefix
+    assert "def _castpile2_load_loop(" in out
+
+
+# 4. Scopes: enclosing functions count.
+@pytest.mark.parametrize("w", [2, 3])
+def test_kernel_from_a_factory_importing_castpile(k, w):
+    bufs = ramps(w, 4)
+    out = torch.full((p2(w),), -1.0)
+    k.make_kernel()[(1,)](out, table(bufs), w)
+    assert torch.equal(out[:w], torch.stack([b[1] for b in bufs]))
+
+
+def test_enclosing_parameter_shadows_castpile():
+    source = (HEADER + """
+def make(multicast_like):
+    @triton.jit
+    def k(out, table, W: tl.constexpr):
+        bufs = multicast_like(out, table[:W])
+        x = bufs[0]
+    return k
+""").encode()
+    assert castpile.transpile(source, "k.py") == source
+
+
+def test_uses_in_nested_functions_are_located_errors():
+    source = HEADER + """
+@triton.jit
+def k(out, table, W: tl.constexpr):
+    bufs = multicast_like(out, table[:W])
+
+    def inner(i):
+        return bufs[i]
+
+    f = lambda i: bufs[i] + 1
+"""
+    found = errors(source)
+    assert [(line, col) for line, col, _ in found] == [(10, 16), (12, 19)]
+    assert all("nested functions and lambdas cannot use it" in m for _, _, m in found)
+
+
+# 5. Targets castpile cannot lower, and f-strings, are located errors.
+def test_unlowerable_targets_and_fstrings_are_located_errors():
+    source = HEADER + """
+@triton.jit
+def k(out, table, W: tl.constexpr):
+    bufs = multicast_like(out, table[:W])
+    bufs[0], x = 1, 2
+    for bufs[1] in range(3):
+        pass
+    with open("f") as bufs[2]:
+        pass
+    s = f"{tl.sum(bufs[0], axis=0)}"
+"""
+    found = errors(source)
+    assert [(line, col) for line, col, _ in found] == [(8, 5), (9, 9), (11, 23), (13, 19)]
+    assert "tuple assignment" in found[0][2] and "for loop" in found[1][2] and "with statement" in found[2][2]
+    assert "f-string" in found[3][2]
+
+
+# 6. del
+def test_del_of_a_multicast_tensor_is_an_error():
+    source = HEADER + """
+@triton.jit
+def k(out, table, W: tl.constexpr):
+    bufs = multicast_like(out, table[:W])
+    del bufs
+"""
+    assert errors(source) == [(8, 9, "a multicast tensor cannot be deleted")]
+
+
+# 7. Ellipsis
+@pytest.mark.parametrize("w", [1, 3])
+def test_ellipsis_stands_for_full_extents(k, w):
+    m, n = 2, 4
+    bufs = ramps(w, m * n)
+    out = torch.full((p2(w) * m * n + p2(w) * n,), -1.0)
+    k.full_extent[(1,)](out, table(bufs), m, n, w)
+    full = out[: p2(w) * m * n].view(p2(w), m, n)
+    row = out[p2(w) * m * n :].view(p2(w), n)
+    for j, b in enumerate(bufs):
+        assert torch.equal(full[j], b.view(m, n)) and torch.equal(row[j], b.view(m, n)[1])
+    assert not full[w:].any() and not row[w:].any()
+
+
+def test_ellipsis_needs_constexpr_power_of_two_extents():
+    source = HEADER + """
+@triton.jit
+def k(out, table, n, W: tl.constexpr):
+    a = multicast_like(out, table[:W], shape=(n, 4))
+    b = multicast_like(out, table[:W], shape=(2, 3))
+    c = multicast_like(out, table[:W])
+    x = a[...]
+    y = b[0, ...]
+    z = c[...]
+    v = a[..., 0]
+"""
+    found = errors(source)
+    assert [(line, col) for line, col, _ in found] == [(10, 11), (11, 14), (12, 11), (13, 11)]
+    assert "'n' is not" in found[0][2] and "'3' is not" in found[1][2]
+    assert "shape=" in found[2][2] and "only come last" in found[3][2]
+
+
+# 8. and 9. Table slices: a name bound once, static_range bounds.
+@pytest.mark.parametrize("w", [2, 4])
+def test_table_slice_bound_to_a_name(k, w):
+    bufs = ramps(w, 3)
+    out = torch.full((p2(w - 1),), -1.0)
+    k.named_slice[(1,)](out, table(bufs), w)
+    assert torch.equal(out[: w - 1], torch.stack([b[0] for b in bufs[1:]]))
+
+
+def test_slice_bounds_from_static_range_variables(k):
+    r, c, n, b = 2, 3, 5, 8
+    bufs = ramps(r * c, n)
+    out = torch.full((r * b,), -1.0)
+    k.group_sums[(1,)](out, table(bufs), n, r, c, b)
+    for g in range(r):
+        ref = torch.stack(bufs[g * c : (g + 1) * c]).sum(0)
+        assert torch.equal(out.view(r, b)[g, :n], ref) and not out.view(r, b)[g, n:].any()
+
+
+# 10. Stack reductions see the valid buffers only.
+@pytest.mark.parametrize("op", ["max", "min"])
+@pytest.mark.parametrize("w", [1, 3, 5])
+def test_stack_extrema_ignore_padding(k, w, op):
+    n, b = 6, 8
+    sign = -1 if op == "max" else 1
+    bufs = [sign * (torch.arange(n, dtype=torch.float32) + 1 + 10 * j) for j in range(w)]
+    out = torch.full((2 * b,), 99.0)
+    k.stack_extrema[(1,)](out, bufs[0], table(bufs), n, op, w, b)
+    stacked = torch.stack(bufs)
+    ref = stacked.max(0).values if op == "max" else stacked.min(0).values
+    for half in out.view(2, b):
+        assert torch.equal(half[:n], ref) and not half[n:].any()
+
+
+# 11. try/except import fallbacks
+def test_try_except_import_fallback_is_castpiles():
+    source = """\
+import triton
+import triton.language as tl
+try:
+    from castpile import multicast_like
+except ImportError:
+    multicast_like = None
+
+
+@triton.jit
+def k(out, table, W: tl.constexpr):
+    bufs = multicast_like(out, table[:W])
+    x = bufs[0]
+"""
+    out = castpile.transpile(source.encode(), "k.py").decode()
+    assert "    bufs = table\n    x = _castpile_load_loop(bufs, W, None, out, 0, None)\n" in out
+
+
+# 16. Long index expressions transpile in linear time (benchmarks/bench_cpu.py --case long_index times it).
+def test_an_index_of_2000_terms_transpiles():
+    terms = " + ".join(f"a{i}" for i in range(2000))
+    source = HEADER + f"""
+@triton.jit
+def k(out, table, W: tl.constexpr):
+    bufs = multicast_like(out, table[:W])
+    x = bufs[{terms}]
+"""
+    out = castpile.transpile(source.encode(), "k.py").decode()
+    line = out.splitlines()[7]
+    assert line.startswith("    x = _castpile_load_loop(bufs, W, None, out, ") and line.count(" + ") == 1999
+
+
+# 26. An atomic whose result is unused assembles no old values.
+def test_unused_atomic_compiles_to_the_hand_written_reductions(tmp_path):
+    module = tmp_path / "kernels_v11.py"
+    module.write_bytes(castpile.transpile(KERNELS.read_bytes(), str(KERNELS)))
+    sig = {"example": "*fp32", "table": "*i64", "n": "i32", "W": "constexpr", "B": "constexpr"}
+    jobs = [[name, sig, {"W": 4, "B": 256}, {}, name] for name in ("scatter_add_unused", "scatter_add_by_hand")]
+    results = compile_jobs(module, jobs)
+    assert all(line.startswith("ok ") for line in results.values()), results
+
+    def memory_ops(name):
+        ptx = (tmp_path / f"{name}.ptx").read_text()
+        return sorted(line.split()[0] for line in ptx.splitlines() if line.strip().startswith(("red.", "atom.", "@")) and ("red." in line or "atom." in line))
+
+    ours, hand = memory_ops("scatter_add_unused"), memory_ops("scatter_add_by_hand")
+    assert ours == hand and ours, (ours, hand)
