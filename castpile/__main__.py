@@ -3,17 +3,18 @@
 ``SRC -o OUT`` (or ``-o OUT SRC``) with a regular file SRC that never mentions
 castpile is a copy, done here before :mod:`castpile.cli` is even compiled.  Only
 a copy that fully succeeds is done here; anything else (other arguments, a SRC
-that uses castpile, any error) goes to :func:`castpile.cli.main`, which starts the
-run over and reports as always.  Nothing half-written is left behind meanwhile:
-:func:`~castpile.files.write_atomically` either renames a whole file into place
-or removes its temporary file.
+that uses castpile, an OUT that exists but is no regular file, any error) goes to
+:func:`castpile.cli.main`, which starts the run over and reports as always.
+Nothing half-written is left behind meanwhile: :func:`~castpile.files.write_outputs`,
+as for the full run, either renames a whole file into place or removes its
+temporary file.
 """
 
 import os
 import stat
 import sys
 
-from .files import MAX_SOURCE_BYTES, write_atomically
+from .files import MAX_SOURCE_BYTES, write_outputs
 from .plain_args import plain_form
 
 
@@ -35,9 +36,9 @@ def _copied(argv: list[str]) -> bool:
             target = os.stat(out)
         except FileNotFoundError:
             target = None
-        if target is not None and (stat.S_ISDIR(target.st_mode) or os.path.samestat(st, target)):
-            return False  # the full run refuses both: OUT a directory, or SRC itself
-        write_atomically(out, data)
+        if target is not None and (not stat.S_ISREG(target.st_mode) or os.path.samestat(st, target)):
+            return False  # a directory or SRC itself (refused), a FIFO or device (written through once)
+        write_outputs([(out, data)])
     except OSError:
         return False
     return True

@@ -2,9 +2,11 @@
 
 Exit status: 0 success, 1 diagnostics in the input, 2 usage and I/O errors, 3 an
 internal error (a castpile bug: please report it).  A failed run never creates
-or overwrites OUT: output goes to a temporary file that is renamed into place,
-and only once every SRC has transpiled.  SRC is only ever read, and at most
-:data:`MAX_SOURCE_BYTES` of it.
+or overwrites OUT: outputs go to temporary files, renamed into place only once
+every SRC has transpiled and every output is staged, all of them or none (see
+:func:`castpile.files.write_outputs`).  An OUT that is a FIFO or device is written
+through, never replaced.  No SRC is ever an OUT, however reached (links
+followed).  SRC is only ever read, and at most :data:`MAX_SOURCE_BYTES` of it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import os
 import sys
 
 from . import STRATEGIES, __version__
-from .files import MAX_SOURCE_BYTES, write_atomically
+from .files import MAX_SOURCE_BYTES, write_outputs
 from .plain_args import plain_form
 
 # Only what every run needs is imported here: a file without castpile should cost
@@ -91,17 +93,22 @@ def _targets(sources: list[str], output: str | None) -> list[str | None]:
         if parent and not os.path.isdir(parent):
             raise _Usage(f"{output}: directory {parent} does not exist")
         targets = [output]
-    for src, target in zip(sources, targets):
-        if src != "-" and _same_file(src, target):
+    inputs = {_identity(src): src for src in sources if src != "-"}
+    inputs.pop(None, None)  # SRC that do not exist, which _read reports
+    for target in targets:
+        src = inputs.get(_identity(target))
+        if src is not None:
             raise _Usage(f"{target}: is the input file {src} itself; castpile never overwrites its input")
     return targets
 
 
-def _same_file(a: str, b: str) -> bool:
+def _identity(path: str) -> tuple[int, int] | None:
+    """The file that ``path`` reaches, links followed, as (device, inode); None where there is none."""
     try:
-        return os.path.samefile(a, b)
+        st = os.stat(path)
     except OSError:
-        return False
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _run(sources: list[str], output: str | None, *, strategy="loop", check=False, diff=False) -> int:
@@ -134,17 +141,18 @@ def _run(sources: list[str], output: str | None, *, strategy="loop", check=False
         results.append((name, data, out, target))
     if status or check:
         return status
-    for name, data, out, target in results:
-        if diff:
+    if diff:
+        for name, data, out, _ in results:
             _print_diff(name, data, out)
-        elif target is None:
+        return 0
+    try:
+        write_outputs([(target, out) for _, _, out, target in results if target is not None])
+    except OSError as exc:
+        raise _Usage(f"{exc.filename}: cannot write: {exc.strerror or exc}") from None
+    for _, _, out, target in results:
+        if target is None:
             sys.stdout.buffer.write(out)
             sys.stdout.flush()
-        else:
-            try:
-                write_atomically(target, out)
-            except OSError as exc:
-                raise _Usage(f"{target}: cannot write: {exc.strerror or exc}") from None
     return 0
 
 
