@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test snapshots bench-cpu clean
+.PHONY: venv demo test snapshots generated bench-cpu clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,9 @@ bench-cpu: $(STAMP)
 
 snapshots: $(STAMP)
 	CASTPILE_UPDATE_SNAPSHOTS=1 TRITON_INTERPRET=1 $(BIN)/python -m pytest tests/test_snapshots.py
+
+generated: $(STAMP)
+	$(BIN)/python scripts/regenerate.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,6 +1,6 @@
 """The single-GPU benchmark kernels written by hand in Triton with explicit pointers.
 
-The same algorithms as ``stack_kernels.py``: a static loop over the W
+The same algorithms as ``stack_kernels.py`` (scatter-add included): a static loop over the W
 addresses of the table, each turned into a typed pointer (``tl.multiple_of``
 16 when ``ALIGN``), one masked access per buffer.  Also :func:`_copy`, the
 plain copy kernel that probe_launch_ll.py and the Nsight Compute drivers
@@ -70,3 +70,13 @@ def _copy(src, dst, n, BLOCK: tl.constexpr):
         offs = tile * BLOCK + tl.arange(0, BLOCK)
         tl.store(dst + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
         tile += tl.num_programs(0)
+
+
+@triton.jit
+def hand_scatter_add(ex, table, vals, n, W: tl.constexpr, BLOCK: tl.constexpr, ALIGN: tl.constexpr):
+    """Every buffer ``+= vals`` with relaxed atomics, a loop over the W addresses."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(vals + offs, mask=mask)
+    for p in tl.static_range(W):
+        tl.atomic_add(_peer(table, p, ex, ALIGN) + offs, v, mask=mask, sem="relaxed")

@@ -71,3 +71,12 @@ def stack_gather_u(ex, table, out, n, W: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     rows = tl.arange(0, W)[:, None]
     tl.store(out + rows * n + offs[None, :], bufs[offs], mask=offs[None, :] < n)
+
+
+@triton.jit
+def stack_scatter_add(ex, table, vals, n, W: tl.constexpr, BLOCK: tl.constexpr):
+    """Every buffer ``+= vals`` with relaxed atomics whose old values are never used."""
+    bufs = multicast_like(ex, table[:W], shape=(n,), align=16)
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    v = tl.load(vals + offs, mask=offs < n)
+    tl.atomic_add(bufs[offs], v[None, :], sem="relaxed")

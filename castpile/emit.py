@@ -1,14 +1,17 @@
 """Emit: put the lowered source in place and append the helpers.
 
-Only the planned nodes change; libcst renders every other byte as it was read.
-A replacement keeps the line count of the code it replaces (extra newlines go
-inside its closing parenthesis), so every input line keeps its number.  The
-helpers a module calls are appended after its last line.
+Each planned node is swapped for a placeholder name in the tree; libcst renders
+every other byte as it was read, and the placeholders are then replaced by the
+lowered text (which never goes through a parser again).  A replacement keeps the
+line count of the code it replaces (extra line breaks go inside its closing
+parenthesis), so every input line keeps its number.  The helpers a module calls
+are appended after its last line.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -22,6 +25,9 @@ from .walk import paths_to, rebuild
 _HELPERS_FILE = Path(__file__).with_name("helpers.py")
 
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
 def _padded(text: str, lines: int, newline: str) -> str:
     """``text`` (ending in ``)``) with ``lines`` newlines before its last parenthesis."""
     if lines == 0:
@@ -32,13 +38,14 @@ def _padded(text: str, lines: int, newline: str) -> str:
 class _Rewriter:
     """Replaces every node of the plan, children first (see :func:`castpile.walk.rebuild`)."""
 
-    def __init__(self, module: cst.Module, plan: Plan, lowerer: Lowerer):
+    def __init__(self, module: cst.Module, plan: Plan, lowerer: Lowerer, stem: str):
         self.module = module
         self.plan = plan
         self.lower = lowerer
+        self.stem = stem
+        self.texts: dict[str, str] = {}  # placeholder -> lowered text
         self.updated: dict[cst.CSTNode, cst.CSTNode] = {}  # original -> children rewritten
         self.newline = module.default_newline
-        self.config = module.config_for_parsing
         self.leave = {cst.Subscript: self._subscript, cst.Assign: self._assign, cst.AugAssign: self._aug_assign,
                       cst.Call: self._call}
 
@@ -53,10 +60,16 @@ class _Rewriter:
         return self.updated.get(node, node)
 
     def _lines(self, node: cst.CSTNode) -> int:
-        return self.module.code_for_node(node).count("\n")
+        return len(_LINE_BREAK.findall(self.module.code_for_node(node)))
 
-    def _expression(self, original: cst.CSTNode, text: str) -> cst.BaseExpression:
-        return cst.parse_expression(_padded(text, self._lines(original), self.newline), self.config)
+    def _placeholder(self, text: str) -> cst.Name:
+        name = f"{self.stem}{len(self.texts)}"
+        self.texts[name] = text
+        return cst.Name(name)
+
+    def _expression(self, original: cst.BaseExpression, text: str) -> cst.BaseExpression:
+        name = self._placeholder(_padded(text, self._lines(original), self.newline))
+        return name.with_changes(lpar=original.lpar, rpar=original.rpar)
 
     def _statements(self, original, texts: list[str]):
         lines = self._lines(original)
@@ -66,9 +79,7 @@ class _Rewriter:
                 name, _, value = last.partition(" = ")
                 last = f"{name} = ({value})"
             texts = texts[:-1] + [_padded(last, lines, self.newline)]
-        parsed = list(cst.parse_statement("; ".join(texts) + self.newline, self.config).body)
-        parsed[-1] = parsed[-1].with_changes(semicolon=original.semicolon)
-        return cst.FlattenSentinel(parsed) if len(parsed) > 1 else parsed[0]
+        return cst.Expr(self._placeholder("; ".join(texts)), semicolon=original.semicolon)
 
     def _subscript(self, original, updated, use):
         if isinstance(use, Load):
@@ -140,15 +151,23 @@ def helpers_block(used: set[str], newline: str, prefix: str = HELPER_PREFIX) -> 
     return text.replace(HELPER_PREFIX, prefix).replace("\n", newline)
 
 
-def render(module: cst.Module, plan: Plan, strategy: str) -> bytes:
-    """The rewritten module's bytes, helpers appended."""
+def render(module: cst.Module, source: bytes, plan: Plan, strategy: str) -> bytes:
+    """The rewritten module's bytes (``source`` is what ``module`` was parsed from), helpers appended."""
     lowerer = Lowerer(strategy, plan.taken_names)
-    rewriter = _Rewriter(module, plan, lowerer)
-    rewritten = rebuild(module, rewriter.replace, paths_to(module, set(plan.uses)))
-    out = rewritten.bytes
-    if not lowerer.helpers:
-        return out
-    newline = module.default_newline
-    if out and not out.endswith(newline.encode(module.encoding)):
-        out += newline.encode(module.encoding)
-    return out + helpers_block(lowerer.helpers, newline, lowerer.prefix).encode(module.encoding)
+    stem = f"{lowerer.prefix}slot"
+    while stem.encode() in source:  # placeholders must not occur in comments or strings either
+        stem += "_"
+    rewriter = _Rewriter(module, plan, lowerer, stem)
+    code = rebuild(module, rewriter.replace, paths_to(module, set(plan.uses))).code
+    placeholder = re.compile(re.escape(stem) + r"\d+")
+
+    def lowered(match: re.Match) -> str:  # an index may hold lowered accesses: expand those too
+        return placeholder.sub(lowered, rewriter.texts[match.group()])
+
+    code = placeholder.sub(lowered, code)
+    if lowerer.helpers:
+        newline = module.default_newline
+        if code and not code.endswith(newline):
+            code += newline
+        code += helpers_block(lowerer.helpers, newline, lowerer.prefix)
+    return code.encode(module.encoding)

@@ -125,7 +125,7 @@ def _transpile(source: bytes, path: str, strategy: str) -> bytes:
             return source
         from .emit import render
 
-        return render(module, plan, strategy)
+        return render(module, source, plan, strategy)
     except RecursionError:
         line = _deepest_line(source)
         text = _decode_for_display(source)

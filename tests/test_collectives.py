@@ -14,13 +14,10 @@ from pathlib import Path
 import pytest
 import torch
 
-import castpile
 from castpile import collectives, sim
 from testkit import rank1_after_rank0
 
 ROOT = Path(__file__).resolve().parents[1]
-KERNELS = ROOT / "castpile" / "collectives" / "kernels.py"
-KERNELS_TRITON = ROOT / "castpile" / "collectives" / "kernels_triton.py"
 
 N = 200  # all-reduce elements: several tiles, a ragged last tile and, for W=3, ragged chunks
 M = 37  # per-rank elements of all-gather and reduce-scatter
@@ -119,11 +116,6 @@ def test_a_rank_that_skips_a_collective_is_reported_as_hung_peers():
     with pytest.raises(sim.RankTimeout) as info:
         sim.run(body, 3, timeout=5)
     assert info.value.hung == [0, 2]
-
-
-def test_checked_in_kernels_are_the_transpiled_source():
-    source = KERNELS.read_bytes()
-    assert castpile.transpile(source, str(KERNELS.relative_to(ROOT))) == KERNELS_TRITON.read_bytes()
 
 
 def test_collectives_import_without_the_transpiler_dependencies():

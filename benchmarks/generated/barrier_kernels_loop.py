@@ -41,26 +41,6 @@ def _castpile_sum_dtype(dtype):
 
 
 @triton.jit
-def _castpile_prepend(x, r: tl.constexpr):
-    """``x`` with ``r`` leading unit dims."""
-    for _ in tl.static_range(r):
-        x = tl.expand_dims(x, 0)
-    return x
-
-
-@triton.jit
-def _castpile_positions(src, count: tl.constexpr, offs):
-    """Flat stack positions, shape P + (1,) * len(I)."""
-    if src.dtype.is_ptr():
-        pos = tl.arange(0, triton.next_power_of_2(count))
-    else:
-        pos = tl.reshape(tl.arange(0, count), src.shape)
-    for _ in tl.static_range(len(offs.shape)):
-        pos = tl.expand_dims(pos, len(pos.shape))
-    return pos
-
-
-@triton.jit
 def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
     """Typed pointer to buffer ``p`` of the stack (``align`` bytes aligned if given), and whether it is valid."""
     ptr_ty = tl.pointer_type(example.dtype.element_ty)
@@ -80,8 +60,8 @@ def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
 
 
 @triton.jit
-def _castpile_lane_mask(valid, mask, offs):
-    """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element mask.
+def _castpile_lane_mask(valid, mask, offs, user_mask=None):
+    """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element masks.
 
     Always a fresh tensor of the offsets' shape: Triton 3.6's interpreter reads atomic
     operands as contiguous arrays, so a broadcast or Python-bool mask would be misread.
@@ -89,14 +69,9 @@ def _castpile_lane_mask(valid, mask, offs):
     lanes = tl.full(offs.shape, 1, tl.int1) & valid
     if mask is not None:
         lanes = lanes & mask
+    if user_mask is not None:
+        lanes = lanes & user_mask
     return lanes
-
-
-@triton.jit
-def _castpile_zeros(pos, offs, dtype):
-    """Zeros of shape P + I and type ``dtype``."""
-    R: tl.constexpr = len(pos.shape) - len(offs.shape)
-    return (pos * 0 + _castpile_prepend(offs, R) * 0).to(dtype)
 
 
 @triton.jit
@@ -106,29 +81,15 @@ def _castpile_offsets(offs):
 
 
 @triton.jit
-def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, mask, other=None,
-                        cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
-                        volatile: tl.constexpr = False, align: tl.constexpr = None):
-    """Load P + I elements, one buffer at a time."""
-    offs = _castpile_offsets(offs)
-    pos = _castpile_positions(src, count, offs)
-    R: tl.constexpr = len(pos.shape) - len(offs.shape)
-    dtype = example.dtype.element_ty
-    res = _castpile_zeros(pos, offs, dtype)
-    if other is not None:
-        res = res + tl.cast(other, dtype)
-    for p in tl.static_range(count):
-        peer, valid = _castpile_peer(src, smask, p, example, align)
-        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, mask, offs), other=other,
-                    cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
-        res = tl.where(pos == p, _castpile_prepend(v, R), res)
-    return res
+def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, mask=None,
+                          other=None, acc_dtype: tl.constexpr = None, cache_modifier: tl.constexpr = tl.constexpr(""),
+                          eviction_policy: tl.constexpr = tl.constexpr(""), volatile: tl.constexpr = False,
+                          align: tl.constexpr = None):
+    """``tl.sum``/``max``/``min`` over a table's buffers, one at a time, without the P + I tensor.
 
-
-@triton.jit
-def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, mask, OP: tl.constexpr,
-                          acc_dtype: tl.constexpr = None, align: tl.constexpr = None):
-    """``tl.sum``/``max``/``min`` over the stack axis without the P + I tensor."""
+    Every buffer of a table is valid; lanes out of bounds have no valid entry and give 0.
+    Lanes the user's ``mask`` turns off take part as ``other``.
+    """
     offs = _castpile_offsets(offs)
     dtype = example.dtype.element_ty
     if acc_dtype is not None:
@@ -137,10 +98,14 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, mask, 
         ACC: tl.constexpr = _castpile_sum_dtype(dtype)
     else:
         ACC: tl.constexpr = dtype
+    if other is None:
+        other = 0
     acc = tl.zeros_like(offs).to(ACC)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, mask, offs), other=0).to(ACC)
+        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=other,
+                    cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
+        v = v.to(dtype).to(ACC)
         if p == 0:
             acc = v
         elif OP == "sum":
@@ -149,10 +114,6 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, mask, 
             acc = tl.maximum(acc, v)
         else:
             acc = tl.minimum(acc, v)
-    if triton.next_power_of_2(count) > count:
-        # The padded entries of the P + I tensor are zeros: they take part.
-        if OP == "max":
-            acc = tl.maximum(acc, tl.zeros_like(acc))
-        elif OP == "min":
-            acc = tl.minimum(acc, tl.zeros_like(acc))
+    if bounds is not None:
+        acc = tl.where(bounds, acc, tl.zeros_like(acc))
     return acc

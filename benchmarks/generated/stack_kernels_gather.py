@@ -15,7 +15,7 @@ def stack_sum(ex, table, out, n, W: tl.constexpr, BLOCK: tl.constexpr):
     """``out = sum of the W buffers`` (fp32 accumulation)."""
     bufs = table
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    total = tl.sum(_castpile_load_gather(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), align=16).to(tl.float32), axis=0)
+    total = _castpile_reduce_gather(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), "sum", acc_dtype=tl.float32, align=16)
     tl.store(out + offs, total.to(out.dtype.element_ty), mask=offs < n)
 
 
@@ -51,7 +51,7 @@ def stack_sum_u(ex, table, out, n, W: tl.constexpr, BLOCK: tl.constexpr):
     """``stack_sum`` without ``align=``."""
     bufs = table
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    total = tl.sum(_castpile_load_gather(bufs, W, None, ex, offs, (offs >= 0) & (offs < n)).to(tl.float32), axis=0)
+    total = _castpile_reduce_gather(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), "sum", acc_dtype=tl.float32)
     tl.store(out + offs, total.to(out.dtype.element_ty), mask=offs < n)
 
 
@@ -73,9 +73,39 @@ def stack_gather_u(ex, table, out, n, W: tl.constexpr, BLOCK: tl.constexpr):
     tl.store(out + rows * n + offs[None, :], _castpile_load_gather(bufs, W, None, ex, offs, (offs >= 0) & (offs < n)), mask=offs[None, :] < n)
 
 
+@triton.jit
+def stack_scatter_add(ex, table, vals, n, W: tl.constexpr, BLOCK: tl.constexpr):
+    """Every buffer ``+= vals`` with relaxed atomics whose old values are never used."""
+    bufs = table
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    v = tl.load(vals + offs, mask=offs < n)
+    _castpile_atomic_gather(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), "add", v[None, :], sem="relaxed", align=16, keep_old=False)
+
+
 # ---- castpile 0.1.0 helpers: generated, called by the rewritten accesses above ----
 import triton
 import triton.language as tl
+
+
+@triton.constexpr_function
+def _castpile_sum_dtype(dtype):
+    """The accumulator ``tl.sum`` picks for ``dtype`` (int32 for small ints)."""
+    if dtype.is_int() and dtype.primitive_bitwidth < 32:
+        return tl.int32 if dtype.is_int_signed() else tl.uint32
+    return dtype
+
+
+@triton.constexpr_function
+def _castpile_identity(dtype, OP):
+    """The value that takes no part in a ``max``/``min`` reduction of ``dtype``."""
+    if OP == "sum":
+        return 0
+    if dtype.is_floating():
+        return float("-inf") if OP == "max" else float("inf")
+    bits = dtype.primitive_bitwidth
+    if dtype.is_int_signed():
+        return -(2 ** (bits - 1)) if OP == "max" else 2 ** (bits - 1) - 1
+    return 0 if OP == "max" else 2**bits - 1
 
 
 @triton.jit
@@ -93,8 +123,63 @@ def _castpile_offsets(offs):
 
 
 @triton.jit
-def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None):
-    """The P + I pointer tensor of an access and its mask (never ``None``)."""
+def _castpile_reduce_gather(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, mask=None,
+                            other=None, acc_dtype: tl.constexpr = None, cache_modifier: tl.constexpr = tl.constexpr(""),
+                            eviction_policy: tl.constexpr = tl.constexpr(""), volatile: tl.constexpr = False,
+                            align: tl.constexpr = None):
+    """``tl.sum``/``max``/``min`` over axis 0 of the P + I tensor, of its valid entries only.
+
+    Padded, ``ptr_mask``-false and out-of-bounds entries take no part; a lane with no
+    valid entry gives 0.  Lanes the user's ``mask`` turns off take part as ``other``.
+    """
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align)
+    dtype = example.dtype.element_ty
+    if acc_dtype is not None:
+        dtype = acc_dtype
+    if OP == "sum":
+        ACC: tl.constexpr = _castpile_sum_dtype(dtype)
+    else:
+        ACC: tl.constexpr = dtype
+    if other is None:
+        other = 0
+    lanes = valid
+    if mask is not None:
+        lanes = lanes & _castpile_prepend(mask, len(ptrs.shape) - len(mask.shape))
+    v = tl.load(ptrs, mask=lanes, other=other, cache_modifier=cache_modifier, eviction_policy=eviction_policy,
+                volatile=volatile)
+    v = tl.where(valid, v.to(dtype).to(ACC), _castpile_identity(ACC, OP))
+    if OP == "sum":
+        r = tl.sum(v, axis=0)
+    elif OP == "max":
+        r = tl.max(v, axis=0)
+    else:
+        r = tl.min(v, axis=0)
+    anywhere = tl.max(valid.to(tl.int32), axis=0) > 0
+    return tl.where(anywhere, r, tl.zeros_like(r))
+
+
+@triton.jit
+def _castpile_atomic_op(OP: tl.constexpr, ptrs, value, mask, sem: tl.constexpr, scope: tl.constexpr):
+    """``tl.atomic_<OP>`` with a mask."""
+    if OP == "add":
+        return tl.atomic_add(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "max":
+        return tl.atomic_max(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "min":
+        return tl.atomic_min(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "and":
+        return tl.atomic_and(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "or":
+        return tl.atomic_or(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "xor":
+        return tl.atomic_xor(ptrs, value, mask=mask, sem=sem, scope=scope)
+    else:
+        return tl.atomic_xchg(ptrs, value, mask=mask, sem=sem, scope=scope)
+
+
+@triton.jit
+def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None, user_mask=None):
+    """The P + I pointer tensor of an access and its mask (never ``None``): ``mask`` and ``user_mask`` (shape I) ANDed in."""
     offs = _castpile_offsets(offs)
     ptr_ty = tl.pointer_type(example.dtype.element_ty)
     if src.dtype.is_ptr():
@@ -123,6 +208,8 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, ali
     ptrs = ptrs + _castpile_prepend(offs, R)
     if mask is not None:
         valid = valid & _castpile_prepend(mask, R)
+    if user_mask is not None:
+        valid = valid & _castpile_prepend(user_mask, R)
     return ptrs, tl.broadcast_to(valid, ptrs.shape) & tl.full(ptrs.shape, 1, tl.int1)
 
 
@@ -137,11 +224,11 @@ def _castpile_full(value, ptrs, example):
 
 
 @triton.jit
-def _castpile_load_gather(src, count: tl.constexpr, smask, example, offs, mask, other=None,
+def _castpile_load_gather(src, count: tl.constexpr, smask, example, offs, bounds, mask=None, other=None,
                           cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
                           volatile: tl.constexpr = False, align: tl.constexpr = None):
     """Load P + I elements with one gather."""
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, mask, align)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
     if other is None:
         other = 0
     return tl.load(ptrs, mask=valid, other=other, cache_modifier=cache_modifier,
@@ -149,9 +236,18 @@ def _castpile_load_gather(src, count: tl.constexpr, smask, example, offs, mask, 
 
 
 @triton.jit
-def _castpile_store_gather(src, count: tl.constexpr, smask, example, offs, mask, value,
+def _castpile_store_gather(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
                            cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None):
     """Store ``value`` (broadcast to P + I) with one scatter."""
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, mask, align)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
     tl.store(ptrs, _castpile_full(value, ptrs, example), mask=valid, cache_modifier=cache_modifier,
              eviction_policy=eviction_policy)
+
+
+@triton.jit
+def _castpile_atomic_gather(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, value, mask=None,
+                            sem: tl.constexpr = None, scope: tl.constexpr = None, align: tl.constexpr = None,
+                            keep_old: tl.constexpr = True):
+    """An atomic read-modify-write on all P + I elements at once; the old values."""
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
+    return _castpile_atomic_op(OP, ptrs, _castpile_full(value, ptrs, example), valid, sem, scope)

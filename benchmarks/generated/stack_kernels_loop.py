@@ -73,6 +73,15 @@ def stack_gather_u(ex, table, out, n, W: tl.constexpr, BLOCK: tl.constexpr):
     tl.store(out + rows * n + offs[None, :], _castpile_load_loop(bufs, W, None, ex, offs, (offs >= 0) & (offs < n)), mask=offs[None, :] < n)
 
 
+@triton.jit
+def stack_scatter_add(ex, table, vals, n, W: tl.constexpr, BLOCK: tl.constexpr):
+    """Every buffer ``+= vals`` with relaxed atomics whose old values are never used."""
+    bufs = table
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    v = tl.load(vals + offs, mask=offs < n)
+    _castpile_atomic_loop(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), "add", v[None, :], sem="relaxed", align=16, keep_old=False)
+
+
 # ---- castpile 0.1.0 helpers: generated, called by the rewritten accesses above ----
 import triton
 import triton.language as tl
@@ -132,8 +141,8 @@ def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
 
 
 @triton.jit
-def _castpile_lane_mask(valid, mask, offs):
-    """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element mask.
+def _castpile_lane_mask(valid, mask, offs, user_mask=None):
+    """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element masks.
 
     Always a fresh tensor of the offsets' shape: Triton 3.6's interpreter reads atomic
     operands as contiguous arrays, so a broadcast or Python-bool mask would be misread.
@@ -141,6 +150,8 @@ def _castpile_lane_mask(valid, mask, offs):
     lanes = tl.full(offs.shape, 1, tl.int1) & valid
     if mask is not None:
         lanes = lanes & mask
+    if user_mask is not None:
+        lanes = lanes & user_mask
     return lanes
 
 
@@ -173,10 +184,14 @@ def _castpile_offsets(offs):
 
 
 @triton.jit
-def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, mask, other=None,
+def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, bounds, mask=None, other=None,
                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
                         volatile: tl.constexpr = False, align: tl.constexpr = None):
     """Load P + I elements, one buffer at a time."""
+    if mask is None:
+        mask = bounds
+    elif bounds is not None:
+        mask = bounds & mask
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
     R: tl.constexpr = len(pos.shape) - len(offs.shape)
@@ -193,9 +208,15 @@ def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, mask, ot
 
 
 @triton.jit
-def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, mask, OP: tl.constexpr,
-                          acc_dtype: tl.constexpr = None, align: tl.constexpr = None):
-    """``tl.sum``/``max``/``min`` over the stack axis without the P + I tensor."""
+def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, mask=None,
+                          other=None, acc_dtype: tl.constexpr = None, cache_modifier: tl.constexpr = tl.constexpr(""),
+                          eviction_policy: tl.constexpr = tl.constexpr(""), volatile: tl.constexpr = False,
+                          align: tl.constexpr = None):
+    """``tl.sum``/``max``/``min`` over a table's buffers, one at a time, without the P + I tensor.
+
+    Every buffer of a table is valid; lanes out of bounds have no valid entry and give 0.
+    Lanes the user's ``mask`` turns off take part as ``other``.
+    """
     offs = _castpile_offsets(offs)
     dtype = example.dtype.element_ty
     if acc_dtype is not None:
@@ -204,10 +225,14 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, mask, 
         ACC: tl.constexpr = _castpile_sum_dtype(dtype)
     else:
         ACC: tl.constexpr = dtype
+    if other is None:
+        other = 0
     acc = tl.zeros_like(offs).to(ACC)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, mask, offs), other=0).to(ACC)
+        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=other,
+                    cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
+        v = v.to(dtype).to(ACC)
         if p == 0:
             acc = v
         elif OP == "sum":
@@ -216,19 +241,19 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, mask, 
             acc = tl.maximum(acc, v)
         else:
             acc = tl.minimum(acc, v)
-    if triton.next_power_of_2(count) > count:
-        # The padded entries of the P + I tensor are zeros: they take part.
-        if OP == "max":
-            acc = tl.maximum(acc, tl.zeros_like(acc))
-        elif OP == "min":
-            acc = tl.minimum(acc, tl.zeros_like(acc))
+    if bounds is not None:
+        acc = tl.where(bounds, acc, tl.zeros_like(acc))
     return acc
 
 
 @triton.jit
-def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, mask, value,
+def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
                          cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None):
     """Store ``value`` (broadcast to P + I), one buffer at a time."""
+    if mask is None:
+        mask = bounds
+    elif bounds is not None:
+        mask = bounds & mask
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
     dtype = example.dtype.element_ty
@@ -237,3 +262,47 @@ def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, mask, v
         peer, valid = _castpile_peer(src, smask, p, example, align)
         tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, mask, offs),
                  cache_modifier=cache_modifier, eviction_policy=eviction_policy)
+
+
+@triton.jit
+def _castpile_atomic_loop(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, value, mask=None,
+                          sem: tl.constexpr = None, scope: tl.constexpr = None, align: tl.constexpr = None,
+                          keep_old: tl.constexpr = True):
+    """An atomic read-modify-write on every addressed element; the old values (``None`` unless ``keep_old``)."""
+    if mask is None:
+        mask = bounds
+    elif bounds is not None:
+        mask = bounds & mask
+    offs = _castpile_offsets(offs)
+    pos = _castpile_positions(src, count, offs)
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    dtype = example.dtype.element_ty
+    value = tl.cast(value, dtype)
+    res = _castpile_zeros(pos, offs, dtype)
+    for p in tl.static_range(count):
+        peer, valid = _castpile_peer(src, smask, p, example, align)
+        old = _castpile_atomic_op(OP, peer + offs, _castpile_slice(value, pos, p, offs),
+                                  _castpile_lane_mask(valid, mask, offs), sem, scope)
+        if keep_old:
+            res = tl.where(pos == p, _castpile_prepend(old, R), res)
+    if keep_old:
+        return res
+
+
+@triton.jit
+def _castpile_atomic_op(OP: tl.constexpr, ptrs, value, mask, sem: tl.constexpr, scope: tl.constexpr):
+    """``tl.atomic_<OP>`` with a mask."""
+    if OP == "add":
+        return tl.atomic_add(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "max":
+        return tl.atomic_max(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "min":
+        return tl.atomic_min(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "and":
+        return tl.atomic_and(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "or":
+        return tl.atomic_or(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "xor":
+        return tl.atomic_xor(ptrs, value, mask=mask, sem=sem, scope=scope)
+    else:
+        return tl.atomic_xchg(ptrs, value, mask=mask, sem=sem, scope=scope)

@@ -1,0 +1,55 @@
+"""Regenerate (or, with --check, compare) every checked-in transpiled module.
+
+    python scripts/regenerate.py           # write them
+    python scripts/regenerate.py --check   # exit 1 and name the stale ones
+
+The GPU machines have triton but not libcst, so the collectives and the GPU
+benchmarks import these plain-Triton modules rather than transpiling on import.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import castpile  # noqa: E402
+
+# (castpile-language source, output, strategy), paths relative to the repository root
+GENERATED = [
+    ("castpile/collectives/kernels.py", "castpile/collectives/kernels_triton.py", "loop"),
+    ("benchmarks/stack_kernels.py", "benchmarks/generated/stack_kernels_loop.py", "loop"),
+    ("benchmarks/stack_kernels.py", "benchmarks/generated/stack_kernels_gather.py", "gather"),
+    ("benchmarks/barrier_kernels.py", "benchmarks/generated/barrier_kernels_loop.py", "loop"),
+]
+
+
+def stale() -> list[str]:
+    """The outputs whose checked-in bytes differ from what castpile writes now."""
+    found = []
+    for source, output, strategy in GENERATED:
+        expected = castpile.transpile((ROOT / source).read_bytes(), source, strategy=strategy)
+        if not (ROOT / output).exists() or (ROOT / output).read_bytes() != expected:
+            found.append(output)
+    return found
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if any output is stale")
+    args = parser.parse_args(argv)
+    outdated = stale()
+    if args.check:
+        for output in outdated:
+            print(f"stale: {output} (run `make generated`)")
+        return 1 if outdated else 0
+    for source, output, strategy in GENERATED:
+        if output in outdated:
+            (ROOT / output).write_bytes(castpile.transpile((ROOT / source).read_bytes(), source, strategy=strategy))
+            print(f"wrote {output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
