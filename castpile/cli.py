@@ -1,9 +1,13 @@
 """The command line: ``castpile SRC [-o OUT] [--diff | --check] [--strategy loop|gather]``.
 
-Exit status: 0 success, 1 diagnostics in the input, 2 usage and I/O errors, 3 an
-internal error (a castpile bug: please report it).  A failed run never creates
-or overwrites OUT: outputs go to temporary files, renamed into place only once
-every SRC has transpiled and every output is staged, all of them or none (see
+Exit status: 0 success, 1 diagnostics in the input, 2 usage and I/O errors (a
+failed write to stdout included: ``castpile: cannot write to stdout: REASON``),
+3 an internal error (a castpile bug: please report it).
+
+Without ``-o``, or with ``-o -``, the output goes to stdout.  ``--diff -o OUT``
+both writes OUT and prints the diff.  A failed run never creates or overwrites
+OUT: outputs go to temporary files, renamed into place only once every SRC has
+transpiled and every output is staged, all of them or none (see
 :func:`castpile.files.write_outputs`).  An OUT that is a FIFO or device is written
 through, never replaced.  No SRC is ever an OUT, however reached (links
 followed).  SRC is only ever read, and at most :data:`MAX_SOURCE_BYTES` of it.
@@ -11,6 +15,8 @@ followed).  SRC is only ever read, and at most :data:`MAX_SOURCE_BYTES` of it.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import sys
 
@@ -44,9 +50,11 @@ def _parser():
         epilog="Subcommands: `castpile cache info` and `castpile cache clear` manage the import hook's cache.",
     )
     p.add_argument("sources", nargs="+", metavar="SRC", help="input .py files, or - for stdin")
-    p.add_argument("-o", "--output", metavar="OUT", help="output file (one SRC) or directory (several SRC)")
+    p.add_argument(
+        "-o", "--output", metavar="OUT", help="output file (one SRC) or directory (several SRC); - for stdout"
+    )
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--diff", action="store_true", help="print a unified diff input -> output")
+    mode.add_argument("--diff", action="store_true", help="print a unified diff input -> output (and write any OUT)")
     mode.add_argument("--check", action="store_true", help="diagnose only; write nothing")
     p.add_argument("--strategy", choices=STRATEGIES, default="loop", help="lowering of accesses (default: loop)")
     p.add_argument("--version", action="version", version=f"castpile {__version__}")
@@ -76,7 +84,8 @@ def _capped(stream, name: str) -> bytes:
 
 
 def _targets(sources: list[str], output: str | None) -> list[str | None]:
-    if output is None:
+    """Where each SRC's output goes: a path, or None for stdout (no ``-o``, or ``-o -``)."""
+    if output is None or output == "-":
         return [None] * len(sources)
     if len(sources) > 1:
         if not os.path.isdir(output):
@@ -111,7 +120,8 @@ def _identity(path: str) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def _run(sources: list[str], output: str | None, *, strategy="loop", check=False, diff=False) -> int:
+def _run(sources: list[str], output: str | None, *, strategy="loop", check=False, diff=False) -> tuple[int, bytes]:
+    """Transpile every SRC: (exit status, what to print).  OUT is written only once every SRC has transpiled."""
     targets = _targets(sources, output)
     status = 0
     results = []
@@ -140,59 +150,55 @@ def _run(sources: list[str], output: str | None, *, strategy="loop", check=False
             raise _Internal(name) from exc
         results.append((name, data, out, target))
     if status or check:
-        return status
-    if diff:
-        for name, data, out, _ in results:
-            _print_diff(name, data, out)
-        return 0
+        return status, b""
     try:
         write_outputs([(target, out) for _, _, out, target in results if target is not None])
     except OSError as exc:
         raise _Usage(f"{exc.filename}: cannot write: {exc.strerror or exc}") from None
-    for _, _, out, target in results:
-        if target is None:
-            sys.stdout.buffer.write(out)
-            sys.stdout.flush()
-    return 0
+    if diff:
+        return 0, b"".join(_diff(name, data, out) for name, data, out, _ in results)
+    return 0, b"".join(out for _, _, out, target in results if target is None)
 
 
 class _Internal(Exception):
     """An unexpected exception while transpiling the file ``args[0]``."""
 
 
-def _print_diff(name: str, before: bytes, after: bytes) -> None:
+def _diff(name: str, before: bytes, after: bytes) -> bytes:
     import difflib
 
     a = before.decode("utf-8", errors="replace").splitlines(keepends=True)
     b = after.decode("utf-8", errors="replace").splitlines(keepends=True)
-    sys.stdout.writelines(difflib.unified_diff(a, b, name, f"{name} (castpile)"))
-    sys.stdout.flush()
+    return "".join(difflib.unified_diff(a, b, name, f"{name} (castpile)")).encode("utf-8", "surrogateescape")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``castpile`` command; returns the exit status."""
     argv = sys.argv[1:] if argv is None else argv
+    # argparse (here and in `castpile cache`) would swallow an error writing --help
+    # or --version to stdout: what they print is captured, and written by _print.
+    captured = io.StringIO()
     if argv[:1] == ["cache"]:
         from .cache import cache_main
 
-        return cache_main(argv[1:])
+        with contextlib.redirect_stdout(captured):
+            status = cache_main(argv[1:])
+        return _print(captured.getvalue().encode(), status)
     plain = plain_form(argv)
     if plain is not None:
         sources, output, options = [plain[0]], plain[1], {}
     else:
         try:
-            args = _parser().parse_args(argv)
+            with contextlib.redirect_stdout(captured):
+                args = _parser().parse_args(argv)
         except SystemExit as exc:
-            return int(exc.code or 0)
+            return _print(captured.getvalue().encode(), int(exc.code or 0))
         sources, output = args.sources, args.output
         options = {"strategy": args.strategy, "check": args.check, "diff": args.diff}
     try:
-        return _run(sources, output, **options)
+        status, printed = _run(sources, output, **options)
     except _Usage as exc:
         print(f"castpile: error: {exc}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:
-        sys.stderr.close()  # the reader went away: nothing left to tell
         return 2
     except KeyboardInterrupt:
         return 130
@@ -200,6 +206,27 @@ def main(argv: list[str] | None = None) -> int:
         return _internal_error(exc.args[0], exc.__cause__)
     except Exception as exc:
         return _internal_error(", ".join(sources), exc)
+    return _print(printed, status)
+
+
+def _print(data: bytes, status: int) -> int:
+    """Write ``data`` to stdout, after whatever is buffered there; ``status``, or 2 if stdout fails."""
+    try:
+        sys.stdout.flush()
+        view = memoryview(data)
+        while view:  # a file-size limit cuts a write short, and only the next one fails
+            written = sys.stdout.buffer.write(view)
+            view = view[written:]
+        sys.stdout.flush()
+    except BrokenPipeError:
+        sys.stderr.close()  # the reader went away: nothing left to tell
+        return 2
+    except OSError as exc:
+        print(f"castpile: cannot write to stdout: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return status
 
 
 def _internal_error(where: str, exc: BaseException) -> int:

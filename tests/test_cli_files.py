@@ -1,5 +1,5 @@
-"""Where the command line's output lands: special files written through, several outputs all
-or nothing, no temporary file left behind by SIGTERM."""
+"""Where the command line's output lands: special files written through, stdout write errors
+reported, several outputs all or nothing, no temporary file left behind by SIGTERM."""
 
 import os
 import resource
@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from castpile import cli, transpile
+from castpile import __version__, cli, transpile
 from castpile.files import write_atomically
 from test_cli import KERNEL, PLAIN
 
@@ -95,6 +95,71 @@ def test_dev_null_out_stays_the_device(run, source, dev_null):
     assert run(source, "-o", dev_null).returncode == 0
     st = os.stat(dev_null)
     assert stat.S_ISCHR(st.st_mode) and st.st_rdev == os.makedev(1, 3)
+
+
+# Writing to stdout: a write error is exit 2 with one clear line, never truncated output with exit 0.
+
+
+def test_full_stdout_exits_2(source):
+    with open("/dev/full", "wb") as full:
+        proc = castpile(source, stdout=full)
+    assert proc.returncode == 2
+    assert proc.stderr.decode() == "castpile: cannot write to stdout: No space left on device\n"
+
+
+@pytest.mark.parametrize("argv", [["SRC", "--diff"], ["--version"], ["--help"], ["cache", "info", "--dir", "DIR"]],
+                         ids=["diff", "version", "help", "cache_info"])
+def test_full_stdout_exits_2_in_other_modes(argv, tmp_path):
+    src = tmp_path / "kern.py"
+    src.write_bytes(KERNEL)
+    argv = [{"SRC": src, "DIR": tmp_path / "cache"}.get(a, a) for a in argv]
+    with open("/dev/full", "wb") as full:
+        proc = castpile(*argv, stdout=full)
+    assert proc.returncode == 2
+    assert proc.stderr.decode() == "castpile: cannot write to stdout: No space left on device\n"
+
+
+def test_file_size_limit_on_stdout_exits_2(tmp_path):
+    src = tmp_path / "big.py"
+    src.write_bytes(PLAIN * 10_000)
+    limit = len(PLAIN) * 1000
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    with open(tmp_path / "stdout", "wb") as f:
+        proc = castpile(src, stdout=f, preexec_fn=cap)
+    assert proc.returncode == 2
+    assert proc.stderr.decode() == "castpile: cannot write to stdout: File too large\n"
+    assert (tmp_path / "stdout").stat().st_size <= limit
+
+
+# -o - is stdout, as - is stdin for SRC.
+
+
+def test_o_dash_is_stdout(source, tmp_path):
+    proc = castpile(source, "-o", "-", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout == expected(source)
+    assert names(tmp_path) == [source.name]
+
+
+def test_o_dash_is_stdout_in_process(source, tmp_path, monkeypatch, capsysbinary):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main([str(source), "-o", "-"]) == 0
+    assert capsysbinary.readouterr().out == expected(source)
+    assert names(tmp_path) == [source.name]
+
+
+# --diff with -o: the diff on stdout and OUT written.
+
+
+def test_diff_with_o_writes_out_too(tmp_path):
+    src, out = tmp_path / "kern.py", tmp_path / "out.py"
+    src.write_bytes(KERNEL)
+    proc = castpile(src, "--diff", "-o", out)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stdout.decode().startswith(f"--- {src}\n+++ {src} (castpile)\n")
+    assert out.read_bytes() == transpile(KERNEL, str(src))
 
 
 # Several SRC: an input is never an output, however reached; all outputs are written or none.
@@ -214,3 +279,8 @@ def test_write_atomically_leaves_sigterm_as_it_found_it(tmp_path):
     write_atomically(tmp_path / "x.py", b"x = 1\n")
     assert signal.getsignal(signal.SIGTERM) == before
     assert (tmp_path / "x.py").read_bytes() == b"x = 1\n"
+
+
+def test_version():
+    proc = castpile("--version")
+    assert proc.returncode == 0 and proc.stdout == f"castpile {__version__}\n".encode()
