@@ -1,286 +1,44 @@
-"""Analysis: find every multicast binding and access, check every use.
+"""Analysis: find every multicast binding and access in a module, classify and check every use.
 
-The result is a :class:`Plan`: for each node that lowering must replace, what it
-is (a binding, a load, a store, an augmented store, a call on an access), and
-the problems found, each tied to the node it is about.  Nothing is rewritten
-here.
+The result is a :class:`~castpile.plan.Plan`: for each node that lowering must
+replace, what it is (see :mod:`castpile.plan`), and the problems found, each
+tied to the node it is about.  Nothing is rewritten here.  Bindings are found by
+:mod:`castpile.bindings`, names resolved by :mod:`castpile.scopes`::
 
-    >>> import libcst as cst
-    >>> plan = analyse(cst.parse_module(SAMPLE))            # doctest: +SKIP
-    >>> [type(u).__name__ for u in plan.uses.values()]      # doctest: +SKIP
-    ['Binding', 'Load']
+    >>> source = (b"from castpile import multicast_like\\n@triton.jit\\ndef k(out, table, W: tl.constexpr):\\n"
+    ...           b"    bufs = multicast_like(out, table[:W])\\n    x = bufs[0]\\n")
+    >>> plan = analyse(cst.parse_module(source), source)
+    >>> [type(use).__name__ for use in plan.uses.values()], plan.errors
+    (['Binding', 'Load'], [])
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
 
 import libcst as cst
 
-from .names import Resolver, Scope, is_constexpr_annotation, is_triton_jit
+from .contract import (
+    CALL_PARAMS,
+    PURE_TL_CALLS,
+    REDUCTIONS,
+    REQUIRED,
+    argument_positions,
+    constexpr_ok,
+    literal_int,
+)
+from .bindings import JitBindings
+from .plan import Access, AugStore, Binding, CallOn, Load, Plan, Reduction, Store
+from .scopes import Resolver, Scope, collect_scope, is_constexpr_annotation, is_triton_jit
 from .walk import Walker
 
-ATOMICS = ("atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg")
-REDUCTIONS = ("sum", "max", "min")
-# Positional parameter names after the pointer, per call (the contract's signatures).
-CALL_PARAMS = {
-    "load": ("mask", "other", "boundary_check", "padding_option", "cache_modifier", "eviction_policy", "volatile"),
-    "store": ("value", "mask", "boundary_check", "cache_modifier", "eviction_policy"),
-    "atomic_cas": ("cmp", "val", "sem", "scope"),
-    "signal": ("value", "wait_for", "sem", "scope", "mask"),
-    "wait": ("value", "sem", "scope", "reset", "mask"),
-    **{name: ("val", "mask", "sem", "scope") for name in ATOMICS},
-}
-REQUIRED = {"store": ("value",), "atomic_cas": ("cmp", "val"), **{name: ("val",) for name in ATOMICS}}
-BINDING_PARAMS = ("example", "ptr_tile", "shape", "strides", "ptr_mask")
-BINDING_KEYWORDS = BINDING_PARAMS + ("align",)
-
-
-@dataclass(eq=False)
-class Binding:
-    """``name = multicast_like(example, ptr_tile, shape=..., strides=..., ptr_mask=...)``."""
-
-    name: str
-    node: cst.Assign
-    example: cst.BaseExpression
-    table: cst.BaseExpression | None = None  # table form: table[lo:hi]
-    lo: cst.BaseExpression | None = None
-    hi: cst.BaseExpression | None = None
-    tile: cst.BaseExpression | None = None  # tile form
-    ptr_mask: cst.BaseExpression | None = None
-    shape: list[cst.BaseExpression] | None = None
-    strides: list[cst.BaseExpression] | None = None
-    align: int | None = None
-    function_names: set[str] = field(default_factory=set)
-
-    @property
-    def ndim(self) -> int:
-        """How many indices an access takes."""
-        if self.shape is not None:
-            return len(self.shape)
-        if self.strides is not None:
-            return len(self.strides)
-        return 1
-
-
-@dataclass(eq=False)
-class Access:
-    """``bufs[i_0, ..., i_k]``: the binding, the index nodes and how to evaluate them.
-
-    ``pure_indices`` says for each explicit index whether it is free of side effects
-    and cheap (names, literals, arithmetic, ``tl.arange``), so that its text may be
-    repeated in the offsets and the bounds mask; any other index must be evaluated
-    once.  ``spans`` holds the extents that a trailing ``...`` stands for.
-    """
-
-    binding: Binding
-    subscript: cst.Subscript
-    pure_indices: list[bool] = field(default_factory=list)
-    spans: list[cst.BaseExpression] = field(default_factory=list)
-
-    @property
-    def pure(self) -> bool:
-        """Whether every index may be repeated."""
-        return all(self.pure_indices)
-
-
-@dataclass(eq=False)
-class Load:
-    """An access read as a value."""
-
-    access: Access
-
-
-@dataclass(eq=False)
-class Store:
-    """``bufs[idx] = value`` (``value_pure``: the value has no side effects)."""
-
-    access: Access
-    value_pure: bool = True
-
-
-@dataclass(eq=False)
-class AugStore:
-    """``bufs[idx] op= value``."""
-
-    access: Access
-
-
-@dataclass(eq=False)
-class CallOn:
-    """``tl.load/store/atomic_*`` or ``castpile.signal/wait`` on an access (or, for
-    wait, on plain pointers: ``access`` is ``None``)."""
-
-    op: str
-    access: Access | None
-    positions: dict[str, int]
-    result_used: bool = True
-
-
-@dataclass(eq=False)
-class Reduction:
-    """``tl.sum/max/min(X, axis=0)`` where X is ``bufs[idx]`` or ``tl.load(bufs[idx], ...)``,
-    optionally converted with ``.to(T)``; ``load_positions`` maps the load's parameters
-    to argument positions."""
-
-    op: str
-    access: Access
-    dtype: cst.BaseExpression | None
-    load: cst.Call | None = None
-    load_positions: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass(eq=False)
-class SliceAlias:
-    """``tile = table[lo:hi]``, a name bound once to a table slice and passed as a ``ptr_tile``."""
-
-    node: cst.Assign
-    table: cst.BaseExpression
-    lo: cst.BaseExpression | None
-
-
-@dataclass
-class Plan:
-    """What lowering replaces (keyed by the original node) and the problems found."""
-
-    uses: dict[cst.CSTNode, object] = field(default_factory=dict)
-    owned: set[cst.CSTNode] = field(default_factory=set)
-    errors: list[tuple[cst.CSTNode, str]] = field(default_factory=list)
-    taken_names: set[str] = field(default_factory=set)
-
-
-def analyse(module: cst.Module) -> Plan:
-    """Find bindings and accesses in every ``@triton.jit`` function of ``module``."""
+def analyse(module: cst.Module, source: bytes) -> Plan:
+    """Find bindings and accesses in every ``@triton.jit`` function of ``module`` (parsed from ``source``)."""
     scope = Scope()
-    _collect_scope(module.body, scope)
-    plan = Plan()
+    collect_scope(module.body, scope)
+    plan = Plan(words=set(re.findall(r"\w+", source.decode("utf-8", errors="replace"))))
     _ModuleAnalyser(scope, plan).walk(module)
     return plan
-
-
-def _collect_scope(body, scope: Scope) -> None:
-    """Record the bindings of a block (not descending into functions or classes)."""
-    for stmt in body:
-        _ScopeCollector(scope).walk(stmt)
-
-
-class _ScopeCollector(Walker):
-    """The names a scope binds: imports, assignments, defs, loop and with targets."""
-
-    def __init__(self, scope: Scope):
-        super().__init__()
-        self.scope = scope
-
-    def visit_Import(self, node: cst.Import) -> bool:
-        self.scope.add_import(node)
-        return False
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        self.scope.add_import(node)
-        return False
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        self.scope.other.add(node.name.value)
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        self.scope.other.add(node.name.value)
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_Try(self, node: cst.Try) -> bool:
-        """``try: from castpile import x`` ``except ImportError: x = ...``: the fallback does not shadow x."""
-        before = set(self.scope.castpile_names)
-        self.walk(node.body)
-        imported = set(self.scope.castpile_names) - before
-        shadowed = set(self.scope.other)
-        for handler in node.handlers:
-            self.walk(handler)
-        self.scope.other -= imported - shadowed
-        for block in (node.orelse, node.finalbody):
-            if block is not None:
-                self.walk(block)
-        return False
-
-    def _targets(self, target: cst.BaseExpression) -> None:
-        if isinstance(target, cst.Name):
-            self.scope.other.add(target.value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self._targets(element.value)
-        elif isinstance(target, cst.StarredElement):
-            self._targets(target.value)
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self._targets(node.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._targets(node.target)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._targets(node.target)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._targets(node.target)
-
-    def visit_AsName(self, node: cst.AsName) -> None:
-        self._targets(node.name)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._targets(node.target)
-
-
-def argument_positions(call: cst.Call, params: tuple[str, ...], skip: int) -> tuple[dict[str, int], list[str]]:
-    """Map parameter names to positions in ``call.args`` for the arguments after the first ``skip``.
-
-    >>> argument_positions(cst.parse_expression("f(p, v, sem='relaxed')"), ("val", "mask", "sem"), 1)
-    ({'val': 1, 'sem': 2}, [])
-    """
-    named: dict[str, int] = {}
-    problems = []
-    if any(a.star for a in call.args):
-        problems.append("*args and **kwargs cannot be used here")
-    positional = [i for i, a in enumerate(call.args) if a.keyword is None and not a.star]
-    for k, position in enumerate(positional[skip:]):
-        if k >= len(params):
-            problems.append(f"too many positional arguments (at most {len(params) + skip})")
-            break
-        named[params[k]] = position
-    for position, arg in enumerate(call.args):
-        if arg.keyword is not None:
-            key = arg.keyword.value
-            if key not in params:
-                problems.append(f"unexpected keyword argument '{key}'")
-            elif key in named:
-                problems.append(f"argument '{key}' given twice")
-            else:
-                named[key] = position
-    return named, problems
-
-
-_CONSTEXPR_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo, cst.LeftShift, cst.RightShift)
-_PURE_TL_CALLS = ("arange", "program_id", "num_programs")
-
-
-def _constexpr_ok(node: cst.BaseExpression, constexprs: set[str]) -> bool:
-    """Integer literals and constexpr names combined with + - * // % << >>."""
-    if isinstance(node, cst.Integer):
-        return True
-    if isinstance(node, cst.Name):
-        return node.value in constexprs
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _CONSTEXPR_OPERATORS):
-        return _constexpr_ok(node.left, constexprs) and _constexpr_ok(node.right, constexprs)
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        return _constexpr_ok(node.expression, constexprs)
-    return False
-
-
-def _literal_int(node: cst.BaseExpression | None) -> int | None:
-    if isinstance(node, cst.Integer):
-        return int(node.evaluated_value)
-    return None
 
 
 class _ModuleAnalyser(Walker):
@@ -294,9 +52,9 @@ class _ModuleAnalyser(Walker):
         self.resolvers: list[Resolver] = [Resolver([module_scope])]
         self.frames: list[dict[str, Binding] | None] = [None]  # bindings of the enclosing jit function
         self.binding_assigns: set[cst.Assign] = set()
+        self.owned: set[cst.CSTNode] = set()  # accesses and loads lowered with the use around them
         self.accesses: dict[cst.Subscript, Access] = {}
-        self.slice_aliases: dict[str, cst.Assign] = {}  # of the jit function being walked
-        self.constexprs: set[str] = set()  # likewise
+        self.constexprs: set[str] = set()  # of the jit function being walked
 
     def error(self, node: cst.CSTNode, message: str) -> None:
         self.plan.errors.append((node, message))
@@ -335,7 +93,7 @@ class _ModuleAnalyser(Walker):
                 names.append(extra)
         for param in names:
             local.other.add(param.name.value)
-        _collect_scope(body, local)
+        collect_scope(body, local)
         self.resolvers.append(self.resolver.inner(local))
         return local, names
 
@@ -345,7 +103,10 @@ class _ModuleAnalyser(Walker):
             constexprs = self.module_constexprs | {
                 p.name.value for p in params if is_constexpr_annotation(p.annotation)
             }
-            self.frames.append(self._collect_bindings(node, constexprs))
+            found = JitBindings(node, self.resolver, constexprs, self.plan)
+            self.binding_assigns |= found.assigns
+            self.constexprs = found.constexprs
+            self.frames.append(found.bindings)
         else:
             self.frames.append(None)
         return True
@@ -369,111 +130,6 @@ class _ModuleAnalyser(Walker):
         return any(frame and node.value in frame for frame in self.frames)
 
     # -- bindings ------------------------------------------------------------------------
-
-    def _collect_bindings(self, func: cst.FunctionDef, constexprs: set[str]) -> dict[str, Binding]:
-        bindings: dict[str, Binding] = {}
-        finder = _BindingFinder(self.resolver)
-        finder.walk(func.body)
-        constexprs = self.constexprs = constexprs | finder.constexprs
-        self.binding_assigns.update(finder.found)
-        self.slice_aliases = {
-            name: assign for name, assign in finder.slice_assigns.items() if finder.assigned[name] == 1
-        }
-        for assign in finder.found:
-            target = assign.targets[0].target
-            if len(assign.targets) != 1 or not isinstance(target, cst.Name):
-                self.error(assign, "multicast_like must be bound by a plain assignment: `name = multicast_like(...)`")
-                continue
-            name = target.value
-            if name in bindings:
-                self.error(assign, f"'{name}' is already bound by multicast_like in this function (one binding per name)")
-                continue
-            binding = self._binding(name, assign, constexprs)
-            if binding is not None:
-                bindings[name] = binding
-                self.plan.uses[assign] = binding
-        return bindings
-
-    def _binding(self, name: str, assign: cst.Assign, constexprs: set[str]) -> Binding | None:
-        call = assign.value
-        positions, problems = argument_positions(call, BINDING_KEYWORDS, 0)
-        args = {key: call.args[position].value for key, position in positions.items()}
-        for problem in problems:
-            self.error(call, f"multicast_like: {problem}")
-        for required in ("example", "ptr_tile"):
-            if required not in args:
-                self.error(call, f"multicast_like: missing argument '{required}'")
-        if problems or "example" not in args or "ptr_tile" not in args:
-            return None
-        binding = Binding(name, assign, args["example"])
-        ok = True
-        tile = args["ptr_tile"]
-        alias = self.slice_aliases.get(tile.value) if isinstance(tile, cst.Name) else None
-        if alias is not None:
-            tile = alias.value
-        slice_ = self._table_slice(tile)
-        if slice_ is not None:
-            ok = self._table_form(binding, tile, slice_, constexprs)
-            if ok and alias is not None:
-                self.plan.uses[alias] = SliceAlias(alias, binding.table, binding.lo)
-            if "ptr_mask" in args:
-                self.error(args["ptr_mask"], "ptr_mask applies to a tensor ptr_tile; a table slice has no entries to mask")
-                ok = False
-        else:
-            binding.tile = tile
-            binding.ptr_mask = args.get("ptr_mask")
-        for key in ("shape", "strides"):
-            if key in args:
-                value = args[key]
-                if isinstance(value, cst.Name) and value.value == "None":
-                    continue
-                if not isinstance(value, cst.Tuple) or not value.elements or any(
-                    isinstance(e, cst.StarredElement) for e in value.elements
-                ):
-                    self.error(value, f"{key}= must be a non-empty tuple literal such as (n,) or (m, n)")
-                    ok = False
-                    continue
-                setattr(binding, key, [e.value for e in value.elements])
-        if binding.shape is not None and binding.strides is not None and len(binding.shape) != len(binding.strides):
-            self.error(args["strides"], f"strides= has {len(binding.strides)} entries but shape= has {len(binding.shape)}")
-            ok = False
-        if "align" in args:
-            align = _literal_int(args["align"])
-            if align is None or align <= 0 or align & (align - 1):
-                self.error(args["align"], "align= must be a power-of-two integer literal (bytes)")
-                ok = False
-            binding.align = align
-        return binding if ok else None
-
-    @staticmethod
-    def _table_slice(tile: cst.BaseExpression) -> cst.Slice | None:
-        if isinstance(tile, cst.Subscript) and len(tile.slice) == 1 and isinstance(tile.slice[0].slice, cst.Slice):
-            return tile.slice[0].slice
-        return None
-
-    def _table_form(self, binding: Binding, tile: cst.Subscript, slice_: cst.Slice, constexprs: set[str]) -> bool:
-        binding.table = tile.value
-        binding.lo, binding.hi = slice_.lower, slice_.upper
-        if slice_.step is not None:
-            self.error(slice_.step, "a table slice takes no step")
-            return False
-        if slice_.upper is None:
-            self.error(tile, "a table slice needs an upper bound: table[:WORLD] or table[lo:hi]")
-            return False
-        ok = True
-        for bound in (slice_.lower, slice_.upper):
-            if bound is not None and not _constexpr_ok(bound, constexprs):
-                self.error(
-                    bound,
-                    "table slice bounds must be constexpr: integer literals, tl.constexpr parameters or names, "
-                    "tl.static_range loop variables, and + - * // % of those",
-                )
-                ok = False
-        lo, hi = _literal_int(slice_.lower) if slice_.lower is not None else 0, _literal_int(slice_.upper)
-        if ok and lo is not None and hi is not None and hi <= lo:
-            self.error(tile, f"empty table slice: it selects {max(hi - lo, 0)} buffers")
-            ok = False
-        return ok
 
     # -- uses ----------------------------------------------------------------------------
 
@@ -519,14 +175,14 @@ class _ModuleAnalyser(Walker):
                     return False
             return True
         if isinstance(node, cst.Call):
-            return self.resolver.triton_language(node.func) in _PURE_TL_CALLS and all(
+            return self.resolver.triton_language(node.func) in PURE_TL_CALLS and all(
                 a.star == "" and self._pure(a.value) for a in node.args
             )
         return False
 
     def _own(self, access: Access) -> None:
         """``access`` is lowered by the statement or call around it, not as a load."""
-        self.plan.owned.add(access.subscript)
+        self.owned.add(access.subscript)
 
     def _refuse_targets(self, target: cst.BaseExpression | None, where: str) -> None:
         """Multicast accesses and tensors inside a target that castpile cannot lower."""
@@ -553,7 +209,7 @@ class _ModuleAnalyser(Walker):
             for target in node.targets:
                 access = self._access(target.target)
                 if access is not None and single:
-                    self.plan.uses[node] = Store(access, value_pure=self._pure(node.value))
+                    self.plan.uses[node] = Store(node, access, value_pure=self._pure(node.value))
                     self._own(access)
                 elif access is not None:
                     self._own(access)
@@ -567,7 +223,7 @@ class _ModuleAnalyser(Walker):
             self.error(node.target, f"'{node.target.value}' is a multicast tensor and cannot be reassigned")
         access = self._access(node.target)
         if access is not None:
-            self.plan.uses[node] = AugStore(access)
+            self.plan.uses[node] = AugStore(node, access, _code(node.operator).strip().rstrip("="))
             self._own(access)
         return True
 
@@ -635,7 +291,7 @@ class _ModuleAnalyser(Walker):
         return True
 
     def _call_on(self, node: cst.Call, op: str) -> None:
-        if node in self.plan.owned:  # the tl.load of a reduction, lowered with it
+        if node in self.owned:  # the tl.load of a reduction, lowered with it
             return
         if not node.args or node.args[0].keyword is not None:
             self.error(node, f"{op} needs the pointer (a multicast access) as its first argument")
@@ -660,7 +316,7 @@ class _ModuleAnalyser(Walker):
         if access is not None:
             self._own(access)
         used = not (isinstance(self.ancestors[-1], cst.Expr) if self.ancestors else False)
-        self.plan.uses[node] = CallOn(op, access, positions, result_used=used)
+        self.plan.uses[node] = CallOn(node, op, access, positions, result_used=used)
 
     def _reduction(self, node: cst.Call, op: str) -> None:
         args = node.args
@@ -691,8 +347,8 @@ class _ModuleAnalyser(Walker):
             return
         self._own(access)
         if load is not None:
-            self.plan.owned.add(load)
-        self.plan.uses[node] = Reduction(op, access, dtype, load, positions)
+            self.owned.add(load)
+        self.plan.uses[node] = Reduction(node, op, access, dtype, load, positions)
 
     def visit_Subscript(self, node: cst.Subscript) -> bool:
         access = self._access(node)
@@ -702,8 +358,8 @@ class _ModuleAnalyser(Walker):
                 return False
             return True
         self._check_indices(access)
-        if node not in self.plan.owned:
-            self.plan.uses[node] = Load(access)
+        if node not in self.owned:
+            self.plan.uses[node] = Load(node, access)
         for element in node.slice:
             self.walk(element.slice)
         return False
@@ -744,15 +400,14 @@ class _ModuleAnalyser(Walker):
             self.error(access.subscript, f"'{binding.name}' takes {len(binding.shape)} indices (shape) but is indexed with {len(values) - 1} and '...'")
             return
         for extent in spans:
-            literal = _literal_int(extent)
-            if not _constexpr_ok(extent, self.constexprs) or (literal is not None and (literal <= 0 or literal & (literal - 1))):
+            literal = literal_int(extent)
+            if not constexpr_ok(extent, self.constexprs) or (literal is not None and (literal <= 0 or literal & (literal - 1))):
                 self.error(ellipses[0], "'...' stands for full extents, which must be constexpr powers of two; "
                            f"'{_code(extent)}' is not")
                 return
         access.spans = list(spans)
 
     def visit_Name(self, node: cst.Name) -> None:
-        self.plan.taken_names.add(node.value)
         if self._bound_name(node):
             self.error(node, f"'{node.value}' is a multicast tensor and may only be subscripted, as in {node.value}[idx]")
         elif self._enclosing_binding(node):
@@ -786,71 +441,3 @@ class _NamesIn(Walker):
     def visit_Name(self, node: cst.Name) -> None:
         if node.value in self.names:
             self.found.append(node)
-
-
-class _BindingFinder(Walker):
-    """What a jit function's body binds: multicast_like assignments, table-slice names, constexpr names.
-
-    ``assigned`` counts the bindings of each name (a name bound once to ``table[lo:hi]``
-    may stand for that slice); ``constexprs`` holds ``tl.static_range`` loop variables
-    and names annotated ``tl.constexpr``.  Nested functions are not entered.
-    """
-
-    def __init__(self, resolver: Resolver):
-        super().__init__()
-        self.resolver = resolver
-        self.found: list[cst.Assign] = []
-        self.slice_assigns: dict[str, cst.Assign] = {}
-        self.assigned: dict[str, int] = {}
-        self.constexprs: set[str] = set()
-
-    def _count(self, target: cst.BaseExpression) -> None:
-        if isinstance(target, cst.Name):
-            self.assigned[target.value] = self.assigned.get(target.value, 0) + 1
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self._count(element.value)
-        elif isinstance(target, cst.StarredElement):
-            self._count(target.value)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            self._count(target.target)
-        if isinstance(node.value, cst.Call) and self.resolver.castpile(node.value.func) == "multicast_like":
-            self.found.append(node)
-        elif (
-            len(node.targets) == 1
-            and isinstance(node.targets[0].target, cst.Name)
-            and _ModuleAnalyser._table_slice(node.value) is not None
-        ):
-            self.slice_assigns[node.targets[0].target.value] = node
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._count(node.target)
-        if isinstance(node.target, cst.Name) and is_constexpr_annotation(node.annotation):
-            self.constexprs.add(node.target.value)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._count(node.target)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._count(node.target)
-
-    def visit_WithItem(self, node: cst.WithItem) -> None:
-        if node.asname is not None:
-            self._count(node.asname.name)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._count(node.target)
-        if (
-            isinstance(node.target, cst.Name)
-            and isinstance(node.iter, cst.Call)
-            and self.resolver.triton_language(node.iter.func) == "static_range"
-        ):
-            self.constexprs.add(node.target.value)

@@ -1,11 +1,11 @@
-"""Emit: put the lowered source in place and append the helpers.
+"""Emit: splice the lowered text in place of each planned node and append the helpers.
 
-Each planned node is swapped for a placeholder name in the tree; libcst renders
+Each planned node is swapped for its placeholder name in the tree; libcst renders
 every other byte as it was read, and the placeholders are then replaced by the
 lowered text (which never goes through a parser again).  A replacement keeps the
 line count of the code it replaces (extra line breaks go inside its closing
-parenthesis), so every input line keeps its number.  The helpers a module calls
-are appended after its last line.
+parenthesis), so every input line keeps its number.  The helpers the module calls
+are appended after its last line, named with the lowering's prefix.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from pathlib import Path
 import libcst as cst
 
 from . import __version__
-from .analyse import AugStore, Binding, CallOn, Load, Plan, Reduction, SliceAlias, Store
-from .lower import HELPER_PREFIX, Lowerer, code
-from .walk import paths_to, rebuild
+from .lower import HELPER_PREFIX, Lowering
+from .plan import STATEMENTS, Plan
+from .walk import rebuild
 
 _HELPERS_FILE = Path(__file__).with_name("helpers.py")
 
@@ -35,84 +35,38 @@ def _padded(text: str, lines: int, newline: str) -> str:
     return text[:-1] + newline * lines + text[-1]
 
 
-class _Rewriter:
-    """Replaces every node of the plan, children first (see :func:`castpile.walk.rebuild`)."""
+def _replace_uses(module: cst.Module, plan: Plan, lowering: Lowering) -> tuple[str, dict[str, str]]:
+    """The module's code with every planned node swapped for its placeholder, and each
+    placeholder's text, padded to the line count of the node it replaces."""
+    newline = module.default_newline
+    texts: dict[str, str] = {}
 
-    def __init__(self, module: cst.Module, plan: Plan, lowerer: Lowerer, stem: str):
-        self.module = module
-        self.plan = plan
-        self.lower = lowerer
-        self.stem = stem
-        self.texts: dict[str, str] = {}  # placeholder -> lowered text
-        self.updated: dict[cst.CSTNode, cst.CSTNode] = {}  # original -> children rewritten
-        self.newline = module.default_newline
-        self.leave = {cst.Subscript: self._subscript, cst.Assign: self._assign, cst.AugAssign: self._aug_assign,
-                      cst.Call: self._call}
+    def lines(node: cst.CSTNode) -> int:
+        return len(_LINE_BREAK.findall(module.code_for_node(node)))
 
-    def replace(self, original: cst.CSTNode, updated: cst.CSTNode):
-        self.updated[original] = updated
-        use = self.plan.uses.get(original)
-        leave = self.leave.get(type(original))
-        return updated if use is None or leave is None else leave(original, updated, use)
+    def swap(original: cst.CSTNode, updated: cst.CSTNode):
+        name = lowering.placeholders.get(original)
+        if name is None:
+            return updated
+        replacement = lowering.replacements[original]
+        if not isinstance(plan.uses[original], STATEMENTS):
+            texts[name] = _padded(replacement[0], lines(original), newline)
+            return cst.Name(name, lpar=original.lpar, rpar=original.rpar)
+        texts[name] = _statements(replacement, lines(original), newline)
+        return cst.Expr(cst.Name(name), semicolon=original.semicolon)
 
-    def _current(self, node: cst.CSTNode) -> cst.CSTNode:
-        """``node`` with its children rewritten (itself when nothing inside it changed)."""
-        return self.updated.get(node, node)
+    return rebuild(module, swap, lowering.paths).code, texts
 
-    def _lines(self, node: cst.CSTNode) -> int:
-        return len(_LINE_BREAK.findall(self.module.code_for_node(node)))
 
-    def _placeholder(self, text: str) -> cst.Name:
-        name = f"{self.stem}{len(self.texts)}"
-        self.texts[name] = text
-        return cst.Name(name)
-
-    def _expression(self, original: cst.BaseExpression, text: str) -> cst.BaseExpression:
-        name = self._placeholder(_padded(text, self._lines(original), self.newline))
-        return name.with_changes(lpar=original.lpar, rpar=original.rpar)
-
-    def _statements(self, original, texts: list[str]):
-        lines = self._lines(original)
-        if lines:
-            last = texts[-1]
-            if not last.endswith(")"):  # `name = value` made by lowering: the name holds no " = "
-                name, _, value = last.partition(" = ")
-                last = f"{name} = ({value})"
-            texts = texts[:-1] + [_padded(last, lines, self.newline)]
-        return cst.Expr(self._placeholder("; ".join(texts)), semicolon=original.semicolon)
-
-    def _subscript(self, original, updated, use):
-        if isinstance(use, Load):
-            return self._expression(original, self.lower.load(use.access, updated))
-        return updated
-
-    def _assign(self, original, updated, use):
-        if isinstance(use, Binding):
-            return self._statements(original, self.lower.binding(use))
-        if isinstance(use, SliceAlias):
-            return self._statements(original, self.lower.slice_alias(use))
-        if isinstance(use, Store):
-            subscript = self._current(use.access.subscript)
-            return self._statements(original, self.lower.store(use.access, subscript, updated.value, use.value_pure))
-        return updated
-
-    def _aug_assign(self, original, updated, use):
-        if isinstance(use, AugStore):
-            subscript = self._current(use.access.subscript)
-            operator = code(updated.operator).rstrip("=")
-            return self._statements(original, self.lower.augmented_store(use.access, subscript, operator, updated.value))
-        return updated
-
-    def _call(self, original, updated, use):
-        if isinstance(use, CallOn):
-            subscript = self._current(use.access.subscript) if use.access is not None else None
-            return self._expression(original, self.lower.call_on(use, subscript, updated))
-        if isinstance(use, Reduction):
-            subscript = self._current(use.access.subscript)
-            dtype = updated.args[0].value.args[0].value if use.dtype is not None else None
-            load = self._current(use.load) if use.load is not None else None
-            return self._expression(original, self.lower.reduction(use, subscript, dtype, load))
-        return updated
+def _statements(texts: list[str], lines: int, newline: str) -> str:
+    """Statements on one line, ``;``-separated, the last padded to ``lines`` line breaks."""
+    if lines:
+        last = texts[-1]
+        if not last.endswith(")"):  # `name = value` made by lowering: the name holds no " = "
+            name, _, value = last.partition(" = ")
+            last = f"{name} = ({value})"
+        texts = texts[:-1] + [_padded(last, lines, newline)]
+    return "; ".join(texts)
 
 
 @lru_cache(maxsize=1)
@@ -151,23 +105,18 @@ def helpers_block(used: set[str], newline: str, prefix: str = HELPER_PREFIX) -> 
     return text.replace(HELPER_PREFIX, prefix).replace("\n", newline)
 
 
-def render(module: cst.Module, source: bytes, plan: Plan, strategy: str) -> bytes:
-    """The rewritten module's bytes (``source`` is what ``module`` was parsed from), helpers appended."""
-    lowerer = Lowerer(strategy, plan.taken_names)
-    stem = f"{lowerer.prefix}slot"
-    while stem.encode() in source:  # placeholders must not occur in comments or strings either
-        stem += "_"
-    rewriter = _Rewriter(module, plan, lowerer, stem)
-    code = rebuild(module, rewriter.replace, paths_to(module, set(plan.uses))).code
-    placeholder = re.compile(re.escape(stem) + r"\d+")
+def emit(module: cst.Module, plan: Plan, lowering: Lowering) -> bytes:
+    """The rewritten module's bytes: each use of ``plan`` replaced as ``lowering`` says, helpers appended."""
+    code, texts = _replace_uses(module, plan, lowering)
+    placeholder = re.compile(r"\b" + re.escape(lowering.prefix) + r"slot\d+\b")
 
-    def lowered(match: re.Match) -> str:  # an index may hold lowered accesses: expand those too
-        return placeholder.sub(lowered, rewriter.texts[match.group()])
+    def expanded(match: re.Match) -> str:  # an index may hold lowered accesses: expand those too
+        return placeholder.sub(expanded, texts[match.group()])
 
-    code = placeholder.sub(lowered, code)
-    if lowerer.helpers:
+    code = placeholder.sub(expanded, code)
+    if lowering.helpers:
         newline = module.default_newline
         if code and not code.endswith(newline):
             code += newline
-        code += helpers_block(lowerer.helpers, newline, lowerer.prefix)
+        code += helpers_block(lowering.helpers, newline, lowering.prefix)
     return code.encode(module.encoding)

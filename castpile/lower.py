@@ -1,8 +1,9 @@
-"""Lowering: the Triton source that replaces each binding and access.
+"""Lowering: the Triton source that replaces each use of the plan.
 
-Every function here takes nodes *after* their children were rewritten (so an
-index that is itself a multicast load is already lowered) and returns source on
-one line; :mod:`castpile.emit` puts it in place.  A table binding::
+The pass works from the plan alone: for each planned node it writes the text that
+replaces it, where a use nested inside another (a multicast load in an index, say)
+appears as that use's placeholder name; :mod:`castpile.emit` puts the texts in
+place.  A table binding::
 
     bufs = multicast_like(out, dev_ptrs[:WORLD], shape=(n,))
     x = bufs[offs]
@@ -29,7 +30,9 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from .algebra import bounds_mask, offsets, simplify, strides
-from .analyse import ATOMICS, Access, Binding, CallOn, Reduction, SliceAlias
+from .contract import ATOMICS
+from .plan import Access, AugStore, Binding, CallOn, Load, Plan, Reduction, SliceAlias, Store
+from .walk import paths_to, rebuild
 
 HELPER_PREFIX = "_castpile_"
 _EMPTY = cst.Module(body=[])
@@ -56,6 +59,29 @@ _OPTIONS = {
 }
 
 
+@dataclass
+class Lowering:
+    """What replaces each planned node: its placeholder name and its text (the statements
+    of a statement use, one expression otherwise); the helpers called, named with
+    ``prefix``; and ``paths``, every node on a path from the module to a planned node."""
+
+    placeholders: dict[cst.CSTNode, str]
+    replacements: dict[cst.CSTNode, list[str]]
+    helpers: set[str]
+    prefix: str
+    paths: set[cst.CSTNode]
+
+
+def lower(module: cst.Module, plan: Plan, strategy: str) -> Lowering:
+    """The replacement of every use in ``plan`` under ``strategy``."""
+    prefix = helper_prefix(plan.words)
+    placeholders = {node: f"{prefix}slot{k}" for k, node in enumerate(plan.uses)}
+    paths = paths_to(module, set(plan.uses))
+    lowerer = Lowerer(strategy, plan.words, prefix, _Renderer(placeholders, paths))
+    replacements = {node: lowerer.use(use) for node, use in plan.uses.items()}
+    return Lowering(placeholders, replacements, lowerer.helpers, prefix, paths)
+
+
 def code(node: cst.CSTNode) -> str:
     """The source of ``node`` (outer parentheses included), on one line.
 
@@ -68,25 +94,41 @@ def code(node: cst.CSTNode) -> str:
     return text
 
 
-def atom(node: cst.BaseExpression) -> str:
-    """``node``'s source, parenthesised unless it is atomic."""
-    text = code(node)
-    if isinstance(node, _ATOMIC_NODES) or (node.lpar and node.rpar):
-        return text
-    return f"({text})"
-
-
 def _tuple(items) -> str:
     """A tuple display of source texts."""
     return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
 
 
-def helper_prefix(taken: set[str]) -> str:
-    """``_castpile_``, or ``_castpile2_``, ... if a name of the file already starts with it."""
+def helper_prefix(words: set[str]) -> str:
+    """``_castpile_``, or ``_castpile2_``, ... if a word of the file already starts with it."""
     for prefix in itertools.chain([HELPER_PREFIX], (f"_castpile{k}_" for k in itertools.count(2))):
-        if not any(name.startswith(prefix) for name in taken):
+        if not any(word.startswith(prefix) for word in words):
             return prefix
     raise AssertionError("unreachable")
+
+
+class _Renderer:
+    """The source of a node of the plan, uses nested in it shown as their placeholders."""
+
+    def __init__(self, placeholders: dict[cst.CSTNode, str], paths: set[cst.CSTNode]):
+        self.placeholders = placeholders
+        self.paths = paths
+
+    def _swap(self, original: cst.CSTNode, updated: cst.CSTNode) -> cst.CSTNode:
+        name = self.placeholders.get(original)
+        if name is None:
+            return updated
+        return cst.Name(name, lpar=original.lpar, rpar=original.rpar)
+
+    def text(self, node: cst.CSTNode) -> str:
+        return code(rebuild(node, self._swap, self.paths) if node in self.paths else node)
+
+    def atom(self, node: cst.BaseExpression) -> str:
+        """:meth:`text`, parenthesised unless the node is atomic."""
+        text = self.text(node)
+        if isinstance(node, _ATOMIC_NODES) or (node.lpar and node.rpar):
+            return text
+        return f"({text})"
 
 
 @dataclass
@@ -103,22 +145,39 @@ class StackText:
 
 
 class Lowerer:
-    """Builds replacement source; one per module and strategy.
+    """Builds replacement source for one module and strategy.
 
-    ``taken`` holds every name of the module: the names it makes (hoisted binding
-    arguments, temporaries, the helpers' prefix) are fresh.
+    Names it makes (hoisted binding arguments, temporaries) are fresh against
+    ``words``, every word of the file; helpers and temporaries start with ``prefix``.
     """
 
-    def __init__(self, strategy: str, taken: set[str]):
+    def __init__(self, strategy: str, words: set[str], prefix: str, renderer: _Renderer):
         self.strategy = strategy
-        self.taken = set(taken)
-        self.prefix = helper_prefix(self.taken)
+        self.taken = set(words)
+        self.prefix = prefix
+        self.render = renderer
         self.helpers: set[str] = set()
         self._stacks: dict[Binding, StackText] = {}
         self._temporaries = itertools.count()
 
+    def use(self, use) -> list[str]:
+        """The statements, or the one expression, that replace ``use``."""
+        if isinstance(use, Binding):
+            return self.stack(use).statements
+        if isinstance(use, SliceAlias):
+            return self.slice_alias(use)
+        if isinstance(use, Load):
+            return [self.load(use.access)]
+        if isinstance(use, Store):
+            return self.store(use)
+        if isinstance(use, AugStore):
+            return self.augmented_store(use)
+        if isinstance(use, Reduction):
+            return [self.reduction(use)]
+        return [self.call_on(use)]
+
     def fresh(self, base: str) -> str:
-        """A name no line of the module uses, made from ``base``."""
+        """A name no word of the module is, made from ``base``."""
         name = base
         while name in self.taken:
             name += "_"
@@ -142,8 +201,12 @@ class Lowerer:
         if isinstance(node, (cst.Name, cst.Integer)):
             return code(node)
         name = self.fresh(f"{binding.name}_{suffix}")
-        statements.append(f"{name} = {code(node)}")
+        statements.append(f"{name} = {self.render.text(node)}")
         return name
+
+    def _start(self, table: cst.BaseExpression, lo: cst.BaseExpression | None) -> str:
+        """The address of a table slice's first entry."""
+        return simplify(f"{self.render.atom(table)} + ({code(lo) if lo is not None else '0'})")
 
     def _build_stack(self, binding: Binding) -> StackText:
         statements: list[str] = []
@@ -152,9 +215,9 @@ class Lowerer:
         if binding.table is not None:
             lo = code(binding.lo) if binding.lo is not None else "0"
             count = simplify(f"({code(binding.hi)}) - ({lo})")
-            statements.append(f"{binding.name} = {simplify(f'{atom(binding.table)} + ({lo})')}")
+            statements.append(f"{binding.name} = {self._start(binding.table, binding.lo)}")
         else:
-            statements.append(f"{binding.name} = {code(binding.tile)}")
+            statements.append(f"{binding.name} = {self.render.text(binding.tile)}")
             count = f"{binding.name}.numel"
         shape = strides_ = None
         if binding.shape is not None:
@@ -163,23 +226,20 @@ class Lowerer:
             strides_ = tuple(self._hoisted(binding, n, f"stride{d}", statements) for d, n in enumerate(binding.strides))
         if binding.tile is not None and binding.ptr_mask is not None:
             smask = self.fresh(f"{binding.name}_mask")
-            statements.append(f"{smask} = {code(binding.ptr_mask)}")
+            statements.append(f"{smask} = {self.render.text(binding.ptr_mask)}")
         return StackText(binding.name, count, smask, example, shape, strides_, statements)
-
-    def binding(self, binding: Binding) -> list[str]:
-        """The statements that replace ``name = multicast_like(...)``."""
-        return self.stack(binding).statements
 
     def slice_alias(self, alias: SliceAlias) -> list[str]:
         """``tile = table[lo:hi]`` becomes ``tile = table + lo``: the start of the slice."""
-        lo = code(alias.lo) if alias.lo is not None else "0"
-        return [f"{code(alias.node.targets[0].target)} = {simplify(f'{atom(alias.table)} + ({lo})')}"]
+        return [f"{code(alias.node.targets[0].target)} = {self._start(alias.table, alias.lo)}"]
 
     # -- indices -------------------------------------------------------------------------
 
-    def _index_texts(self, access: Access, subscript: cst.Subscript) -> list[str]:
+    def _index_texts(self, access: Access) -> list[str]:
         """One text per element dim: the explicit indices, then what a trailing ``...`` stands for."""
-        explicit = [code(e.slice.value) for e in subscript.slice if not isinstance(e.slice.value, cst.Ellipsis)]
+        explicit = [
+            self.render.text(e.slice.value) for e in access.subscript.slice if not isinstance(e.slice.value, cst.Ellipsis)
+        ]
         if not access.spans:
             return explicit
         r = len(access.spans)
@@ -203,13 +263,13 @@ class Lowerer:
         stack = self.stack(access.binding)
         return f"{stack.src}, {stack.count}, {stack.smask}, {stack.example}, {where}"
 
-    def _access_prefix(self, access: Access, subscript: cst.Subscript) -> str:
+    def _access_prefix(self, access: Access) -> str:
         """The stack and ``offs, bounds`` of an access inside an expression."""
-        return self._prefix(access, self._where(access, self._index_texts(access, subscript), access.pure))
+        return self._prefix(access, self._where(access, self._index_texts(access), access.pure))
 
-    def _hoisted_indices(self, access: Access, subscript: cst.Subscript, statements: list[str]) -> str:
+    def _hoisted_indices(self, access: Access, statements: list[str]) -> str:
         """The stack and ``offs, bounds`` of a stored access, impure indices first put in fresh names."""
-        indices = self._index_texts(access, subscript)
+        indices = self._index_texts(access)
         for d, pure in enumerate(access.pure_indices):
             if not pure:
                 name = self.fresh(f"{self.prefix}i{next(self._temporaries)}")
@@ -217,13 +277,14 @@ class Lowerer:
                 indices[d] = name
         return self._prefix(access, self._where(access, indices, True))
 
-    # -- calls ---------------------------------------------------------------------------
+    # -- accesses ------------------------------------------------------------------------
 
     def _call(self, helper: str, *args: str, **keywords: str | None) -> str:
         rendered = [*args, *(f"{key}={value}" for key, value in keywords.items() if value is not None)]
         return f"{self._helper(helper)}({', '.join(rendered)})"
 
-    def _align(self, access: Access) -> str | None:
+    @staticmethod
+    def _align(access: Access) -> str | None:
         return None if access.binding.align is None else str(access.binding.align)
 
     @staticmethod
@@ -232,57 +293,56 @@ class Lowerer:
         last = max((k for k, name in enumerate(names) if name in given), default=-1)
         return [given[name] if name in given else _DEFAULTS[name] for name in names[: last + 1]]
 
-    @staticmethod
-    def arguments(call: cst.Call, positions: dict[str, int]) -> dict[str, str]:
-        """The source of each argument of (the rewritten) ``call`` by parameter name."""
-        return {name: code(call.args[position].value) for name, position in positions.items()}
+    def _arguments(self, call: cst.Call, positions: dict[str, int]) -> dict[str, str]:
+        """The source of each argument of ``call`` by parameter name."""
+        return {name: self.render.text(call.args[position].value) for name, position in positions.items()}
 
-    def load(self, access: Access, subscript: cst.Subscript) -> str:
+    def load(self, access: Access) -> str:
         """``bufs[idx]`` read as a value."""
-        return self._call(f"load_{self.strategy}", self._access_prefix(access, subscript), align=self._align(access))
+        return self._call(f"load_{self.strategy}", self._access_prefix(access), align=self._align(access))
 
-    def store(self, access: Access, subscript: cst.Subscript, value: cst.BaseExpression, value_pure: bool) -> list[str]:
+    def store(self, use: Store) -> list[str]:
         """``bufs[idx] = value``: the value first, as Python evaluates it, then the indices."""
         statements: list[str] = []
-        value_text = code(value)
-        if not value_pure and not access.pure:
+        value = self.render.text(use.node.value)
+        if not use.value_pure and not use.access.pure:
             name = self.fresh(f"{self.prefix}v{next(self._temporaries)}")
-            statements.append(f"{name} = {value_text}")
-            value_text = name
-        prefix = self._hoisted_indices(access, subscript, statements)
-        statements.append(self._call(f"store_{self.strategy}", prefix, value_text, align=self._align(access)))
+            statements.append(f"{name} = {value}")
+            value = name
+        prefix = self._hoisted_indices(use.access, statements)
+        statements.append(self._call(f"store_{self.strategy}", prefix, value, align=self._align(use.access)))
         return statements
 
-    def augmented_store(self, access: Access, subscript: cst.Subscript, operator: str, value: cst.BaseExpression) -> list[str]:
+    def augmented_store(self, use: AugStore) -> list[str]:
         """``bufs[idx] op= value``: the indices once, load, the value, op, store."""
         statements: list[str] = []
-        prefix = self._hoisted_indices(access, subscript, statements)
-        align = self._align(access)
+        prefix = self._hoisted_indices(use.access, statements)
+        align = self._align(use.access)
         loaded = self._call(f"load_{self.strategy}", prefix, align=align)
-        statements.append(self._call(f"store_{self.strategy}", prefix, f"{loaded} {operator} {atom(value)}", align=align))
+        value = f"{loaded} {use.operator} {self.render.atom(use.node.value)}"
+        statements.append(self._call(f"store_{self.strategy}", prefix, value, align=align))
         return statements
 
-    def reduction(self, use: Reduction, subscript: cst.Subscript, dtype: cst.BaseExpression | None,
-                  load: cst.Call | None) -> str:
+    def reduction(self, use: Reduction) -> str:
         """``tl.sum/max/min(bufs[idx], axis=0)`` (of a ``tl.load`` too) over the valid buffers only."""
         access = use.access
-        given = self.arguments(load, use.load_positions) if load is not None else {}
+        given = self._arguments(use.load, use.load_positions) if use.load is not None else {}
         helper = "reduce_loop" if self.strategy == "loop" and access.binding.table is not None else "reduce_gather"
         return self._call(
-            helper, self._access_prefix(access, subscript), f'"{use.op}"', *self._values(("mask", "other"), given),
-            acc_dtype=code(dtype) if dtype is not None else None,
+            helper, self._access_prefix(access), f'"{use.op}"', *self._values(("mask", "other"), given),
+            acc_dtype=self.render.text(use.dtype) if use.dtype is not None else None,
             **{key: given.get(key) for key in _OPTIONS["load"]}, align=self._align(access),
         )
 
-    def call_on(self, use: CallOn, subscript: cst.Subscript | None, call: cst.Call) -> str:
-        """``tl.load/store/atomic_*``, ``castpile.signal/wait`` with the rewritten ``call``."""
+    def call_on(self, use: CallOn) -> str:
+        """``tl.load/store/atomic_*``, ``castpile.signal/wait`` on an access (wait: or on pointers)."""
         op, access = use.op, use.access
-        given = self.arguments(call, use.positions)
+        given = self._arguments(use.node, use.positions)
+        values = self._values(_VALUE_ARGUMENTS[op], given)
         options = {key: given.get(key) for key in _OPTIONS[op]}
         if access is None:  # castpile.wait on plain pointers
-            return self._call("wait_flags", code(call.args[0].value), *self._values(_VALUE_ARGUMENTS[op], given), **options)
-        prefix = self._access_prefix(access, subscript)
-        values = self._values(_VALUE_ARGUMENTS[op], given)
+            return self._call("wait_flags", self.render.text(use.node.args[0].value), *values, **options)
+        prefix = self._access_prefix(access)
         keep_old = None if use.result_used else "False"
         s = self.strategy
         if op in ATOMICS:

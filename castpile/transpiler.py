@@ -113,19 +113,19 @@ def transpile_source(source: bytes | str, path: str = "<string>", *, strategy: s
 
 def _transpile(source: bytes, path: str, strategy: str) -> bytes:
     from .analyse import analyse
+    from .emit import emit
+    from .lower import lower
 
     module = parse(source, path)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
     try:
-        plan = analyse(module)
+        plan = analyse(module, source)
         if plan.errors:
             raise TranspileError(_locate(module, source, path, plan.errors))
         if not plan.uses:
             return source
-        from .emit import render
-
-        return render(module, source, plan, strategy)
+        return emit(module, plan, lower(module, plan, strategy))
     except RecursionError:
         line = _deepest_line(source)
         text = _decode_for_display(source)

@@ -1,4 +1,4 @@
-"""Which names mean castpile, triton and triton.language in a module.
+"""Scopes: which names mean castpile, triton and triton.language where.
 
 castpile resolves names itself instead of running libcst's qualified-name
 provider over the whole file (seven times the cost of parsing): it reads the
@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
+
+from .walk import Walker
 
 CASTPILE_NAMES = ("multicast_like", "signal", "wait")
 
@@ -156,3 +158,77 @@ def is_constexpr_annotation(annotation: cst.Annotation | None) -> bool:
         return False
     name = dotted(annotation.annotation)
     return name is not None and name.split(".")[-1] == "constexpr"
+
+
+def collect_scope(body, scope: Scope) -> None:
+    """Record the bindings of a block (not descending into functions or classes)."""
+    for stmt in body:
+        _ScopeCollector(scope).walk(stmt)
+
+
+class _ScopeCollector(Walker):
+    """The names a scope binds: imports, assignments, defs, loop and with targets."""
+
+    def __init__(self, scope: Scope):
+        super().__init__()
+        self.scope = scope
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        self.scope.add_import(node)
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        self.scope.add_import(node)
+        return False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.scope.other.add(node.name.value)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.scope.other.add(node.name.value)
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Try(self, node: cst.Try) -> bool:
+        """``try: from castpile import x`` ``except ImportError: x = ...``: the fallback does not shadow x."""
+        before = set(self.scope.castpile_names)
+        self.walk(node.body)
+        imported = set(self.scope.castpile_names) - before
+        shadowed = set(self.scope.other)
+        for handler in node.handlers:
+            self.walk(handler)
+        self.scope.other -= imported - shadowed
+        for block in (node.orelse, node.finalbody):
+            if block is not None:
+                self.walk(block)
+        return False
+
+    def _targets(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            self.scope.other.add(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._targets(element.value)
+        elif isinstance(target, cst.StarredElement):
+            self._targets(target.value)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._targets(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._targets(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._targets(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._targets(node.target)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self._targets(node.name)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._targets(node.target)

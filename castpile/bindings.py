@@ -1,0 +1,201 @@
+"""Bindings: the multicast tensors a jit function binds, checked against the contract.
+
+One :class:`JitBindings` per ``@triton.jit`` function: each
+``name = multicast_like(...)`` becomes a :class:`~castpile.plan.Binding` in the
+plan (table or tile form), a name bound once to a table slice
+(``tile = dev_ptrs[:W]``) passed as ``ptr_tile`` becomes a
+:class:`~castpile.plan.SliceAlias`, and every problem a located error.  The
+function's constexpr names grow by its ``tl.static_range`` loop variables and
+its names annotated ``tl.constexpr``.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .contract import BINDING_KEYWORDS, argument_positions, constexpr_ok, literal_int
+from .plan import Binding, Plan, SliceAlias
+from .scopes import Resolver, is_constexpr_annotation
+from .walk import Walker
+
+
+def table_slice(tile: cst.BaseExpression) -> cst.Slice | None:
+    """The slice of ``table[lo:hi]``, else ``None``."""
+    if isinstance(tile, cst.Subscript) and len(tile.slice) == 1 and isinstance(tile.slice[0].slice, cst.Slice):
+        return tile.slice[0].slice
+    return None
+
+
+class JitBindings:
+    """The bindings of one jit function (``bindings`` by name, their statements in ``assigns``)."""
+
+    def __init__(self, func: cst.FunctionDef, resolver: Resolver, constexprs: set[str], plan: Plan):
+        finder = _BindingFinder(resolver)
+        finder.walk(func.body)
+        self.plan = plan
+        self.constexprs = constexprs | finder.constexprs
+        self.assigns = set(finder.found)
+        self.bindings: dict[str, Binding] = {}
+        self._slice_aliases = {
+            name: assign for name, assign in finder.slice_assigns.items() if finder.assigned[name] == 1
+        }
+        bindings = self.bindings
+        for assign in finder.found:
+            target = assign.targets[0].target
+            if len(assign.targets) != 1 or not isinstance(target, cst.Name):
+                self.error(assign, "multicast_like must be bound by a plain assignment: `name = multicast_like(...)`")
+                continue
+            name = target.value
+            if name in bindings:
+                self.error(assign, f"'{name}' is already bound by multicast_like in this function (one binding per name)")
+                continue
+            binding = self._binding(name, assign)
+            if binding is not None:
+                bindings[name] = binding
+                self.plan.uses[assign] = binding
+
+    def error(self, node: cst.CSTNode, message: str) -> None:
+        self.plan.errors.append((node, message))
+
+    def _binding(self, name: str, assign: cst.Assign) -> Binding | None:
+        call = assign.value
+        positions, problems = argument_positions(call, BINDING_KEYWORDS, 0)
+        args = {key: call.args[position].value for key, position in positions.items()}
+        for problem in problems:
+            self.error(call, f"multicast_like: {problem}")
+        for required in ("example", "ptr_tile"):
+            if required not in args:
+                self.error(call, f"multicast_like: missing argument '{required}'")
+        if problems or "example" not in args or "ptr_tile" not in args:
+            return None
+        binding = Binding(name, assign, args["example"])
+        ok = True
+        tile = args["ptr_tile"]
+        alias = self._slice_aliases.get(tile.value) if isinstance(tile, cst.Name) else None
+        if alias is not None:
+            tile = alias.value
+        slice_ = table_slice(tile)
+        if slice_ is not None:
+            ok = self._table_form(binding, tile, slice_)
+            if ok and alias is not None:
+                self.plan.uses[alias] = SliceAlias(alias, binding.table, binding.lo)
+            if "ptr_mask" in args:
+                self.error(args["ptr_mask"], "ptr_mask applies to a tensor ptr_tile; a table slice has no entries to mask")
+                ok = False
+        else:
+            binding.tile = tile
+            binding.ptr_mask = args.get("ptr_mask")
+        for key in ("shape", "strides"):
+            if key in args:
+                value = args[key]
+                if isinstance(value, cst.Name) and value.value == "None":
+                    continue
+                if not isinstance(value, cst.Tuple) or not value.elements or any(
+                    isinstance(e, cst.StarredElement) for e in value.elements
+                ):
+                    self.error(value, f"{key}= must be a non-empty tuple literal such as (n,) or (m, n)")
+                    ok = False
+                    continue
+                setattr(binding, key, [e.value for e in value.elements])
+        if binding.shape is not None and binding.strides is not None and len(binding.shape) != len(binding.strides):
+            self.error(args["strides"], f"strides= has {len(binding.strides)} entries but shape= has {len(binding.shape)}")
+            ok = False
+        if "align" in args:
+            align = literal_int(args["align"])
+            if align is None or align <= 0 or align & (align - 1):
+                self.error(args["align"], "align= must be a power-of-two integer literal (bytes)")
+                ok = False
+            binding.align = align
+        return binding if ok else None
+
+    def _table_form(self, binding: Binding, tile: cst.Subscript, slice_: cst.Slice) -> bool:
+        binding.table = tile.value
+        binding.lo, binding.hi = slice_.lower, slice_.upper
+        if slice_.step is not None:
+            self.error(slice_.step, "a table slice takes no step")
+            return False
+        if slice_.upper is None:
+            self.error(tile, "a table slice needs an upper bound: table[:WORLD] or table[lo:hi]")
+            return False
+        ok = True
+        for bound in (slice_.lower, slice_.upper):
+            if bound is not None and not constexpr_ok(bound, self.constexprs):
+                self.error(
+                    bound,
+                    "table slice bounds must be constexpr: integer literals, tl.constexpr parameters or names, "
+                    "tl.static_range loop variables, and + - * // % of those",
+                )
+                ok = False
+        lo, hi = literal_int(slice_.lower) if slice_.lower is not None else 0, literal_int(slice_.upper)
+        if ok and lo is not None and hi is not None and hi <= lo:
+            self.error(tile, f"empty table slice: it selects {max(hi - lo, 0)} buffers")
+            ok = False
+        return ok
+
+
+class _BindingFinder(Walker):
+    """What a jit function's body binds: multicast_like assignments, table-slice names, constexpr names.
+
+    ``assigned`` counts the bindings of each name (a name bound once to ``table[lo:hi]``
+    may stand for that slice); ``constexprs`` holds ``tl.static_range`` loop variables
+    and names annotated ``tl.constexpr``.  Nested functions are not entered.
+    """
+
+    def __init__(self, resolver: Resolver):
+        super().__init__()
+        self.resolver = resolver
+        self.found: list[cst.Assign] = []
+        self.slice_assigns: dict[str, cst.Assign] = {}
+        self.assigned: dict[str, int] = {}
+        self.constexprs: set[str] = set()
+
+    def _count(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            self.assigned[target.value] = self.assigned.get(target.value, 0) + 1
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._count(element.value)
+        elif isinstance(target, cst.StarredElement):
+            self._count(target.value)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._count(target.target)
+        if isinstance(node.value, cst.Call) and self.resolver.castpile(node.value.func) == "multicast_like":
+            self.found.append(node)
+        elif (
+            len(node.targets) == 1
+            and isinstance(node.targets[0].target, cst.Name)
+            and table_slice(node.value) is not None
+        ):
+            self.slice_assigns[node.targets[0].target.value] = node
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._count(node.target)
+        if isinstance(node.target, cst.Name) and is_constexpr_annotation(node.annotation):
+            self.constexprs.add(node.target.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._count(node.target)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._count(node.target)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._count(node.asname.name)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._count(node.target)
+        if (
+            isinstance(node.target, cst.Name)
+            and isinstance(node.iter, cst.Call)
+            and self.resolver.triton_language(node.iter.func) == "static_range"
+        ):
+            self.constexprs.add(node.target.value)

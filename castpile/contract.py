@@ -1,0 +1,81 @@
+"""The language contract's tables: recognised calls, their parameters, constexpr expressions.
+
+Everything here is what castpile-language.md fixes, in one place, with the one
+routine that binds a call's arguments to those parameters::
+
+    >>> CALL_PARAMS["atomic_add"]
+    ('val', 'mask', 'sem', 'scope')
+    >>> constexpr_ok(cst.parse_expression("(r + 1) * C"), {"r", "C"})
+    True
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+ATOMICS = ("atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg")
+REDUCTIONS = ("sum", "max", "min")
+CALL_PARAMS = {  # positional parameter names after the pointer, per call
+    "load": ("mask", "other", "boundary_check", "padding_option", "cache_modifier", "eviction_policy", "volatile"),
+    "store": ("value", "mask", "boundary_check", "cache_modifier", "eviction_policy"),
+    "atomic_cas": ("cmp", "val", "sem", "scope"),
+    "signal": ("value", "wait_for", "sem", "scope", "mask"),
+    "wait": ("value", "sem", "scope", "reset", "mask"),
+    **{name: ("val", "mask", "sem", "scope") for name in ATOMICS},
+}
+REQUIRED = {"store": ("value",), "atomic_cas": ("cmp", "val"), **{name: ("val",) for name in ATOMICS}}
+BINDING_PARAMS = ("example", "ptr_tile", "shape", "strides", "ptr_mask")
+BINDING_KEYWORDS = BINDING_PARAMS + ("align",)
+
+
+def argument_positions(call: cst.Call, params: tuple[str, ...], skip: int) -> tuple[dict[str, int], list[str]]:
+    """Map parameter names to positions in ``call.args`` for the arguments after the first ``skip``.
+
+    >>> argument_positions(cst.parse_expression("f(p, v, sem='relaxed')"), ("val", "mask", "sem"), 1)
+    ({'val': 1, 'sem': 2}, [])
+    """
+    named: dict[str, int] = {}
+    problems = []
+    if any(a.star for a in call.args):
+        problems.append("*args and **kwargs cannot be used here")
+    positional = [i for i, a in enumerate(call.args) if a.keyword is None and not a.star]
+    for k, position in enumerate(positional[skip:]):
+        if k >= len(params):
+            problems.append(f"too many positional arguments (at most {len(params) + skip})")
+            break
+        named[params[k]] = position
+    for position, arg in enumerate(call.args):
+        if arg.keyword is not None:
+            key = arg.keyword.value
+            if key not in params:
+                problems.append(f"unexpected keyword argument '{key}'")
+            elif key in named:
+                problems.append(f"argument '{key}' given twice")
+            else:
+                named[key] = position
+    return named, problems
+
+
+CONSTEXPR_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo, cst.LeftShift, cst.RightShift)
+PURE_TL_CALLS = ("arange", "program_id", "num_programs")
+"""``tl`` functions without side effects whose calls an index may repeat."""
+
+
+def constexpr_ok(node: cst.BaseExpression, constexprs: set[str]) -> bool:
+    """Integer literals and constexpr names combined with + - * // % << >>."""
+    if isinstance(node, cst.Integer):
+        return True
+    if isinstance(node, cst.Name):
+        return node.value in constexprs
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, CONSTEXPR_OPERATORS):
+        return constexpr_ok(node.left, constexprs) and constexpr_ok(node.right, constexprs)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        return constexpr_ok(node.expression, constexprs)
+    return False
+
+
+def literal_int(node: cst.BaseExpression | None) -> int | None:
+    """The value of an integer literal, else ``None``."""
+    if isinstance(node, cst.Integer):
+        return int(node.evaluated_value)
+    return None

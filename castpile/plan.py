@@ -1,0 +1,144 @@
+"""The plan: what analysis found and lowering replaces, as typed records.
+
+Each record of a use holds the original node it replaces (``node``) and what
+lowering needs to know about it, so lowering works from the plan alone:
+
+* :class:`Binding`, :class:`SliceAlias`: statements that name a stack;
+* :class:`Load`, :class:`Store`, :class:`AugStore`: an access read, written or updated;
+* :class:`CallOn`: ``tl.load/store/atomic_*`` or ``castpile.signal/wait`` on an access;
+* :class:`Reduction`: ``tl.sum/max/min(..., axis=0)`` of an access.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+
+@dataclass(eq=False)
+class Binding:
+    """``name = multicast_like(example, ptr_tile, shape=..., strides=..., ptr_mask=...)``."""
+
+    name: str
+    node: cst.Assign
+    example: cst.BaseExpression
+    table: cst.BaseExpression | None = None  # table form: table[lo:hi]
+    lo: cst.BaseExpression | None = None
+    hi: cst.BaseExpression | None = None
+    tile: cst.BaseExpression | None = None  # tile form
+    ptr_mask: cst.BaseExpression | None = None
+    shape: list[cst.BaseExpression] | None = None
+    strides: list[cst.BaseExpression] | None = None
+    align: int | None = None
+
+    @property
+    def ndim(self) -> int:
+        """How many indices an access takes."""
+        if self.shape is not None:
+            return len(self.shape)
+        if self.strides is not None:
+            return len(self.strides)
+        return 1
+
+
+@dataclass(eq=False)
+class Access:
+    """``bufs[i_0, ..., i_k]``: the binding, the index nodes and how to evaluate them.
+
+    ``pure_indices`` says for each explicit index whether it is free of side effects
+    and cheap (names, literals, arithmetic, ``tl.arange``), so that its text may be
+    repeated in the offsets and the bounds mask; any other index must be evaluated
+    once.  ``spans`` holds the extents that a trailing ``...`` stands for.
+    """
+
+    binding: Binding
+    subscript: cst.Subscript
+    pure_indices: list[bool] = field(default_factory=list)
+    spans: list[cst.BaseExpression] = field(default_factory=list)
+
+    @property
+    def pure(self) -> bool:
+        """Whether every index may be repeated."""
+        return all(self.pure_indices)
+
+
+@dataclass(eq=False)
+class Load:
+    """An access read as a value (``node`` is the access itself)."""
+
+    node: cst.Subscript
+    access: Access
+
+
+@dataclass(eq=False)
+class Store:
+    """``bufs[idx] = value`` (``value_pure``: the value has no side effects)."""
+
+    node: cst.Assign
+    access: Access
+    value_pure: bool = True
+
+
+@dataclass(eq=False)
+class AugStore:
+    """``bufs[idx] op= value``; ``operator`` is the binary operator, as in ``"+"``."""
+
+    node: cst.AugAssign
+    access: Access
+    operator: str
+
+
+@dataclass(eq=False)
+class CallOn:
+    """``tl.load/store/atomic_*`` or ``castpile.signal/wait`` on an access (or, for
+    wait, on plain pointers: ``access`` is ``None``); ``positions`` maps the call's
+    parameters to argument positions; ``result_used`` is false for a call that
+    stands alone as a statement."""
+
+    node: cst.Call
+    op: str
+    access: Access | None
+    positions: dict[str, int]
+    result_used: bool = True
+
+
+@dataclass(eq=False)
+class Reduction:
+    """``tl.sum/max/min(X, axis=0)`` where X is ``bufs[idx]`` or ``tl.load(bufs[idx], ...)``,
+    optionally converted with ``.to(dtype)``; ``load_positions`` maps the load's
+    parameters to argument positions."""
+
+    node: cst.Call
+    op: str
+    access: Access
+    dtype: cst.BaseExpression | None
+    load: cst.Call | None = None
+    load_positions: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class SliceAlias:
+    """``tile = table[lo:hi]``, a name bound once to a table slice and passed as a ``ptr_tile``."""
+
+    node: cst.Assign
+    table: cst.BaseExpression
+    lo: cst.BaseExpression | None
+
+
+Use = Binding | SliceAlias | Load | Store | AugStore | CallOn | Reduction
+"""What a planned node is: each record's ``node`` is the node it replaces."""
+
+STATEMENTS = (Binding, SliceAlias, Store, AugStore)
+"""The uses that replace whole statements (the others replace expressions)."""
+
+
+@dataclass
+class Plan:
+    """The uses lowering replaces (keyed by their node), the problems found, and the
+    words of the file (every identifier, comments and strings included), which no
+    generated name may start."""
+
+    uses: dict[cst.CSTNode, Use] = field(default_factory=dict)
+    errors: list[tuple[cst.CSTNode, str]] = field(default_factory=list)
+    words: set[str] = field(default_factory=set)
