@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m castpile.demo
+	$(BIN)/python scripts/demo.py
 
 test: $(STAMP)
 	TRITON_INTERPRET=1 $(BIN)/python -m pytest

@@ -1,8 +1,8 @@
 """Bound launches of the library's all-reduce kernels at a chosen launch shape, for the two-GPU benchmarks.
 
 :func:`one_shot` and :func:`two_shot` return a zero-argument callable bound once
-with :func:`castpile.launch.bind` (``graph=True``: a replayed one-kernel CUDA
-graph) over ``castpile.collectives.kernels_triton``; by default the grid is
+with :func:`castpile.gpu.launch.bind` (``graph=True``: a replayed one-kernel CUDA
+graph) over ``castpile.gpu.collectives.kernels_triton``; by default the grid is
 capped at ``symm.max_blocks`` with 4 warps (bench_collectives' ``*_bound``),
 :func:`tuned_config` gives the library wrappers' shape.  Used by
 bench_collectives.py, sweep_small.py, sweep_large.py and probe_launch_ll.py.
@@ -16,9 +16,9 @@ import triton
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from castpile import collectives  # noqa: E402
-from castpile.collectives import kernels_triton as lib  # noqa: E402
-from castpile.launch import bind  # noqa: E402
+from castpile.gpu import collectives  # noqa: E402
+from castpile.gpu.collectives import kernels_triton as lib  # noqa: E402
+from castpile.gpu.launch import bind  # noqa: E402
 
 
 def pad_blocks(symm) -> int:
@@ -47,7 +47,7 @@ def two_shot(symm, block=collectives.BLOCK, blocks=None, warps=4, graph=False):
 
 
 def tuned_config(nbytes: int, sms: int) -> dict:
-    """The library wrappers' tile, warps and grid cap for an ``nbytes`` message (castpile.collectives)."""
+    """The library wrappers' tile, warps and grid cap for an ``nbytes`` message (castpile.gpu.collectives)."""
     if nbytes <= collectives.SMALL_BYTES:
         return {"block": collectives.BLOCK, "warps": 4, "blocks": sms}
     return {"block": collectives.LARGE_BLOCK, "warps": 8, "blocks": 2 * sms}

@@ -9,13 +9,13 @@ import triton
 import triton.language as tl
 
 from castpile import multicast_like
-from castpile.collectives.kernels_triton import barrier
+from castpile.gpu.collectives.kernels_triton import barrier
 
 
 @triton.jit
 def one_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.constexpr,
                         BLOCK: tl.constexpr, START_ORDERED: tl.constexpr):
-    """``out = sum over ranks of buf``, as in castpile/collectives/kernels.py."""
+    """``out = sum over ranks of buf``, as in castpile/gpu/collectives/kernels.py."""
     bufs = multicast_like(buf, buf_ptrs[:WORLD], shape=(n,), align=16)
     barrier(pad, pad_ptrs, rank, WORLD, START_ORDERED)
     tile = tl.program_id(0)

@@ -11,11 +11,11 @@ time is the median over rounds of the slower rank.  ``graph`` times replay a
 CUDA graph of 20 captured calls.  Each all-reduce is checked once per size on
 integer data against the exact sum.
 
-castpile competitors: ``*_wrapper`` go through ``castpile.collectives``
+castpile competitors: ``*_wrapper`` go through ``castpile.gpu.collectives``
 (prepared launches, or per-output graph replays when ``out`` is passed; the
 tensor has push scratch, so ``castpile_two_shot_wrapper`` pushes above 4 MB and
 ``castpile_two_shot_pull_wrapper`` never does); ``*_bound`` launch the same compiled
-kernels through ``castpile.launch.bind`` with the grid capped at
+kernels through ``castpile.gpu.launch.bind`` with the grid capped at
 ``symm.max_blocks`` and 4 warps; ``*_tuned`` bind them with the wrappers' launch
 shape (``allreduce_variants.tuned_config``, recorded in each row); ``*_replay``
 are the tuned launches bound with ``graph=True`` (one captured launch replayed).
@@ -45,9 +45,9 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 import allreduce_variants as av  # noqa: E402
-from castpile import collectives, runtime  # noqa: E402
-from castpile.collectives import kernels_triton as lib  # noqa: E402
-from castpile.launch import bind  # noqa: E402
+from castpile.gpu import collectives, runtime  # noqa: E402
+from castpile.gpu.collectives import kernels_triton as lib  # noqa: E402
+from castpile.gpu.launch import bind  # noqa: E402
 
 SIZES = [4 << 10, 32 << 10, 256 << 10, 2 << 20, 32 << 20, 64 << 20]
 GRAPH_CALLS = 20

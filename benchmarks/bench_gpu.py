@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 import hand_kernels as hand  # noqa: E402
-from castpile.launch import bind  # noqa: E402
+from castpile.gpu.launch import bind  # noqa: E402
 from generated import stack_kernels_gather as cp_gather  # noqa: E402
 from generated import stack_kernels_loop as cp_loop  # noqa: E402
 

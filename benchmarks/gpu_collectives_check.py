@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from bench_collectives import start_ranks  # noqa: E402
-from castpile import collectives, runtime  # noqa: E402
+from castpile.gpu import collectives, runtime  # noqa: E402
 
 SIZES = [4 << 10, 32 << 10, 256 << 10, 2 << 20, 16 << 20, 64 << 20]
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}

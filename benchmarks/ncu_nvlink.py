@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from bench_collectives import start_ranks, stop_ranks  # noqa: E402
-from castpile import collectives, launch, runtime  # noqa: E402
+from castpile.gpu import collectives, launch, runtime  # noqa: E402
 from hand_kernels import _copy  # noqa: E402
 
 NBYTES = 32 << 20

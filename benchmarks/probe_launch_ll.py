@@ -4,7 +4,7 @@
         python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/probe_launch_ll.py --out probe.json
 
 1. Host microseconds per launch of one small kernel: ``kernel[grid]``, Triton's
-   launcher bound once (``castpile.launch.bind``), ``cuLaunchKernel`` through
+   launcher bound once (``castpile.gpu.launch.bind``), ``cuLaunchKernel`` through
    ctypes (GIL released or held), a torch op, a CUDA-graph replay.
 2. The low-latency all-reduce (``low_latency_all_reduce``: flags inside the
    data, no barrier) against NCCL, symm_mem and the library's one-shot, eager and
@@ -32,7 +32,7 @@ import allreduce_variants as av  # noqa: E402
 from bench_collectives import (GRAPH_CALLS, fill_pattern, graphed, host_times, max_abs_error,  # noqa: E402
                                pattern_sum, run_header, start_ranks, stop_ranks, timed, write_result)
 from castpile import launch as cl, runtime  # noqa: E402
-from castpile.collectives import kernels_triton as lib  # noqa: E402
+from castpile.gpu.collectives import kernels_triton as lib  # noqa: E402
 from hand_kernels import _copy  # noqa: E402
 
 

@@ -5,7 +5,7 @@
 Each rank prints host microseconds per call (``bench_collectives.host_times``, 300 calls) of:
 ``wrapper`` (``collectives.all_reduce_one_shot`` with ``out`` passed: a replay of its graph),
 ``launch_config`` (its ``_launch``), ``kernel[grid]``, ``bound`` (bound once with
-``castpile.launch.bind``) and ``key`` (building the cache key of the bound-launch cache that was
+``castpile.gpu.launch.bind``) and ``key`` (building the cache key of the bound-launch cache that was
 tried and reverted, docs/perf-findings.md); and how many binds the wrapper made.
 """
 
@@ -17,10 +17,10 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-import castpile.collectives as c  # noqa: E402
+import castpile.gpu.collectives as c  # noqa: E402
 from bench_collectives import host_times, start_ranks, stop_ranks  # noqa: E402
-from castpile import runtime  # noqa: E402
-from castpile.collectives import kernels_triton as k  # noqa: E402
+from castpile.gpu import runtime  # noqa: E402
+from castpile.gpu.collectives import kernels_triton as k  # noqa: E402
 
 
 def main():

@@ -23,8 +23,8 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from bench_collectives import (GRAPH_CALLS, fill_pattern, graph_timed, max_abs_error, pattern_sum,  # noqa: E402
                                run_header, start_ranks, stop_ranks, write_result)
-from castpile import runtime  # noqa: E402
-from castpile.launch import bind  # noqa: E402
+from castpile.gpu import runtime  # noqa: E402
+from castpile.gpu.launch import bind  # noqa: E402
 from generated import barrier_kernels_loop  # noqa: E402
 
 SIZES = [4 << 10, 32 << 10, 256 << 10]

@@ -21,7 +21,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 import allreduce_variants as av  # noqa: E402
 from bench_collectives import (fill_pattern, max_abs_error, pattern_sum, run_header, start_ranks,  # noqa: E402
                                stop_ranks, timed, write_result)
-from castpile import runtime  # noqa: E402
+from castpile.gpu import runtime  # noqa: E402
 
 SIZES = [32 << 20, 64 << 20]
 # (tile elements, warps, blocks per SM)

@@ -20,7 +20,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from bench_collectives import (fill_pattern, max_abs_error, pattern_sum, run_header, start_ranks,  # noqa: E402
                                stop_ranks, timed, write_result)
-from castpile import collectives, runtime  # noqa: E402
+from castpile.gpu import collectives, runtime  # noqa: E402
 
 SIZES = [2 << 20, 32 << 20, 64 << 20]
 

@@ -7,7 +7,7 @@ bf16, 4 KB / 32 KB / 256 KB per rank.  Every configuration is checked once on
 integer data against the exact sum, then timed as replays of a CUDA graph of
 20 captured calls (median over interleaved rounds of the slower rank), beside
 torch symmetric memory's one-shot in the same run.  It chooses the launch of
-``castpile.collectives`` for small messages.
+``castpile.gpu.collectives`` for small messages.
 """
 
 import argparse
@@ -24,7 +24,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 import allreduce_variants as av  # noqa: E402
 from bench_collectives import (GRAPH_CALLS, fill_pattern, graph_timed, max_abs_error, pattern_sum,  # noqa: E402
                                run_header, start_ranks, stop_ranks, write_result)
-from castpile import runtime  # noqa: E402
+from castpile.gpu import runtime  # noqa: E402
 
 SIZES = [4 << 10, 32 << 10, 256 << 10]
 CONFIGS = [(block, warps) for block in (256, 512, 1024, 2048, 4096) for warps in (1, 2, 4)]

@@ -18,7 +18,7 @@ import castpile  # noqa: E402
 
 # (castpile-language source, output, strategy), paths relative to the repository root
 GENERATED = [
-    ("castpile/collectives/kernels.py", "castpile/collectives/kernels_triton.py", "loop"),
+    ("castpile/gpu/collectives/kernels.py", "castpile/gpu/collectives/kernels_triton.py", "loop"),
     ("benchmarks/stack_kernels.py", "benchmarks/generated/stack_kernels_loop.py", "loop"),
     ("benchmarks/stack_kernels.py", "benchmarks/generated/stack_kernels_gather.py", "gather"),
     ("benchmarks/barrier_kernels.py", "benchmarks/generated/barrier_kernels_loop.py", "loop"),

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from castpile import collectives, sim
+from castpile.gpu import collectives, sim
 from testkit import rank1_after_rank0
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,7 +120,7 @@ def test_a_rank_that_skips_a_collective_is_reported_as_hung_peers():
 
 def test_collectives_import_without_the_transpiler_dependencies():
     """The GPU image has triton but no libcst: the generated module must suffice."""
-    code = "import sys, castpile.collectives; print(sorted(m for m in ('libcst', 'sympy') if m in sys.modules))"
+    code = "import sys, castpile.gpu.collectives; print(sorted(m for m in ('libcst', 'sympy') if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
 
@@ -129,7 +129,7 @@ COMPILE_FOR_SM90 = """
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from castpile.collectives import kernels_triton as k
+from castpile.gpu.collectives import kernels_triton as k
 for dt in ("fp32", "bf16"):
     ll_sig = {"buf": "*" + dt, "ll": "*i64", "ll_ptrs": "*i64", "epochs": "*i32", "out": "*" + dt, "rank": "i32",
               "m": "i32", "WORLD": "constexpr", "BLOCK": "constexpr"}
@@ -263,7 +263,7 @@ def _recording_binder(log):
 def test_owned_outputs_replay_a_graph_per_address_and_keep_the_newest(monkeypatch):
     import types
 
-    from castpile.collectives import GRAPHS_KEPT, _issue
+    from castpile.gpu.collectives import GRAPHS_KEPT, _issue
 
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
     symm = types.SimpleNamespace(tensor=_FakeCudaTensor(0), launches={})
@@ -280,7 +280,7 @@ def test_owned_outputs_replay_a_graph_per_address_and_keep_the_newest(monkeypatc
 def test_outputs_the_wrapper_allocated_and_calls_under_capture_launch_with_the_output_late(monkeypatch):
     import types
 
-    from castpile.collectives import _issue
+    from castpile.gpu.collectives import _issue
 
     symm = types.SimpleNamespace(tensor=_FakeCudaTensor(0), launches={})
     log = []

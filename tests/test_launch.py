@@ -1,10 +1,10 @@
-"""castpile.launch: argument order as Triton's launcher takes it, and the interpreter fallback."""
+"""castpile.gpu.launch: argument order as Triton's launcher takes it, and the interpreter fallback."""
 
 import torch
 import triton
 import triton.language as tl
 
-from castpile.launch import bind, bound_values
+from castpile.gpu.launch import bind, bound_values
 
 
 @triton.jit
@@ -53,7 +53,7 @@ def test_late_tensor_must_match_what_was_compiled_for():
 def test_an_empty_hook_chain_is_no_hook(monkeypatch):
     from triton import knobs
 
-    from castpile.launch import launch_hooked
+    from castpile.gpu.launch import launch_hooked
 
     chain = type(knobs.runtime.launch_enter_hook)()
     monkeypatch.setattr(knobs.runtime, "launch_enter_hook", chain)

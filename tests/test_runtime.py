@@ -9,7 +9,7 @@ import socket
 import pytest
 import torch
 
-from castpile import runtime, sim
+from castpile.gpu import runtime, sim
 
 
 def test_without_a_process_group_the_error_says_how_to_start_one():
@@ -41,7 +41,7 @@ def test_a_tensor_outside_symmetric_memory_is_refused_on_every_rank():
 
     messages = sim.run(body, 2, timeout=60)
     assert all(m.startswith("rank 0: its tensor is on cpu; the tensor is not in symmetric memory") for m in messages)
-    assert "castpile.runtime.symmetric_empty" in messages[0]
+    assert "castpile.gpu.runtime.symmetric_empty" in messages[0]
 
 
 def test_layout_disagreement_names_every_rank():

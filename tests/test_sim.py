@@ -12,7 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
-from castpile import sim
+from castpile.gpu import sim
 from testkit import rank1_after_rank0
 
 

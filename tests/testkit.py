@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from castpile import sim
+from castpile.gpu import sim
 
 
 def import_file(path: Path, name: str | None = None):

@@ -1,4 +1,4 @@
-"""``python -m castpile.demo`` (``make demo``): transpile the one-shot all-reduce sample and run it.
+"""``python scripts/demo.py`` (``make demo``): transpile the one-shot all-reduce sample and run it.
 
 Shows what castpile rewrites in ``samples/allreduce_oneshot.py``, then runs the
 output on 4 simulated GPUs (4 host buffers, the Triton interpreter) and checks

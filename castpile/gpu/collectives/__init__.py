@@ -1,13 +1,13 @@
 """Collectives over symmetric memory: thin launchers for the kernels in ``kernels.py``.
 
-Each function takes a :class:`castpile.runtime.SymmetricTensor` (or the CPU
+Each function takes a :class:`castpile.gpu.runtime.SymmetricTensor` (or the CPU
 simulator's stand-in) and is collective: every rank of the group calls it with
 the same sizes.  Inputs live in ``symm.tensor``; the kernels synchronise ranks
 themselves (no host barrier) and leave the signal pads zero, so calls repeat
 back to back and can be captured in CUDA graphs.  bf16 sums accumulate in fp32.
 
 Launches are prepared once and kept in ``symm.launches``
-(:mod:`castpile.launch`): a call issues one prebuilt launch, not
+(:mod:`castpile.gpu.launch`): a call issues one prebuilt launch, not
 ``kernel[grid](...)``.  On a GPU, outside CUDA-graph capture, a call whose
 output the caller passed (or that has none: the in-place two-shot) replays a
 one-kernel CUDA graph captured for that output address on first use (the last

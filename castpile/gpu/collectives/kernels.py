@@ -13,15 +13,19 @@ rank; each block walks the same tiles on every rank, so that is enough.
 Buffers are declared 16-byte aligned (``align=16``: symmetric-memory buffers
 are; the wrappers check it), which makes loads and stores 128 bits wide.
 
-Regenerate the plain-Triton module after editing:
-``python -m castpile castpile/collectives/kernels.py -o castpile/collectives/kernels_triton.py``
+castpile's names are imported for the transpiler only (``TYPE_CHECKING``): the
+plain-Triton module made from this file, the one the library imports, then needs
+nothing of castpile at run time.  Regenerate it after editing: ``make generated``.
 """
+
+from typing import TYPE_CHECKING
 
 import triton
 import triton.language as tl
 
-import castpile
-from castpile import multicast_like
+if TYPE_CHECKING:
+    import castpile
+    from castpile import multicast_like
 
 
 @triton.jit

@@ -1,0 +1,208 @@
+"""A CPU multi-rank simulator: W forked processes stand in for W GPUs.
+
+Buffers and signal pads live in anonymous shared memory mapped before the fork,
+so every rank sees them at the same addresses.  Each rank then runs its own
+kernels under the Triton interpreter (``TRITON_INTERPRET=1``) at the same time
+as the others: spin-waits on signal pads really synchronise ranks, and a rank
+that waits for a signal nobody sends is caught by a timeout::
+
+    handles = sim.symmetric_empty(4, (n,), torch.float32)
+    def body(rank):
+        symm = handles[rank]
+        symm.tensor.copy_(inputs[rank])
+        return collectives.all_reduce_one_shot(symm)
+    outs = sim.run(body, 4, timeout=60)       # [rank 0's result, ..., rank 3's]
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import pickle
+import select
+import signal
+import sys
+import time
+import traceback
+
+import torch
+
+from .runtime import (LowLatencyScratch, Scratch, SymmetricTensor, low_latency_blocks, low_latency_words,
+                      push_scratch_elements)
+
+#: Signal-pad slots per simulated rank; a barriered kernel may launch
+#: ``SIM_PAD_SLOTS // world_size`` blocks at most.
+SIM_PAD_SLOTS = 64
+#: Largest grid of the simulated low-latency all-reduce.
+SIM_LOW_LATENCY_BLOCKS = 4
+
+
+class RankError(RuntimeError):
+    """One or more simulated ranks raised; ``errors`` maps rank -> remote traceback."""
+
+    def __init__(self, errors: dict[int, str], killed: list[int]):
+        self.errors = errors
+        self.killed = killed
+        parts = [f"rank {r} raised:\n{tb}" for r, tb in sorted(errors.items())]
+        if killed:
+            parts.append(f"ranks {killed} were still running and were killed")
+        super().__init__("\n".join(parts))
+
+
+class RankTimeout(RuntimeError):
+    """Some simulated ranks did not finish in time (typically: waiting on a signal never sent)."""
+
+    def __init__(self, hung: list[int], timeout: float):
+        self.hung = hung
+        super().__init__(
+            f"ranks {hung} did not finish within {timeout:g} s and were killed; a rank that "
+            "waits for a signal no peer sends (a missing or mismatched barrier, different grids "
+            "on different ranks) hangs like this"
+        )
+
+
+def shared_empty(shape, dtype: torch.dtype) -> torch.Tensor:
+    """An uninitialised CPU tensor in shared memory: forked ranks see it at the same address."""
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    numel = 1
+    for d in shape:
+        numel *= d
+    nbytes = numel * dtype.itemsize
+    region = mmap.mmap(-1, max(nbytes, 1), flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
+    flat = torch.frombuffer(region, dtype=torch.uint8, count=nbytes) if nbytes else torch.empty(0, dtype=torch.uint8)
+    return flat.view(dtype).view(shape)
+
+
+def symmetric_empty(world_size: int, shape, dtype: torch.dtype, push_scratch=False) -> list[SymmetricTensor]:
+    """One :class:`SymmetricTensor` per rank, over shared host memory (call before :func:`run`).
+
+    Signal pads start (and must end) all zero; ``buffer_ptrs`` and
+    ``signal_pad_ptrs`` are int64 CPU tensors of the shared buffers' addresses.
+    Small tensors get the low-latency all-reduce's scratch as on GPUs;
+    ``push_scratch=True`` adds the pushing two-shot's.
+    """
+    bufs = _symmetric(world_size, shape, dtype)
+    pads = _symmetric(world_size, (SIM_PAD_SLOTS,), torch.int32)
+    scratch = _low_latency_scratch(world_size, bufs[0].tensor)
+    pushes = [None] * world_size
+    if push_scratch:
+        pushes = _symmetric(world_size, (push_scratch_elements(bufs[0].tensor.numel(), world_size),), dtype)
+    return [
+        SymmetricTensor(
+            tensor=bufs[r].tensor,
+            buffer_ptrs=bufs[r].ptrs,
+            signal_pad=pads[r].tensor,
+            signal_pad_ptrs=pads[r].ptrs,
+            rank=r,
+            world_size=world_size,
+            max_blocks=SIM_PAD_SLOTS // world_size,
+            low_latency=scratch[r],
+            push_scratch=pushes[r],
+        )
+        for r in range(world_size)
+    ]
+
+
+def _symmetric(world_size: int, shape, dtype: torch.dtype) -> list[Scratch]:
+    """One zeroed shared-memory tensor per rank, each with every rank's address (an int64 CPU tensor)."""
+    tensors = [shared_empty(shape, dtype).zero_() for _ in range(world_size)]
+    ptrs = torch.tensor([t.data_ptr() for t in tensors], dtype=torch.int64)
+    return [Scratch(t, ptrs) for t in tensors]
+
+
+def _low_latency_scratch(world_size: int, like: torch.Tensor) -> list:
+    """Each rank's low-latency scratch in shared memory (epochs too: they must outlive one :func:`run`)."""
+    words = low_latency_words(like)
+    if words is None:
+        return [None] * world_size
+    blocks = low_latency_blocks(words, SIM_LOW_LATENCY_BLOCKS)
+    return [LowLatencyScratch(slots=s, epochs=shared_empty((blocks,), torch.int32).zero_(), words=words)
+            for s in _symmetric(world_size, (2 * world_size * words,), torch.int64)]
+
+
+def run(fn, world_size: int, *, args=(), timeout: float = 60.0) -> list:
+    """Run ``fn(rank, *args)`` in ``world_size`` forked processes at once; return their results.
+
+    Results travel back pickled.  If a rank raises, :class:`RankError` carries its
+    traceback (ranks still running a second later are killed).  If ranks are still
+    running after ``timeout`` seconds, they are killed and :class:`RankTimeout`
+    names them.
+    """
+    children: dict[int, tuple[int, int]] = {}  # rank -> (pid, read fd)
+    for rank in range(world_size):
+        rfd, wfd = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(rfd)
+            _child(fn, rank, args, wfd)
+        os.close(wfd)
+        children[rank] = (pid, rfd)
+
+    chunks: dict[int, list[bytes]] = {r: [] for r in children}
+    running = dict(children)
+    deadline = time.monotonic() + timeout
+    failed_at = None
+    try:
+        while running:
+            now = time.monotonic()
+            if failed_at is not None and now > failed_at + 1.0:
+                break
+            if now > deadline:
+                break
+            fds = {fd: r for r, (_, fd) in running.items()}
+            ready, _, _ = select.select(list(fds), [], [], min(0.1, deadline - now))
+            for fd in ready:
+                data = os.read(fd, 1 << 20)
+                rank = fds[fd]
+                if data:
+                    chunks[rank].append(data)
+                    continue
+                os.close(fd)
+                os.waitpid(running.pop(rank)[0], 0)
+                if _decode(chunks[rank])[0] != "ok" and failed_at is None:
+                    failed_at = time.monotonic()
+    finally:
+        stopped = sorted(running)
+        for pid, fd in running.values():
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(fd)
+
+    errors = {}
+    results = []
+    for rank in range(world_size):
+        if rank in stopped:
+            continue
+        status, value = _decode(chunks[rank])
+        if status == "ok":
+            results.append(value)
+        else:
+            errors[rank] = value
+    if errors:
+        raise RankError(errors, stopped)
+    if stopped:
+        raise RankTimeout(stopped, timeout)
+    return results
+
+
+def _child(fn, rank: int, args, wfd: int) -> None:
+    """Body of a forked rank: run, send the pickled outcome, and leave without cleanup."""
+    code = 0
+    try:
+        try:
+            payload = pickle.dumps(("ok", fn(rank, *args)))
+        except BaseException:
+            payload = pickle.dumps(("error", traceback.format_exc()))
+            code = 1
+        with os.fdopen(wfd, "wb") as out:
+            out.write(payload)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+def _decode(chunks: list[bytes]) -> tuple[str, object]:
+    if not chunks:
+        return "error", "the process died without reporting (killed by a signal?)"
+    return pickle.loads(b"".join(chunks))
