@@ -33,9 +33,9 @@ import triton.language as tl
 
 
 @triton.constexpr_function
-def _castpile_sum_dtype(dtype):
-    """The accumulator ``tl.sum`` picks for ``dtype`` (int32 for small ints)."""
-    if dtype.is_int() and dtype.primitive_bitwidth < 32:
+def _castpile_accumulator(dtype, OP):
+    """The type a reduction ``OP`` of ``dtype`` accumulates in: ``tl.sum``'s pick (int32 for small ints)."""
+    if OP == "sum" and dtype.is_int() and dtype.primitive_bitwidth < 32:
         return tl.int32 if dtype.is_int_signed() else tl.uint32
     return dtype
 
@@ -94,10 +94,7 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
     dtype = example.dtype.element_ty
     if acc_dtype is not None:
         dtype = acc_dtype
-    if OP == "sum":
-        ACC: tl.constexpr = _castpile_sum_dtype(dtype)
-    else:
-        ACC: tl.constexpr = dtype
+    ACC: tl.constexpr = _castpile_accumulator(dtype, OP)
     if other is None:
         other = 0
     acc = tl.zeros_like(offs).to(ACC)

@@ -88,9 +88,9 @@ import triton.language as tl
 
 
 @triton.constexpr_function
-def _castpile_sum_dtype(dtype):
-    """The accumulator ``tl.sum`` picks for ``dtype`` (int32 for small ints)."""
-    if dtype.is_int() and dtype.primitive_bitwidth < 32:
+def _castpile_accumulator(dtype, OP):
+    """The type a reduction ``OP`` of ``dtype`` accumulates in: ``tl.sum``'s pick (int32 for small ints)."""
+    if OP == "sum" and dtype.is_int() and dtype.primitive_bitwidth < 32:
         return tl.int32 if dtype.is_int_signed() else tl.uint32
     return dtype
 
@@ -136,10 +136,7 @@ def _castpile_reduce_gather(src, count: tl.constexpr, smask, example, offs, boun
     dtype = example.dtype.element_ty
     if acc_dtype is not None:
         dtype = acc_dtype
-    if OP == "sum":
-        ACC: tl.constexpr = _castpile_sum_dtype(dtype)
-    else:
-        ACC: tl.constexpr = dtype
+    ACC: tl.constexpr = _castpile_accumulator(dtype, OP)
     if other is None:
         other = 0
     lanes = valid
