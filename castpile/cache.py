@@ -3,14 +3,28 @@
 An entry is ``<module>-<key>.py``: the transpiled text, byte for byte, followed by
 one trailer line ``# castpile-cache <key> <sha256 of the text>``.  The trailer sits
 after the last line, so every line keeps its number.  ``key`` hashes everything that
-changes the output (see :func:`entry_key`).
+changes the output (see :func:`entry_key`); a module name longer than
+``MAX_NAME_BYTES`` keeps only a readable prefix in the file name (see :func:`entry_path`).
 
-Rules: the directory is created 0700 and must be owned by the current user and not
-writable by group or others, else :class:`UnsafeCacheError`; entries are written 0600
-to a temporary file and renamed into place; an entry that is not a regular file owned
-by the current user, is writable by group or others, or whose trailer does not match
-its key and text is never returned by :func:`load` (the caller rebuilds it).
-Nothing here imports libcst.
+What guards the entries:
+
+- Against other users, by ownership and permissions: the directory is created 0700
+  and must be owned by the current user and not writable by group or others, else
+  :class:`UnsafeCacheError`; an entry that is not owned by the current user or is
+  writable by group or others is never returned by :func:`load`.
+- Against accidents, by the seal (the trailer): an entry that was truncated, partly
+  written, bit-rotted or built under another key does not match its trailer and is
+  never returned by :func:`load`.  The seal is an unkeyed hash: it does not stop the
+  owner, or a program running as the owner, from rewriting an entry and its trailer,
+  and is not meant to; they can run any code anyway.
+- Against hanging or failing on whatever sits at an entry's path: anything but a
+  regular file (a FIFO, a device, a symlink, a directory) is never opened for reading;
+  :func:`load` treats it as a miss.  :func:`store` renames the rebuilt entry over it,
+  except over a directory, which it refuses with :class:`BlockedEntryError`.
+
+Entries are written 0600 to a temporary file ``.castpile-tmp-<entry>.<pid>.<n>.tmp``
+and renamed into place.  :func:`info` and :func:`clear` see only entries and such
+temporary files, never another file in the directory.  Nothing here imports libcst.
 """
 
 from __future__ import annotations
@@ -26,15 +40,23 @@ from pathlib import Path
 from .files import write_atomically
 
 ENV_VAR = "CASTPILE_CACHE_DIR"
+MAX_NAME_BYTES = 100
+"""Longest module name, in UTF-8 bytes, kept whole in an entry's file name."""
 _TRAILER = b"# castpile-cache "
-_ENTRY_RE = re.compile(r"^[A-Za-z0-9_.]+-[0-9a-f]{64}\.py$")
-_TMP_PREFIX = ".tmp-"
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_ENTRY_RE = re.compile(r"(?P<module>.+)-[0-9a-f]{64}\.py")
+_TMP_PREFIX = ".castpile-tmp-"
+# castpile.files.write_atomically names its temporary file <prefix><target name>.<pid>.<n>.tmp
+_TMP_RE = re.compile(re.escape(_TMP_PREFIX) + r"(?P<entry>.+)\.[0-9]+\.[0-9]+\.tmp")
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 _fingerprint: bytes | None = None
 
 
 class UnsafeCacheError(PermissionError):
     """The cache directory could be written by someone else; it is not used."""
+
+
+class BlockedEntryError(IsADirectoryError):
+    """A directory sits at an entry's path; castpile did not make it and leaves it alone."""
 
 
 def cache_dir(explicit: str | os.PathLike | None = None) -> Path:
@@ -120,8 +142,25 @@ def entry_key(source: bytes, path: str, options: dict[str, str]) -> str:
 
 
 def entry_path(directory: Path, module: str, key: str) -> Path:
-    """Where the entry for ``module`` with ``key`` lives."""
-    return directory / f"{module}-{key}.py"
+    """Where the entry for ``module`` with ``key`` lives.
+
+    A module name longer than ``MAX_NAME_BYTES`` keeps only its first characters that
+    fit: the key alone identifies the text, the name is for people reading tracebacks.
+    So the entry's name, and its temporary file's, stay within the 255-byte limit of
+    file names.
+    """
+    readable = module.encode()[:MAX_NAME_BYTES].decode(errors="ignore")
+    return directory / f"{readable}-{key}.py"
+
+
+def _is_entry_name(name: str) -> bool:
+    match = _ENTRY_RE.fullmatch(name)
+    return match is not None and match["module"].replace(".", "_").isidentifier()
+
+
+def _is_temp_name(name: str) -> bool:
+    match = _TMP_RE.fullmatch(name)
+    return match is not None and _is_entry_name(match["entry"])
 
 
 def _trailer(key: str, body: bytes) -> bytes:
@@ -134,15 +173,24 @@ def _seal(key: str, body: bytes) -> bytes:
     return body + _trailer(key, body)
 
 
+def _trusted_file(st: os.stat_result) -> bool:
+    return stat.S_ISREG(st.st_mode) and not _unsafe(st)
+
+
 def load(path: Path, key: str) -> bytes | None:
-    """The entry's full bytes if it is trustworthy and intact, else None."""
+    """The entry's full bytes if it is a trusted regular file and its seal matches, else None.
+
+    Never blocks: anything but a regular file is refused before it is opened, and the
+    open itself neither follows a symlink nor waits (for a FIFO swapped in meanwhile).
+    """
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+        if not _trusted_file(os.lstat(path)):
+            return None
+        fd = os.open(path, _OPEN_FLAGS)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode) or _unsafe(st):
+        if not _trusted_file(os.fstat(f.fileno())):
             return None
         data = f.read()
     cut = data.rfind(b"\n", 0, len(data) - 1) + 1
@@ -153,9 +201,18 @@ def load(path: Path, key: str) -> bytes | None:
 
 
 def store(path: Path, key: str, body: bytes) -> bytes:
-    """Write ``body`` sealed with its trailer to ``path`` atomically; return the bytes written."""
+    """Write ``body`` sealed with its trailer to ``path`` atomically; return the bytes written.
+
+    Whatever is at ``path`` is replaced, except a directory: :class:`BlockedEntryError`.
+    """
     data = _seal(key, body)
-    write_atomically(path, data, mode=0o600, prefix=_TMP_PREFIX)
+    try:
+        write_atomically(path, data, mode=0o600, prefix=_TMP_PREFIX)
+    except IsADirectoryError:
+        raise BlockedEntryError(
+            f"castpile cache entry {path} is a directory, which castpile did not make "
+            f"and will not delete; remove it, or set {ENV_VAR} to another directory"
+        ) from None
     return data
 
 
@@ -165,8 +222,7 @@ def _files(directory: Path) -> list[os.DirEntry]:
             return [
                 e
                 for e in it
-                if e.is_file(follow_symlinks=False)
-                and (_ENTRY_RE.match(e.name) or e.name.startswith(_TMP_PREFIX))
+                if e.is_file(follow_symlinks=False) and (_is_entry_name(e.name) or _is_temp_name(e.name))
             ]
     except FileNotFoundError:
         return []
@@ -174,7 +230,7 @@ def _files(directory: Path) -> list[os.DirEntry]:
 
 def info(directory: Path) -> dict:
     """``dir``, number of ``entries`` and their total ``bytes``."""
-    entries = [e for e in _files(directory) if _ENTRY_RE.match(e.name)]
+    entries = [e for e in _files(directory) if _is_entry_name(e.name)]
     return {
         "dir": str(directory),
         "entries": len(entries),
@@ -183,14 +239,14 @@ def info(directory: Path) -> dict:
 
 
 def clear(directory: Path) -> int:
-    """Remove every entry and leftover temporary file; return how many entries went."""
+    """Remove every entry and castpile's leftover temporary files, nothing else; return how many entries went."""
     removed = 0
     for e in _files(directory):
         try:
             os.unlink(e.path)
         except FileNotFoundError:
             continue
-        removed += bool(_ENTRY_RE.match(e.name))
+        removed += _is_entry_name(e.name)
     return removed
 
 

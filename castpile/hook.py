@@ -5,8 +5,12 @@ just before the standard path finder (so pytest's assertion rewriter, which sits
 front, keeps the test modules it claims).  For a module named ``mypkg`` or
 ``mypkg.*`` it asks the finders behind it where the module is; when that is a ``.py``
 file whose bytes contain ``castpile``, the module is loaded from the transpiled entry
-in the compile cache (:mod:`castpile.cache`), built first if missing or damaged.
-Every other module is left to the normal finders untouched.
+in the compile cache (:mod:`castpile.cache`), built first if it is missing, damaged by
+accident (the seal catches truncation, partial writes, bit rot), not a regular file, or
+could have been written by another user (ownership and permission checks).  Nothing
+stops the cache's owner from rewriting an entry with a recomputed seal; it then runs,
+as any code the owner writes would.  Every other module is left to the normal finders
+untouched.
 
 What the loaded module looks like:
 

@@ -4,6 +4,8 @@ import hashlib
 import os
 import re
 import stat
+import subprocess
+import sys
 
 import platformdirs
 import pytest
@@ -78,13 +80,17 @@ def corruptions():
     def tampered_body(data):
         return data.replace(b"return 1", b"return 2")
 
+    def flipped_byte(data):
+        at = data.index(b"return 1") + len(b"return ")
+        return data[:at] + bytes([data[at] ^ 1]) + data[at + 1 :]  # "return 0": still valid Python
+
     def no_trailer(data):
         return data[: data.rindex(b"# castpile-cache")]
 
     def empty(data):
         return b""
 
-    return [truncate, garbage, tampered_body, no_trailer, empty]
+    return [truncate, garbage, tampered_body, flipped_byte, no_trailer, empty]
 
 
 @pytest.mark.parametrize("corrupt", corruptions(), ids=lambda f: f.__name__)
@@ -125,6 +131,38 @@ def test_symlinked_entry_is_not_loaded(tmp_path):
     assert cache.load(link, KEY) is None
 
 
+def test_directory_at_entry_path_is_a_miss_and_a_clear_error_on_store(tmp_path):
+    p = cache.entry_path(cache.prepare_dir(tmp_path / "c"), "m", KEY)
+    p.mkdir()
+    (p / "kept").write_text("not castpile's")
+    assert cache.load(p, KEY) is None
+    with pytest.raises(cache.BlockedEntryError, match=rf"{re.escape(str(p))} is a directory.*remove it"):
+        cache.store(p, KEY, BODY)
+    assert (p / "kept").read_text() == "not castpile's"
+    assert sorted(f.name for f in p.parent.iterdir()) == [p.name]  # no temporary file left
+
+
+@pytest.mark.parametrize(
+    "module", ["pkg." + "m" * 250, "пакет." + "ядро" * 60, "pkg." + "名" * 90], ids=["ascii", "cyrillic", "cjk"]
+)
+def test_long_module_name_gives_a_bounded_readable_entry_name(tmp_path, module):
+    d = cache.prepare_dir(tmp_path / "c")
+    p = cache.entry_path(d, module, KEY)
+    assert len(p.name.encode()) <= 200  # room left for the temporary file's affixes within 255
+    assert module.startswith(p.name[: -len(f"-{KEY}.py")][:20])
+    assert cache.store(p, KEY, BODY) == cache.load(p, KEY) is not None
+    assert cache.info(d)["entries"] == 1
+
+
+@pytest.mark.parametrize("module", ["пакет.ядро", "pkg.noyau_é", "包.核"], ids=["cyrillic", "latin", "cjk"])
+def test_non_ascii_module_entry_is_listed_and_cleared(tmp_path, module):
+    d = cache.prepare_dir(tmp_path / "c")
+    cache.store(cache.entry_path(d, module, KEY), KEY, BODY)
+    assert cache.info(d)["entries"] == 1
+    assert cache.clear(d) == 1
+    assert list(d.iterdir()) == []
+
+
 def test_failed_write_leaves_no_temp_file(tmp_path, monkeypatch):
     d = cache.prepare_dir(tmp_path / "c")
 
@@ -152,21 +190,46 @@ def test_key_covers_source_path_options_and_version(monkeypatch):
     assert re.fullmatch(r"[0-9a-f]{64}", base), base  # a sha256 hex digest, usable in a file name
 
 
+KILLED_WHILE_STORING = """
+import os, sys
+from castpile import cache
+os.replace = lambda src, dst: os._exit(0)
+cache.store(cache.entry_path(cache.cache_dir(sys.argv[1]), "m2", {key!r}), {key!r}, b"z = 3\\n")
+"""
+
+NOT_CASTPILES = [
+    ".tmp-notes",
+    ".tmp-m0.py.1.2.tmp",
+    ".castpile-tmp-notes",
+    "notes.txt",
+    "m0-" + KEY[:16] + ".py",
+    "my notes-" + KEY + ".py",
+]
+
+
 def fill(d):
+    """Two entries (returned), the temporary file of a store killed before its rename, and files castpile did not make."""
+    made = []
     for i, body in enumerate([BODY, b"y = 2\n"]):
         key = hashlib.sha256(bytes([i])).hexdigest()
-        cache.store(cache.entry_path(d, f"m{i}", key), key, body)
-    (d / ".tmp-m0-left-by-a-killed-process").write_bytes(b"x")
-    (d / "notes.txt").write_text("not ours")
+        made.append(cache.entry_path(d, f"m{i}", key))
+        cache.store(made[-1], key, body)
+    killed = subprocess.run([sys.executable, "-c", KILLED_WHILE_STORING.format(key=KEY), str(d)], timeout=60)
+    assert killed.returncode == 0
+    for name in NOT_CASTPILES:
+        (d / name).write_text("not castpile's")
+    return made
 
 
 def test_info_and_clear(tmp_path):
     d = cache.prepare_dir(tmp_path / "c")
-    fill(d)
-    sizes = sum(p.stat().st_size for p in d.glob("m*.py"))
+    made = fill(d)
+    [leftover] = set(os.listdir(d)) - set(NOT_CASTPILES) - {p.name for p in made}
+    assert leftover.startswith(".castpile-tmp-m2-")
+    sizes = sum(p.stat().st_size for p in made)
     assert cache.info(d) == {"dir": str(d), "entries": 2, "bytes": sizes}
     assert cache.clear(d) == 2
-    assert [p.name for p in d.iterdir()] == ["notes.txt"]
+    assert sorted(p.name for p in d.iterdir()) == sorted(NOT_CASTPILES)
     assert cache.info(d)["entries"] == 0
     assert cache.info(tmp_path / "missing") == {"dir": str(tmp_path / "missing"), "entries": 0, "bytes": 0}
 

@@ -5,6 +5,7 @@ to tmp_path under fresh names; some checks run in fresh interpreters.
 """
 
 import builtins
+import codecs
 import hashlib
 import importlib
 import importlib.machinery
@@ -289,6 +290,8 @@ CORRUPTIONS = {
     "truncated": lambda data: data[: len(data) // 2],
     "garbage": lambda data: os.urandom(len(data)),
     "empty": lambda data: b"",
+    # one bit of one byte, still valid Python: "raised" becomes "saised"
+    "flipped byte": lambda data: data.replace(b"raised from", b"saised from"),
     # valid Python that would run if the entry were trusted without its seal
     "tampered": lambda data: b"import builtins\nbuiltins.CASTPILE_TAMPERED = True\n" + data,
 }
@@ -306,11 +309,94 @@ def test_damaged_entry_is_rebuilt_not_executed(pkg, cache_dir, how):
     assert entries(cache_dir) == [entry] and entry.read_bytes() == good
 
 
+FIFO_AT_ENTRY = """
+import os, sys
+sys.path.insert(0, {root!r})
+import castpile
+from castpile import cache
+source = {source!r}
+key = cache.entry_key(open(source, "rb").read(), source, {{"strategy": "loop"}})
+entry = cache.entry_path(cache.prepare_dir(cache.cache_dir({cache!r})), {module!r}, key)
+os.mkfifo(entry)
+castpile.install_import_hook({pkg!r}, cache_dir={cache!r})
+from {pkg} import check
+print(check.check(), entry.is_fifo(), cache.load(entry, key) is not None)
+"""
+
+
+def test_fifo_at_entry_path_is_replaced_without_hanging(pkg, cache_dir):
+    code = FIFO_AT_ENTRY.format(
+        root=str(pkg.root), source=str(pkg.path("kern")), cache=str(cache_dir), module=f"{pkg.name}.kern", pkg=pkg.name
+    )
+    res = run_python(code, timeout=30)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["4", "False", "True"]
+
+
+def test_directory_at_entry_path_is_a_clear_error(pkg, cache_dir):
+    source = pkg.path("kern")
+    key = cache.entry_key(source.read_bytes(), str(source), {"strategy": "loop"})
+    entry = cache.entry_path(cache.prepare_dir(cache_dir), f"{pkg.name}.kern", key)
+    entry.mkdir()
+    castpile.install_import_hook(pkg.name, cache_dir=cache_dir)
+    with pytest.raises(cache.BlockedEntryError, match=rf"{re.escape(str(entry))} is a directory.*remove it"):
+        pkg.load("kern")
+    assert entry.is_dir() and sorted(cache_dir.iterdir()) == [entry]
+
+
+@pytest.mark.parametrize("module", ["k" * 200, "ядро", "я" * 110], ids=["long", "non-ascii", "long-non-ascii"])
+def test_long_and_non_ascii_module_names(pkg, cache_dir, module):
+    pkg.write(module, KERNEL.format(scale=""))
+    castpile.install_import_hook(pkg.name, cache_dir=cache_dir)
+    kern = pkg.load(module)
+    tensors = [torch.randn(5) for _ in range(4)]
+    torch.testing.assert_close(kern.multicast_sum(tensors), torch.stack(tensors).sum(0))
+    assert cache.info(cache_dir)["entries"] == 1
+    assert cache.clear(cache_dir) == 1 and list(cache_dir.iterdir()) == []
+
+
+PAIR_SUM = """\
+import triton
+import triton.language as tl
+from castpile import multicast_like
+
+
+@triton.jit
+def pair_sum(out, dev_ptrs, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    bufs = multicast_like(out, dev_ptrs[:2])
+    x = bufs[offs]
+    tl.store(out + offs, tl.sum(x, axis=0))
+"""
+
+
+def test_module_starting_with_utf8_bom(pkg, cache_dir):
+    pkg.path("pair").write_bytes(codecs.BOM_UTF8 + PAIR_SUM.encode())
+    castpile.install_import_hook(pkg.name, cache_dir=cache_dir)
+    pair = pkg.load("pair")
+    tensors = [torch.randn(8) for _ in range(2)]
+    out = torch.empty(8)
+    pair.pair_sum[(1,)](out, torch.tensor([t.data_ptr() for t in tensors], dtype=torch.int64), BLOCK=8)
+    torch.testing.assert_close(out, tensors[0] + tensors[1])
+    assert len(entries(cache_dir)) == 1
+
+
 def forge(entry: Path, good: bytes) -> bytes:
     """A well-sealed entry that sets a flag when executed."""
     key = entry.stem.rsplit("-", 1)[1]
     body = b"import builtins\nbuiltins.CASTPILE_FORGED = True\n" + good[: good.rindex(b"# castpile-cache ")]
     return body + f"# castpile-cache {key} {hashlib.sha256(body).hexdigest()}\n".encode()
+
+
+def test_entry_resealed_by_its_owner_runs(pkg, cache_dir):
+    """The documented limit of the seal: it catches accidents, not the cache's owner."""
+    castpile.install_import_hook(pkg.name, cache_dir=cache_dir)
+    pkg.check()
+    [entry] = entries(cache_dir)
+    entry.write_bytes(forge(entry, entry.read_bytes()))
+    assert "CASTPILE_FORGED" not in vars(builtins)
+    pkg.check(W=2)
+    assert vars(builtins).pop("CASTPILE_FORGED", None) is True
 
 
 @pytest.mark.parametrize("insecure", ["group-writable", "other-writable", "foreign-owner"])
