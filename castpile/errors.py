@@ -61,6 +61,9 @@ class TranspileError(Exception):
 
 
 def source_line(text: str, line: int) -> str:
-    """The 1-based ``line`` of ``text`` (empty when out of range)."""
-    lines = text.splitlines()
+    """The 1-based ``line`` of ``text`` (empty when out of range), lines broken as Python
+    breaks them: at ``\\r\\n``, ``\\r`` and ``\\n`` only (a form feed, say, is no line break)."""
+    import re  # here: `import castpile` stays cheap
+
+    lines = re.split(r"\r\n|\r|\n", text)
     return lines[line - 1] if 0 < line <= len(lines) else ""
