@@ -1,12 +1,12 @@
 """Single-GPU benchmark of a scatter-add whose old values are unused: castpile (both strategies) against the hand loop.
 
-    python benchmarks/bench_atomics.py --out benchmarks/results/bench-atomics.json
+    python benchmarks/bench_atomics.py --out docs/data/bench-atomics.json
 
 ``tl.atomic_add(bufs[offs], v[None, :], sem="relaxed")`` into W fp32 buffers of N
 elements, as a statement (language v1.1 lowers it without assembling the old
 values), against ``hand_scatter_add`` (a static loop over the W addresses, one
 masked ``tl.atomic_add`` each).  Every competitor runs in this process on the same
-buffers, interleaved (bench_gpu.timed); each result is checked against torch first.
+buffers, interleaved (harness.timed_one_gpu); each result is checked against torch first.
 """
 
 import argparse
@@ -22,10 +22,10 @@ import triton
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-import hand_kernels as hand  # noqa: E402
-from bench_gpu import BLOCK, WARPS, timed, write  # noqa: E402
-from generated import stack_kernels_gather as cp_gather  # noqa: E402
-from generated import stack_kernels_loop as cp_loop  # noqa: E402
+from harness import STACK_BLOCK as BLOCK, STACK_WARPS as WARPS, timed_one_gpu, write_result  # noqa: E402
+from kernels import hand_kernels as hand  # noqa: E402
+from kernels.generated import stack_kernels_gather as cp_gather  # noqa: E402
+from kernels.generated import stack_kernels_loop as cp_loop  # noqa: E402
 
 WORLDS = (2, 4, 8)
 N = 1 << 22
@@ -46,7 +46,7 @@ def competitors(world: int, dev):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="benchmarks/results/bench-atomics.json")
+    parser.add_argument("--out", default="docs/data/bench-atomics.json")
     parser.add_argument("--reps", type=int, default=11)
     args = parser.parse_args(argv)
     dev = torch.device("cuda", 0)
@@ -63,11 +63,11 @@ def main(argv=None):
             fn()
             torch.cuda.synchronize()
             assert all(torch.equal(b, vals) for b in bufs), name
-        us = timed(fns, 20, args.reps)
+        us = timed_one_gpu(fns, 20, args.reps)
         row = {"W": world, "us": us, "ratio_to_hand": {k: v / us["hand"] for k, v in us.items()}}
         rows.append(row)
         print(json.dumps(row), flush=True)
-    write(args.out, {**meta, "rows": rows})
+    write_result(args.out, {**meta, "rows": rows})
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """CPU benchmark of the transpiler, whole processes, ratios within one run.
 
-    python benchmarks/bench_cpu.py --out docs/bench-cpu.json
+    python benchmarks/bench_cpu.py --out docs/data/bench-cpu.json
 
 1. a generated 3,000-line kernel module with 200 multicast bindings:
    ``python -m castpile big.py -o out.py`` against a process that parses the
@@ -135,7 +135,7 @@ CASES = ("big_module", "no_castpile", "warm_import", "long_index")
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="docs/bench-cpu.json")
+    parser.add_argument("--out", default="docs/data/bench-cpu.json")
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--case", action="append", choices=CASES, help="run only this case (repeatable; default: all)")
     args = parser.parse_args(argv)

@@ -1,6 +1,6 @@
 """Single-GPU benchmark: castpile's stack kernels against the same kernels by hand, torch and Helion.
 
-    python benchmarks/bench_gpu.py --out benchmarks/results/bench-gpu.json
+    python benchmarks/bench_gpu.py --out docs/data/bench-gpu.json
 
 For each kernel (sum over the stack, broadcast store, gather of all buffers),
 W in {2, 4, 8} bf16 buffers and 4K, 1M, 64M elements, every competitor runs in
@@ -15,7 +15,6 @@ Every competitor's result is checked against torch first.
 import argparse
 import json
 import platform
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -26,35 +25,17 @@ import triton
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-import hand_kernels as hand  # noqa: E402
 from castpile.gpu.launch import bind  # noqa: E402
-from generated import stack_kernels_gather as cp_gather  # noqa: E402
-from generated import stack_kernels_loop as cp_loop  # noqa: E402
+from harness import STACK_BLOCK as BLOCK, STACK_WARPS as WARPS, timed_one_gpu, write_result  # noqa: E402
+from kernels import hand_kernels as hand  # noqa: E402
+from kernels.generated import stack_kernels_gather as cp_gather  # noqa: E402
+from kernels.generated import stack_kernels_loop as cp_loop  # noqa: E402
 
 SIZES = {"4K": 4096, "1M": 1 << 20, "64M": 64 << 20}
 WORLDS = (2, 4, 8)
 KERNELS = ("sum", "store", "gather")
-BLOCK, WARPS = 1024, 4
 GRAPH_SIZES = ("4K", "1M")
 GRAPH_CALLS = 20
-
-
-def timed(fns: dict, iters: int, reps: int) -> dict:
-    """Median microseconds per call of each callable, rounds interleaved across callables."""
-    for fn in fns.values():
-        fn()
-    torch.cuda.synchronize()
-    samples = {name: [] for name in fns}
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(reps):
-        for name, fn in fns.items():
-            start.record()
-            for _ in range(iters):
-                fn()
-            end.record()
-            end.synchronize()
-            samples[name].append(start.elapsed_time(end) * 1000 / iters)
-    return {name: statistics.median(v) for name, v in samples.items()}
 
 
 def host_times(fns: dict, calls: int = 500) -> dict:
@@ -89,7 +70,7 @@ def helion_kernels():
     """Helion's stack-tensor sum, or None and the reason it is missing."""
     try:
         import helion
-        from helion_kernels import helion_sum
+        from kernels.helion_kernels import helion_sum
     except Exception as exc:  # reported in the results
         return None, f"{type(exc).__name__}: {exc}"
     return helion_sum, f"helion {getattr(helion, '__version__', '?')}"
@@ -153,7 +134,7 @@ def case(kernel, world, n, dev, helion_sum):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="benchmarks/results/bench-gpu.json")
+    parser.add_argument("--out", default="docs/data/bench-gpu.json")
     parser.add_argument("--reps", type=int, default=11)
     args = parser.parse_args(argv)
     dev = torch.device("cuda", 0)
@@ -173,18 +154,19 @@ def main(argv=None):
         nbytes = (world + 1) * SIZES["64M"] * 2 // 2
         src = torch.empty(nbytes, device=dev, dtype=torch.uint8)
         dst = torch.empty_like(src)
-        t = timed({"copy": lambda: dst.copy_(src)}, 10, args.reps)["copy"]
+        t = timed_one_gpu({"copy": lambda: dst.copy_(src)}, 10, args.reps)["copy"]
         copies[f"W{world}"] = {"bytes_moved": 2 * nbytes, "us": t, "TBps": 2 * nbytes / t / 1e6}
         del src, dst
     for size, n in SIZES.items():
         for world in WORLDS:
             for kernel in KERNELS:
                 fns, errors, moved = case(kernel, world, n, dev, helion_sum)
-                eager = timed(fns, iters[size], args.reps)
+                eager = timed_one_gpu(fns, iters[size], args.reps)
                 graph = {}
                 if size in GRAPH_SIZES:
-                    graph = timed({k: graphed(fns[k], GRAPH_CALLS) for k in ("hand", "castpile_loop", "castpile_gather",
-                                                                             "torch") if k in fns}, 5, args.reps)
+                    graphs = {k: graphed(fns[k], GRAPH_CALLS)
+                              for k in ("hand", "castpile_loop", "castpile_gather", "torch") if k in fns}
+                    graph = timed_one_gpu(graphs, 5, args.reps)
                     graph = {k: v / GRAPH_CALLS for k, v in graph.items()}
                 row = {"kernel": kernel, "W": world, "size": size, "elements": n, "bytes_moved": moved,
                        "eager_us": eager, "graph_us": graph, "max_abs_error": errors}
@@ -192,16 +174,10 @@ def main(argv=None):
                     row["host_us"] = host_times(fns)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-                write(args.out, {**meta, "copy": copies, "rows": rows})
+                write_result(args.out, {**meta, "copy": copies, "rows": rows})
                 del fns
                 torch.cuda.empty_cache()
-    write(args.out, {**meta, "copy": copies, "rows": rows})
-
-
-def write(path, result):
-    """``result`` as indented JSON at ``path`` (its folder made if missing)."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(result, indent=1) + "\n")
+    write_result(args.out, {**meta, "copy": copies, "rows": rows})
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ be all zero.  A watchdog ends the job if a configuration takes longer than
 launches, CUDA events, a fixed count of calls identical on every rank).
 
     NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \\
-        torchrun --nproc_per_node 2 benchmarks/gpu_collectives_check.py --out results.json
+        torchrun --nproc_per_node 2 benchmarks/gpu_collectives_check.py --out docs/data/collectives-2xh200.json
 """
 
 import argparse
@@ -24,8 +24,8 @@ import triton
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from bench_collectives import start_ranks  # noqa: E402
 from castpile.gpu import collectives, runtime  # noqa: E402
+from harness import start_ranks  # noqa: E402
 
 SIZES = [4 << 10, 32 << 10, 256 << 10, 2 << 20, 16 << 20, 64 << 20]
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
@@ -94,7 +94,7 @@ def main():
     parser.add_argument("--sizes", type=int, nargs="+", default=SIZES, help="bytes of each rank's input")
     parser.add_argument("--dtypes", nargs="+", default=list(DTYPES), choices=list(DTYPES))
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per configuration")
-    parser.add_argument("--out", default="collectives.json")
+    parser.add_argument("--out", default="docs/data/collectives-2xh200.json")
     args = parser.parse_args()
 
     rank, world, device, dog = start_ranks(args.timeout)

@@ -3,7 +3,7 @@
     NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \\
         ncu --target-processes all --clock-control none -k regex:'_copy|all_reduce' --section SpeedOfLight \\
             --metrics nvlrx__bytes.sum.per_second,nvltx__bytes.sum.per_second --csv --page details \\
-            python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/ncu_nvlink.py > ncu.csv
+            python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/ncu_nvlink.py > docs/data/ncu-nvlink.csv
 
 Each rank runs, on a 32 MB bf16 symmetric buffer: a Triton copy from the peer's
 buffer (pull), a copy into it (push), and the library's one-shot and two-shot
@@ -23,9 +23,9 @@ from torch.distributed import _symmetric_memory as symm_mem
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from bench_collectives import start_ranks, stop_ranks  # noqa: E402
 from castpile.gpu import collectives, launch, runtime  # noqa: E402
-from hand_kernels import _copy  # noqa: E402
+from harness import start_ranks, stop_ranks  # noqa: E402
+from kernels.hand_kernels import _copy  # noqa: E402
 
 NBYTES = 32 << 20
 

@@ -1,6 +1,6 @@
 """Compile the benchmark kernels for sm_90 on the CPU and compare their PTX.
 
-    python benchmarks/ptx_compare.py --out docs/bench-ptx.json
+    python benchmarks/ptx_compare.py --out docs/data/bench-ptx.json
 
 For every kernel (sum, store, gather), W and implementation (hand-written,
 castpile loop, castpile gather; aligned and not) it counts the memory
@@ -22,6 +22,8 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent)]  # the generated kernels import castpile
+KERNEL_DIR = HERE / "kernels"
 KERNELS = ("sum", "store", "gather")
 WORLDS = (2, 4, 8)
 PATTERNS = {
@@ -44,10 +46,10 @@ def load(path: Path):
 def variants():
     """(label, module path, function name, extra constexprs) for every implementation."""
     for kernel in KERNELS:
-        yield kernel, "hand", HERE / "hand_kernels.py", f"hand_{kernel}", {"ALIGN": True}
-        yield kernel, "hand_noalign", HERE / "hand_kernels.py", f"hand_{kernel}", {"ALIGN": False}
+        yield kernel, "hand", KERNEL_DIR / "hand_kernels.py", f"hand_{kernel}", {"ALIGN": True}
+        yield kernel, "hand_noalign", KERNEL_DIR / "hand_kernels.py", f"hand_{kernel}", {"ALIGN": False}
         for strategy in ("loop", "gather"):
-            path = HERE / "generated" / f"stack_kernels_{strategy}.py"
+            path = KERNEL_DIR / "generated" / f"stack_kernels_{strategy}.py"
             yield kernel, f"castpile_{strategy}", path, f"stack_{kernel}", {}
             yield kernel, f"castpile_{strategy}_noalign", path, f"stack_{kernel}_u", {}
 
@@ -62,7 +64,7 @@ def stats(ptx: str) -> dict:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="docs/bench-ptx.json")
+    parser.add_argument("--out", default="docs/data/bench-ptx.json")
     parser.add_argument("--ptx-dir", help="also write each PTX file here")
     args = parser.parse_args(argv)
     sig = {"ex": "*bf16", "table": "*i64", "out": "*bf16", "n": "i32", "W": "constexpr", "BLOCK": "constexpr"}

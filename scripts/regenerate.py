@@ -19,9 +19,9 @@ import castpile  # noqa: E402
 # (castpile-language source, output, strategy), paths relative to the repository root
 GENERATED = [
     ("castpile/gpu/collectives/kernels.py", "castpile/gpu/collectives/kernels_triton.py", "loop"),
-    ("benchmarks/stack_kernels.py", "benchmarks/generated/stack_kernels_loop.py", "loop"),
-    ("benchmarks/stack_kernels.py", "benchmarks/generated/stack_kernels_gather.py", "gather"),
-    ("benchmarks/barrier_kernels.py", "benchmarks/generated/barrier_kernels_loop.py", "loop"),
+    ("benchmarks/kernels/stack_kernels.py", "benchmarks/kernels/generated/stack_kernels_loop.py", "loop"),
+    ("benchmarks/kernels/stack_kernels.py", "benchmarks/kernels/generated/stack_kernels_gather.py", "gather"),
+    ("benchmarks/kernels/barrier_kernels.py", "benchmarks/kernels/generated/barrier_kernels_loop.py", "loop"),
 ]
 
 

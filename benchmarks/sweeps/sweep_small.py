@@ -1,7 +1,7 @@
 """Tile and warp sweep of the library's one-shot and two-shot all-reduce at small sizes, inside CUDA graphs.
 
     NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \\
-        python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/sweep_small.py --out sweep.json
+        python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/sweeps/sweep_small.py --out docs/data/bench-sweep-small.json
 
 bf16, 4 KB / 32 KB / 256 KB per rank.  Every configuration is checked once on
 integer data against the exact sum, then timed as replays of a CUDA graph of
@@ -18,13 +18,12 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent)]
+BENCH = Path(__file__).resolve().parents[1]  # benchmarks/, for harness and kernels
+sys.path[:0] = [str(BENCH), str(BENCH.parent)]
 
-import allreduce_variants as av  # noqa: E402
-from bench_collectives import (GRAPH_CALLS, fill_pattern, graph_timed, max_abs_error, pattern_sum,  # noqa: E402
-                               run_header, start_ranks, stop_ranks, write_result)
 from castpile.gpu import runtime  # noqa: E402
+from harness import (GRAPH_CALLS, bound_one_shot, fill_pattern, graph_timed, max_abs_error, pattern_sum,  # noqa: E402
+                     run_header, start_ranks, stop_ranks, write_result)
 
 SIZES = [4 << 10, 32 << 10, 256 << 10]
 CONFIGS = [(block, warps) for block in (256, 512, 1024, 2048, 4096) for warps in (1, 2, 4)]
@@ -46,7 +45,8 @@ def main(argv=None):
         expect = pattern_sum(n, world, dev)
         fns = {"symm_mem_one_shot": lambda: torch.ops.symm_mem.one_shot_all_reduce(x, "sum", group_name)}
         for block, warps in CONFIGS:
-            fns[f"one_shot_b{block}_w{warps}"] = av.one_shot(symm, out, block=block, blocks=symm.max_blocks, warps=warps)
+            fns[f"one_shot_b{block}_w{warps}"] = bound_one_shot(symm, out, block=block, blocks=symm.max_blocks,
+                                                                warps=warps)
         errors = {}
         for name, fn in fns.items():
             if name.startswith("one_shot"):

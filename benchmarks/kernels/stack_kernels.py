@@ -30,7 +30,7 @@ def stack_store(ex, table, src, n, W: tl.constexpr, BLOCK: tl.constexpr):
 
 @triton.jit
 def stack_store_cs(ex, table, src, n, W: tl.constexpr, BLOCK: tl.constexpr):
-    """``stack_store`` with streaming stores (``cache_modifier=".cs"``), for benchmarks/sweep_store.py."""
+    """``stack_store`` with streaming stores (``cache_modifier=".cs"``), for benchmarks/sweeps/sweep_store.py."""
     bufs = multicast_like(ex, table[:W], shape=(n,), align=16)
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(src + offs, mask=offs < n)

@@ -1,4 +1,4 @@
-"""One-shot all-reduce with a choice of start barrier, for benchmarks/sweep_barrier.py (transpiled into ``generated/``).
+"""One-shot all-reduce with a choice of start barrier (transpiled into ``generated/``), for sweeps/sweep_barrier.py.
 
 ``START_ORDERED`` picks the memory order of the library's barrier before the
 reads: release/acquire, or relaxed (what the library does: the kernel boundary

@@ -1,7 +1,7 @@
 """Tile, warp and grid sweep of the library's all-reduce kernels at 32 and 64 MB (2 ranks, bf16, eager).
 
     NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \\
-        python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/sweep_large.py --out sweep.json
+        python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/sweeps/sweep_large.py --out docs/data/bench-sweep-large.json
 
 Every configuration is checked once on integer data against the exact sum, then
 timed (median over interleaved rounds of the slower rank) beside NCCL.
@@ -15,13 +15,12 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent)]
+BENCH = Path(__file__).resolve().parents[1]  # benchmarks/, for harness and kernels
+sys.path[:0] = [str(BENCH), str(BENCH.parent)]
 
-import allreduce_variants as av  # noqa: E402
-from bench_collectives import (fill_pattern, max_abs_error, pattern_sum, run_header, start_ranks,  # noqa: E402
-                               stop_ranks, timed, write_result)
 from castpile.gpu import runtime  # noqa: E402
+from harness import (bound_one_shot, bound_two_shot, fill_pattern, max_abs_error, pad_blocks, pattern_sum,  # noqa: E402
+                     run_header, start_ranks, stop_ranks, timed, write_result)
 
 SIZES = [32 << 20, 64 << 20]
 # (tile elements, warps, blocks per SM)
@@ -43,9 +42,10 @@ def main(argv=None):
         expect = pattern_sum(n, world, dev)
         fns = {"nccl": lambda: dist.all_reduce(ref)}
         for block, warps, per_sm in CONFIGS:
-            blocks = min(per_sm * sms, av.pad_blocks(symm))
-            fns[f"one_b{block}_w{warps}_x{per_sm}"] = av.one_shot(symm, out, block=block, blocks=blocks, warps=warps)
-            fns[f"two_b{block}_w{warps}_x{per_sm}"] = av.two_shot(symm, block=block, blocks=blocks, warps=warps)
+            blocks = min(per_sm * sms, pad_blocks(symm))
+            fns[f"one_b{block}_w{warps}_x{per_sm}"] = bound_one_shot(symm, out, block=block, blocks=blocks,
+                                                                     warps=warps)
+            fns[f"two_b{block}_w{warps}_x{per_sm}"] = bound_two_shot(symm, block=block, blocks=blocks, warps=warps)
         errors = {}
         for name, fn in fns.items():
             if name == "nccl":

@@ -30,7 +30,7 @@ def stack_store(ex, table, src, n, W: tl.constexpr, BLOCK: tl.constexpr):
 
 @triton.jit
 def stack_store_cs(ex, table, src, n, W: tl.constexpr, BLOCK: tl.constexpr):
-    """``stack_store`` with streaming stores (``cache_modifier=".cs"``), for benchmarks/sweep_store.py."""
+    """``stack_store`` with streaming stores (``cache_modifier=".cs"``), for benchmarks/sweeps/sweep_store.py."""
     bufs = table
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(src + offs, mask=offs < n)
@@ -82,7 +82,7 @@ def stack_scatter_add(ex, table, vals, n, W: tl.constexpr, BLOCK: tl.constexpr):
     _castpile_atomic_loop(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), "add", v[None, :], sem="relaxed", align=16, keep_old=False)
 
 
-# ---- castpile 0.1.0 helpers: generated, called by the rewritten accesses above ----
+# ---- castpile 0.2.0 helpers: generated, called by the rewritten accesses above ----
 import triton
 import triton.language as tl
 

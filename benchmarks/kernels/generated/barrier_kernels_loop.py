@@ -1,4 +1,4 @@
-"""One-shot all-reduce with a choice of start barrier, for benchmarks/sweep_barrier.py (transpiled into ``generated/``).
+"""One-shot all-reduce with a choice of start barrier (transpiled into ``generated/``), for sweeps/sweep_barrier.py.
 
 ``START_ORDERED`` picks the memory order of the library's barrier before the
 reads: release/acquire, or relaxed (what the library does: the kernel boundary
@@ -27,7 +27,7 @@ def one_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.co
     barrier(pad, pad_ptrs, rank, WORLD, True)
 
 
-# ---- castpile 0.1.0 helpers: generated, called by the rewritten accesses above ----
+# ---- castpile 0.2.0 helpers: generated, called by the rewritten accesses above ----
 import triton
 import triton.language as tl
 

@@ -1,9 +1,9 @@
 """The two-shot all-reduce with a pushing reduce-scatter against the pulling one, 2 x H200.
 
     NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \\
-        python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/sweep_push.py --out docs/bench-sweep-push.json
+        python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/sweeps/sweep_push.py --out docs/data/bench-sweep-push.json
 
-bf16, 2 / 32 / 64 MB, eager, medians of interleaved rounds (bench_collectives.timed);
+bf16, 2 / 32 / 64 MB, eager, medians of interleaved rounds (harness.timed);
 every variant is checked exact on integer data first.
 """
 
@@ -15,12 +15,12 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent)]
+BENCH = Path(__file__).resolve().parents[1]  # benchmarks/, for harness and kernels
+sys.path[:0] = [str(BENCH), str(BENCH.parent)]
 
-from bench_collectives import (fill_pattern, max_abs_error, pattern_sum, run_header, start_ranks,  # noqa: E402
-                               stop_ranks, timed, write_result)
 from castpile.gpu import collectives, runtime  # noqa: E402
+from harness import (fill_pattern, max_abs_error, pattern_sum, run_header, start_ranks, stop_ranks, timed,  # noqa: E402
+                     write_result)
 
 SIZES = [2 << 20, 32 << 20, 64 << 20]
 

@@ -1,9 +1,9 @@
 """Barrier variants of the one-shot all-reduce at small sizes, inside CUDA graphs, beside symm_mem's one-shot.
 
     NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \\
-        python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/sweep_barrier.py --out sweep.json
+        python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/sweeps/sweep_barrier.py --out docs/data/bench-sweep-barrier.json
 
-Variants (benchmarks/barrier_kernels.py): ``acqrel`` (release/acquire in both barriers) and
+Variants (benchmarks/kernels/barrier_kernels.py): ``acqrel`` (release/acquire in both barriers) and
 ``relaxed_start`` (relaxed atomics in the barrier before the reads, what the library now does).
 2048-element tiles, 4 warps.  (A first version also tried polling flags with volatile loads; it
 hung, see docs/perf-findings.md.)
@@ -18,14 +18,14 @@ import torch
 import torch.distributed as dist
 import triton
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent)]
+BENCH = Path(__file__).resolve().parents[1]  # benchmarks/, for harness and kernels
+sys.path[:0] = [str(BENCH), str(BENCH.parent)]
 
-from bench_collectives import (GRAPH_CALLS, fill_pattern, graph_timed, max_abs_error, pattern_sum,  # noqa: E402
-                               run_header, start_ranks, stop_ranks, write_result)
 from castpile.gpu import runtime  # noqa: E402
 from castpile.gpu.launch import bind  # noqa: E402
-from generated import barrier_kernels_loop  # noqa: E402
+from harness import (GRAPH_CALLS, fill_pattern, graph_timed, max_abs_error, pattern_sum, run_header,  # noqa: E402
+                     start_ranks, stop_ranks, write_result)
+from kernels.generated import barrier_kernels_loop  # noqa: E402
 
 SIZES = [4 << 10, 32 << 10, 256 << 10]
 BLOCK = 2048

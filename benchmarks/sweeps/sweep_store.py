@@ -1,6 +1,6 @@
 """Broadcast store at 64M bf16 elements on one GPU: cache modifier and tile against a device copy.
 
-    python benchmarks/sweep_store.py --out docs/bench-sweep-store.json
+    python benchmarks/sweeps/sweep_store.py --out docs/data/bench-sweep-store.json
 
 The store kernel reads one row and writes it into W buffers ((W + 1) x 128 MB
 moved).  Competitors, interleaved in ``--reps`` rounds of CUDA-event-timed
@@ -19,12 +19,12 @@ from pathlib import Path
 import torch
 import triton
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent)]
+BENCH = Path(__file__).resolve().parents[1]  # benchmarks/, for harness and kernels
+sys.path[:0] = [str(BENCH), str(BENCH.parent)]
 
-import hand_kernels as hand  # noqa: E402
-from bench_gpu import timed, write  # noqa: E402
-from generated import stack_kernels_loop as cp  # noqa: E402
+from harness import timed_one_gpu, write_result  # noqa: E402
+from kernels import hand_kernels as hand  # noqa: E402
+from kernels.generated import stack_kernels_loop as cp  # noqa: E402
 
 N = 64 << 20
 SHAPES = {"b1024_w4": (1024, 4), "b4096_w8": (4096, 8)}
@@ -63,7 +63,7 @@ def main():
             fn()
             torch.cuda.synchronize()
             errors[name] = max(float((b.float() - src.float()).abs().max()) for b in bufs)
-        us = timed(fns, 5, args.reps)
+        us = timed_one_gpu(fns, 5, args.reps)
         copy_tbps = moved / us["copy"] / 1e6
         rows.append({"world": world, "elements": N, "bytes_moved": moved, "us": us, "max_abs_error": errors,
                      "TBps": {k: moved / v / 1e6 for k, v in us.items()},
@@ -71,8 +71,9 @@ def main():
         print(json.dumps({k: rows[-1][k] for k in ("world", "fraction_of_copy")}), flush=True)
         del bufs, copy_src, copy_dst
         torch.cuda.empty_cache()
-    write(args.out, {
-        "command": "python benchmarks/sweep_store.py " + " ".join(sys.argv[1:]), "gpu": torch.cuda.get_device_name(dev),
+    write_result(args.out, {
+        "command": "python benchmarks/sweeps/sweep_store.py " + " ".join(sys.argv[1:]),
+        "gpu": torch.cuda.get_device_name(dev),
         "torch": torch.__version__, "triton": triton.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "reps": args.reps, "rows": rows})
 
