@@ -12,7 +12,7 @@ from pathlib import Path
 def gpu_tables(d):
     copy = d["copy"]
     yield f"Single GPU: {d['gpu']}, torch {d['torch']}, triton {d['triton']}, {d['helion']}, {d['date']}; `{d['command']}`\n"
-    yield "Ratios are hand-written time / castpile time (>= 0.98 is the target); eager = kernel[grid] launches (bound launches: bench-gpu.json).\n"
+    yield "Ratios are hand-written time / castpile time (>= 0.98 is the target); eager = kernel[grid] launches (bound launches: docs/data/bench-gpu.json).\n"
     yield "| kernel | W | size | hand µs | loop µs | gather µs | loop/hand | gather/hand | noalign hand / loop µs | torch µs | helion µs | graph hand / loop / gather µs | loop TB/s | copy TB/s |"
     yield "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     for r in d["rows"]:
