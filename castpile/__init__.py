@@ -6,16 +6,18 @@ castpile rewrites those subscripts into plain Triton.  Transpile a file with
 ``castpile kernel.py -o out.py`` or :func:`transpile`, or on import with
 :func:`install_import_hook`.
 
+The package: :mod:`castpile.compiler` (the four passes), :mod:`castpile.gpu`
+(symmetric memory, bound launches, the CPU simulator, collectives), and the front
+ends (:mod:`castpile.cli`, :mod:`castpile.hook` with :mod:`castpile.cache`).
 Importing castpile is cheap (no libcst, no sympy): transpiled modules import it
 for the names below, and GPU machines need nothing but triton to run them.
 """
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from .options import STRATEGIES, VERSION
 
-STRATEGIES = ("loop", "gather")
-"""How accesses are lowered: a loop over the buffers, or one gather of P + I pointers."""
+__version__ = VERSION
 
 _HOW = (
     "castpile.{name} only has meaning inside a kernel that castpile has transpiled: "
@@ -30,7 +32,7 @@ def transpile(source: bytes | str, path: str = "<string>", *, strategy: str = "l
     >>> transpile(b"x = 1\\n")  # no castpile use: the bytes come back unchanged
     b'x = 1\\n'
     """
-    from .transpiler import transpile_source
+    from .compiler import transpile_source
 
     return transpile_source(source, path, strategy=strategy)
 
@@ -52,9 +54,9 @@ def wait(*args, **kwargs):
 
 def __getattr__(name):
     """``Diagnostic`` and ``TranspileError`` load on first use: the CLI copies a
-    file that never mentions castpile without compiling :mod:`castpile.errors`."""
+    file that never mentions castpile without compiling :mod:`castpile.compiler.errors`."""
     if name in ("Diagnostic", "TranspileError"):
-        from . import errors
+        from .compiler import errors
 
         value = globals()[name] = getattr(errors, name)
         return value

@@ -15,6 +15,7 @@ import stat
 import sys
 
 from .files import MAX_SOURCE_BYTES, write_outputs
+from .options import mentions_castpile
 from .plain_args import plain_form
 
 
@@ -30,7 +31,7 @@ def _copied(argv: list[str]) -> bool:
             if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SOURCE_BYTES:
                 return False  # a pipe or device could not be read again by the full run
             data = f.read(MAX_SOURCE_BYTES + 1)
-        if len(data) > MAX_SOURCE_BYTES or b"castpile" in data:
+        if len(data) > MAX_SOURCE_BYTES or mentions_castpile(data):
             return False
         try:
             target = os.stat(out)

@@ -106,20 +106,21 @@ def prepare_dir(directory: Path) -> Path:
 
 
 def _castpile_fingerprint() -> bytes:
-    """Version of castpile and its dependencies, and the size and mtime of castpile's sources."""
+    """Version of castpile and its dependencies, and the size and mtime of the compiler's sources
+    (castpile/compiler: nothing else changes what a transpile writes)."""
     global _fingerprint
     if _fingerprint is None:
         from importlib import metadata
 
-        from . import __version__
+        from .options import VERSION
 
-        parts = [f"castpile={__version__}"]
+        parts = [f"castpile={VERSION}"]
         for dist in ("libcst", "sympy"):
             try:
                 parts.append(f"{dist}={metadata.version(dist)}")
             except metadata.PackageNotFoundError:
                 parts.append(f"{dist}=none")
-        here = Path(__file__).parent
+        here = Path(__file__).parent / "compiler"
         for src in sorted(here.rglob("*.py")):
             st = src.stat()
             parts.append(f"{src.relative_to(here)}:{st.st_size}:{st.st_mtime_ns}")

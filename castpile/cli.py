@@ -20,7 +20,7 @@ import io
 import os
 import sys
 
-from . import STRATEGIES, __version__
+from .options import STRATEGIES, VERSION
 from .files import MAX_SOURCE_BYTES, write_outputs
 from .plain_args import plain_form
 
@@ -30,11 +30,6 @@ from .plain_args import plain_form
 # back as it is without importing the transpiler; argparse, the transpiler and its
 # errors, libcst, sympy, difflib and traceback load on demand.  ``python -m castpile``
 # copies such a file before this module is even compiled (castpile/__main__.py).
-
-
-MAX_TRANSPILE_BYTES = 4 * 1024 * 1024
-"""Larger inputs that use castpile are diagnosed (exit 1): transpiling takes about
-1 KiB of memory per source byte.  Larger files without castpile pass through."""
 
 
 class _Usage(Exception):
@@ -57,7 +52,7 @@ def _parser():
     mode.add_argument("--diff", action="store_true", help="print a unified diff input -> output (and write any OUT)")
     mode.add_argument("--check", action="store_true", help="diagnose only; write nothing")
     p.add_argument("--strategy", choices=STRATEGIES, default="loop", help="lowering of accesses (default: loop)")
-    p.add_argument("--version", action="version", version=f"castpile {__version__}")
+    p.add_argument("--version", action="version", version=f"castpile {VERSION}")
     return p
 
 
@@ -128,18 +123,9 @@ def _run(sources: list[str], output: str | None, *, strategy="loop", check=False
     for src, target in zip(sources, targets):
         data = _read(src)
         name = "<stdin>" if src == "-" else src
-        if b"castpile" not in data:
-            results.append((name, data, data, target))  # what transpile_source returns: nothing to rewrite
-            continue
-        from .errors import Diagnostic, TranspileError
-        from .transpiler import transpile_source
+        from .compiler import transpile_source
+        from .compiler.errors import TranspileError
 
-        if len(data) > MAX_TRANSPILE_BYTES:
-            mib = MAX_TRANSPILE_BYTES // (1024 * 1024)
-            message = f"file is {len(data) / 2**20:.1f} MiB; castpile transpiles files of up to {mib} MiB: split it"
-            print(Diagnostic(name, 1, 1, message).render(), file=sys.stderr)
-            status = 1
-            continue
         try:
             out = transpile_source(data, name, strategy=strategy)
         except TranspileError as exc:

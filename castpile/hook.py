@@ -39,7 +39,8 @@ import sys
 from pathlib import Path
 
 from . import cache
-from .errors import TranspileError
+from .compiler.errors import TranspileError
+from .options import check_strategy, mentions_castpile
 
 
 class TranspileImportError(SyntaxError):
@@ -80,9 +81,9 @@ class _Loader(importlib.abc.InspectLoader):
             entry = cache.entry_path(directory, self._name, key)
             data = cache.load(entry, key)
             if data is None:
-                from . import transpile
+                from .compiler import transpile_source
 
-                out = transpile(self._source, self._path, **self._hook.options)
+                out = transpile_source(self._source, self._path, **self._hook.options)
                 data = cache.store(entry, key, out)
             self._built = (entry, data)
         return self._built
@@ -146,7 +147,7 @@ class ImportHook(importlib.abc.MetaPathFinder):
             source = spec.loader.get_data(spec.origin)
         except OSError:
             return None
-        if b"castpile" not in source:
+        if not mentions_castpile(source):
             return None
         new = importlib.machinery.ModuleSpec(
             fullname,
@@ -181,7 +182,7 @@ def install_import_hook(*packages: str, cache_dir=None, strategy: str = "loop") 
     """
     if not packages or not all(isinstance(p, str) and p and not p.startswith(".") for p in packages):
         raise ValueError(f"install_import_hook needs absolute package names, got {packages!r}")
-    hook = ImportHook(tuple(packages), cache.cache_dir(cache_dir), {"strategy": strategy})
+    hook = ImportHook(tuple(packages), cache.cache_dir(cache_dir), {"strategy": check_strategy(strategy)})
     meta = sys.meta_path
     at = next((i for i, f in enumerate(meta) if f is importlib.machinery.PathFinder), len(meta))
     meta.insert(at, hook)

@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 import castpile
-from castpile.errors import source_line
+from castpile.compiler.errors import source_line
 
 KERNEL = b"""import triton
 import triton.language as tl

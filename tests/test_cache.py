@@ -11,7 +11,7 @@ import platformdirs
 import pytest
 
 import castpile
-from castpile import cache
+from castpile import cache, options
 
 KEY = "ab" * 32
 BODY = b"import triton\n\n\ndef f():\n    return 1\n"
@@ -183,7 +183,7 @@ def test_key_covers_source_path_options_and_version(monkeypatch):
         cache.entry_key(BODY, "/b/kern.py", {"strategy": "loop"}),
         cache.entry_key(BODY, "/a/kern.py", {"strategy": "gather"}),
     }
-    monkeypatch.setattr(castpile, "__version__", "999.0")
+    monkeypatch.setattr(options, "VERSION", "999.0")
     monkeypatch.setattr(cache, "_fingerprint", None)
     others.add(cache.entry_key(BODY, "/a/kern.py", {"strategy": "loop"}))
     assert base not in others and len(others) == 4

@@ -334,7 +334,7 @@ def test_plain_copy_imports_neither_argparse_nor_the_transpiler(plain, tmp_path)
         "from castpile import cli\n"
         "sys.stdout = sys.__stdout__\n"
         "assert cli.main(sys.argv[1:]) == 0\n"
-        "heavy = ['argparse', 'castpile.errors', 'castpile.transpiler', 'libcst']\n"
+        "heavy = ['argparse', 'castpile.compiler.analyse', 'libcst', 'sympy']\n"
         "print(*[m for m in heavy if m in sys.modules])\n"
     )
     out = tmp_path / "out.py"
@@ -346,9 +346,9 @@ def test_plain_copy_imports_neither_argparse_nor_the_transpiler(plain, tmp_path)
 def test_import_castpile_stays_light_and_keeps_its_names():
     probe = (
         "import sys, castpile\n"
-        "assert 'castpile.errors' not in sys.modules\n"
+        "assert 'castpile.compiler' not in sys.modules\n"
         "from castpile import Diagnostic, TranspileError\n"
-        "from castpile.errors import TranspileError as E\n"
+        "from castpile.compiler.errors import TranspileError as E\n"
         "assert castpile.TranspileError is TranspileError is E\n"
         "assert {'Diagnostic', 'TranspileError', 'transpile'} <= set(dir(castpile))\n"
         "assert all(hasattr(castpile, n) for n in castpile.__all__)\n"

@@ -27,7 +27,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import castpile  # noqa: E402
-from castpile import cache  # noqa: E402
+from castpile import cache, options  # noqa: E402
 from castpile.hook import ImportHook, TranspileImportError  # noqa: E402
 
 REPO = Path(castpile.__file__).absolute().parent.parent
@@ -249,7 +249,7 @@ def test_strategy_and_version_change_the_entry(pkg, cache_dir, monkeypatch):
         with install_import_hook(pkg.name, cache_dir=cache_dir, strategy=strategy):
             pkg.check(W=2)
     assert len(entries(cache_dir)) == 2
-    monkeypatch.setattr(castpile, "__version__", castpile.__version__ + ".post1")
+    monkeypatch.setattr(options, "VERSION", options.VERSION + ".post1")
     monkeypatch.setattr(cache, "_fingerprint", None)
     with castpile.install_import_hook(pkg.name, cache_dir=cache_dir):
         pkg.check()

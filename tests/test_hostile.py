@@ -218,12 +218,12 @@ def test_unwritable_out_leaves_nothing(tmp_path, monkeypatch, capsys):
 
 
 def test_internal_error_exits_3_and_writes_nothing(tmp_path, monkeypatch, capsys):
-    import castpile.transpiler
+    import castpile.compiler
 
     def broken(*args, **kwargs):
         raise KeyError("boom")
 
-    monkeypatch.setattr(castpile.transpiler, "transpile_source", broken)
+    monkeypatch.setattr(castpile.compiler, "transpile_source", broken)
     src = tmp_path / "k.py"
     src.write_bytes(KERNEL)
     out = tmp_path / "out.py"

@@ -1,9 +1,9 @@
 """Analysis: find every multicast binding and access in a module, classify and check every use.
 
-The result is a :class:`~castpile.plan.Plan`: for each node that lowering must
-replace, what it is (see :mod:`castpile.plan`), and the problems found, each
+The result is a :class:`~castpile.compiler.plan.Plan`: for each node that lowering must
+replace, what it is (see :mod:`castpile.compiler.plan`), and the problems found, each
 tied to the node it is about.  Nothing is rewritten here.  Bindings are found by
-:mod:`castpile.bindings`, names resolved by :mod:`castpile.scopes`::
+:mod:`castpile.compiler.bindings`, names resolved by :mod:`castpile.compiler.scopes`::
 
     >>> source = (b"from castpile import multicast_like\\n@triton.jit\\ndef k(out, table, W: tl.constexpr):\\n"
     ...           b"    bufs = multicast_like(out, table[:W])\\n    x = bufs[0]\\n")

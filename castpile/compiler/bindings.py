@@ -1,10 +1,10 @@
 """Bindings: the multicast tensors a jit function binds, checked against the contract.
 
 One :class:`JitBindings` per ``@triton.jit`` function: each
-``name = multicast_like(...)`` becomes a :class:`~castpile.plan.Binding` in the
+``name = multicast_like(...)`` becomes a :class:`~castpile.compiler.plan.Binding` in the
 plan (table or tile form), a name bound once to a table slice
 (``tile = dev_ptrs[:W]``) passed as ``ptr_tile`` becomes a
-:class:`~castpile.plan.SliceAlias`, and every problem a located error.  The
+:class:`~castpile.compiler.plan.SliceAlias`, and every problem a located error.  The
 function's constexpr names grow by its ``tl.static_range`` loop variables and
 its names annotated ``tl.constexpr``.
 """

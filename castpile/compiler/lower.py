@@ -2,7 +2,7 @@
 
 The pass works from the plan alone: for each planned node it writes the text that
 replaces it, where a use nested inside another (a multicast load in an index, say)
-appears as that use's placeholder name; :mod:`castpile.emit` puts the texts in
+appears as that use's placeholder name; :mod:`castpile.compiler.emit` puts the texts in
 place.  A table binding::
 
     bufs = multicast_like(out, dev_ptrs[:WORLD], shape=(n,))
@@ -15,7 +15,7 @@ becomes::
 
 The arguments of every access helper are the stack (``src, count, smask``), the
 example pointer, the element offsets and the bounds mask, then the user's
-arguments in the contract's order; see :mod:`castpile.helpers`.  Every index,
+arguments in the contract's order; see :mod:`castpile.compiler.helpers`.  Every index,
 value and mask is evaluated once, in source order: indices that are not pure
 go through ``*_castpile_index((i, ...), extents, strides)`` in expressions, and
 into fresh names on the statement's own line in stores.

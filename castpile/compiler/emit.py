@@ -17,7 +17,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from . import __version__
+from ..options import VERSION
 from .lower import HELPER_PREFIX, Lowering
 from .plan import STATEMENTS, Plan
 from .walk import rebuild
@@ -99,7 +99,7 @@ def helpers_block(used: set[str], newline: str, prefix: str = HELPER_PREFIX) -> 
             todo.extend(calls[name])
     body = "\n\n\n".join(sources[name] for name in order if name in needed)
     text = (
-        "\n\n# ---- castpile " + __version__ + " helpers: generated, called by the rewritten accesses above ----\n"
+        "\n\n# ---- castpile " + VERSION + " helpers: generated, called by the rewritten accesses above ----\n"
         "import triton\nimport triton.language as tl\n\n\n" + body + "\n"
     )
     return text.replace(HELPER_PREFIX, prefix).replace("\n", newline)
