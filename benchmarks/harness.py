@@ -1,8 +1,8 @@
 """The benchmarks' shared harness: torchrun ranks, timing, the integer test pattern, result files.
 
-Every script under ``benchmarks/`` and ``benchmarks/sweeps/`` puts ``benchmarks/``
-and the repository root on ``sys.path`` before importing this module (it imports
-``castpile.gpu``), so a script runs as ``python benchmarks/X.py`` or
+The scripts under ``benchmarks/`` and ``benchmarks/sweeps/`` that import this module
+put ``benchmarks/`` and the repository root on ``sys.path`` first (it imports
+``castpile.gpu``; they import ``kernels``), so a script runs as ``python benchmarks/X.py`` or
 ``python benchmarks/sweeps/X.py`` from the repository root with triton and torch
 only (no libcst: the kernels come from ``benchmarks/kernels/generated/``).
 
