@@ -22,7 +22,7 @@ test: $(STAMP)
 	TRITON_INTERPRET=1 $(BIN)/python -m pytest
 
 bench-cpu: $(STAMP)
-	$(BIN)/python benchmarks/bench_cpu.py --out docs/bench-cpu.json
+	$(BIN)/python benchmarks/bench_cpu.py --out docs/data/bench-cpu.json
 
 snapshots: $(STAMP)
 	CASTPILE_UPDATE_SNAPSHOTS=1 TRITON_INTERPRET=1 $(BIN)/python -m pytest tests/test_snapshots.py
