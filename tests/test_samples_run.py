@@ -5,7 +5,7 @@ are checked against torch references (stack, sum, index assignment), never
 against castpile's own output.  Buffers are longer than the ``n`` the kernel is
 told, so writes past the buffers' shape are caught.
 
-A Triton 3.6 interpreter bug shapes this file (docs/bugs-from-samples.md): bf16
+A Triton 3.6 interpreter bug shapes this file (docs/history.md (S3)): bf16
 arithmetic is done on the raw uint16 bits, so bf16 appears only where data is
 moved (fp16 stands in where it is computed on).  (The interpreter's atomics also
 misread broadcast operands; castpile's helpers hand them fresh tensors, and the

@@ -25,7 +25,7 @@ import torch
 #: Tensors of at most this many bytes also get the low-latency all-reduce's scratch.
 LOW_LATENCY_MAX_BYTES = 256 << 10
 #: int32 words per tile of the low-latency all-reduce (4 warps); the fastest of 512/1024/2048 words at
-#: 4-256 KB on 2 x H200 (docs/probe-launch-ll.json).
+#: 4-256 KB on 2 x H200 (docs/data/probe-launch-ll.json).
 LOW_LATENCY_BLOCK = 512
 
 

@@ -14,7 +14,7 @@ one-kernel CUDA graph captured for that output address on first use (the last
 :data:`GRAPHS_KEPT` addresses are kept; a kept graph also keeps its output
 tensor alive); other calls launch a kernel bound once with the output passed per
 call.  Host time per wrapper call on the 2 x H200 host: 4.9-6.6 us, against 17-20
-us for ``kernel[grid](...)`` (docs/bench-collectives.json).
+us for ``kernel[grid](...)`` (docs/data/bench-collectives.json).
 
 :func:`all_reduce` picks the low-latency kernel where the tensor has its
 scratch (at most 256 KB of bf16, fp16 or fp32) and the one-shot otherwise.
@@ -31,14 +31,14 @@ from ..runtime import LOW_LATENCY_BLOCK, PUSH_TILE
 from . import kernels_triton as _k
 
 #: Elements per tile for messages up to SMALL_BYTES (4 warps, at most one block per SM); the
-#: fastest of 256-4096 with 1, 2 or 4 warps at 4-256 KB in docs/bench-sweep-small.json.
+#: fastest of 256-4096 with 1, 2 or 4 warps at 4-256 KB in docs/data/bench-sweep-small.json.
 BLOCK = 2048
 #: Elements per tile above SMALL_BYTES (8 warps, up to ``symm.max_blocks``: two blocks per SM).
 LARGE_BLOCK = 4096
 SMALL_BYTES = 256 << 10
 #: Above this many bytes ``all_reduce_two_shot`` pushes when the tensor has push scratch: at 2 MB pulling was
 #: faster (14.7 against 15.7 us), at 32 and 64 MB pushing (100.6 / 194.0 against 109.2 / 208.9 us;
-#: docs/bench-sweep-push.json).
+#: docs/data/bench-sweep-push.json).
 PUSH_MIN_BYTES = 4 << 20
 #: Output addresses per collective and tensor whose replay graph is kept.
 GRAPHS_KEPT = 4
