@@ -1,45 +1,155 @@
-"""Compile transpiled kernels for sm_90 on the CPU (run without TRITON_INTERPRET).
+"""The tests' one way to compile kernels for sm_90 (a cubin and its PTX), on the CPU.
 
-    python tests/compile_sm90.py MODULE.py KERNEL SIGNATURE_JSON CONSTEXPRS_JSON [ATTRS_JSON] ...
+``TRITON_INTERPRET=1`` (which the test suite sets) turns ``@triton.jit`` into an
+interpreter object that cannot compile, so compiles run in child processes without it.
+A test describes each compile as a :class:`Job` and calls :func:`compile_for_sm90`::
 
-Each job is four or five arguments; for each, prints ``ok KERNEL`` and writes
-the PTX next to MODULE as ``KERNEL.ptx``, or prints ``fail KERNEL: error``.
+    from compile_sm90 import Job, compile_for_sm90
+
+    results = compile_for_sm90([Job(path, "kernel", {"x": "*fp32", "B": "constexpr"}, {"B": 64})], tmp_path)
+    assert results["kernel"].ok, results["kernel"].error
+    ptx = results["kernel"].ptx.read_text()
+
+In the child, :func:`compile_jobs` is the driver: it imports each job's module (a file
+path or a module name), compiles the kernel for ``GPUTarget("cuda", 90, 32)``, requires
+a non-empty cubin, and writes the PTX to ``<out_dir>/<n>.ptx``.  It runs as
+
+    python tests/compile_sm90.py JOBS.json OUT_DIR RESULTS.json
 """
 
-import importlib.util
+from __future__ import annotations
+
 import json
+import os
+import subprocess
 import sys
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 
 
-def compile_one(module, name, signature, constexprs, attrs):
-    fn = getattr(module, name)
-    attrs = {tuple(json.loads(k)): v for k, v in attrs.items()}
-    kernel = triton.compile(ASTSource(fn, signature, constexprs, attrs), target=GPUTarget("cuda", 90, 32))
-    assert kernel.asm["cubin"], "no cubin"
-    return kernel.asm["ptx"]
+@dataclass
+class Job:
+    """One kernel to compile.
+
+    ``module``: a Python file (its path) or an importable module name; ``signature``: every
+    parameter's Triton type (``"*fp32"``, ``"i32"``, ...) or ``"constexpr"``; ``constexprs``:
+    the constexpr values; ``attrs``: per parameter index, Triton's specialisation attributes
+    (``{0: [["tt.divisibility", 16]]}`` is what the JIT records for a pointer divisible by
+    16); ``name``: the key of the result (default: the kernel's name).
+    """
+
+    module: str | Path
+    kernel: str
+    signature: dict[str, str]
+    constexprs: dict = field(default_factory=dict)
+    attrs: dict[int, list] = field(default_factory=dict)
+    name: str | None = None
+
+    def key(self) -> str:
+        return self.name or self.kernel
 
 
-def main(argv):
-    path = Path(argv[0])
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    jobs = json.loads(argv[1])
+@dataclass
+class Result:
+    """What became of one job: ``ok`` with the path of its PTX, or the error."""
+
+    ok: bool
+    error: str | None = None
+    ptx: Path | None = None
+
+
+def compile_for_sm90(jobs: list[Job], workdir: Path, processes: int = 1, timeout: int = 600) -> dict[str, Result]:
+    """Compile ``jobs`` in ``processes`` children side by side; each job's :class:`Result` by its name.
+
+    The children share a fresh Triton cache under ``workdir``; PTX files go to
+    ``workdir/ptx``.  A child that dies fails the calling test with its output.
+    """
+    keys = [job.key() for job in jobs]
+    assert len(set(keys)) == len(keys), f"job names must be unique: {keys}"
+    workdir = Path(workdir)
+    out_dir = workdir / "ptx"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["TRITON_CACHE_DIR"] = str(workdir / "triton-cache")
+    children = []
+    count = max(1, min(processes, len(jobs)))
+    for c in range(count):  # consecutive jobs (of one module, often) go to the same child
+        chunk = [(k, job) for k, job in enumerate(jobs) if k * count // max(len(jobs), 1) == c]
+        spec = workdir / f"sm90-jobs-{c}.json"
+        spec.write_text(json.dumps([_as_json(k, job) for k, job in chunk]))
+        found = workdir / f"sm90-results-{c}.json"
+        cmd = [sys.executable, str(HERE / "compile_sm90.py"), str(spec), str(out_dir), str(found)]
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        children.append((proc, found))
+    results: dict[str, Result] = {}
+    for proc, found in children:
+        output, _ = proc.communicate(timeout=timeout)
+        assert proc.returncode == 0, f"the sm_90 compile driver failed:\n{output[-5000:]}"
+        for item in json.loads(found.read_text()):
+            ptx = Path(item["ptx"]) if item["ptx"] else None
+            results[item["name"]] = Result(item["ok"], item["error"], ptx)
+    assert sorted(results) == sorted(keys), "the driver left jobs out"
+    return results
+
+
+def _as_json(k: int, job: Job) -> dict:
+    item = asdict(job)
+    item.update(module=str(job.module), name=job.key(), index=k, attrs={str(i): v for i, v in job.attrs.items()})
+    return item
+
+
+# -- the driver (in the child, without TRITON_INTERPRET) -------------------------------------------
+
+
+def compile_jobs(jobs: list[dict], out_dir: Path) -> list[dict]:
+    """Compile each job (a :class:`Job` as JSON) for sm_90: ``{name, ok, error, ptx}`` per job."""
+    import importlib
+    import importlib.util
+    import traceback
+
+    assert not os.environ.get("TRITON_INTERPRET"), "compile for sm_90 without TRITON_INTERPRET"
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    modules: dict[str, object] = {}
+
+    def load(module: str):
+        if module not in modules:
+            if module.endswith(".py"):
+                spec = importlib.util.spec_from_file_location(f"sm90_job_{len(modules)}_{Path(module).stem}", module)
+                loaded = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(loaded)
+                modules[module] = loaded
+            else:
+                modules[module] = importlib.import_module(module)
+        return modules[module]
+
+    results = []
     for job in jobs:
-        name, signature, constexprs, attrs, out = job
         try:
-            ptx = compile_one(module, name, signature, constexprs, attrs)
-            (path.parent / f"{out}.ptx").write_text(ptx)
-            print(f"ok {out}", flush=True)
-        except Exception as exc:  # reported to the test, which fails on it
-            first = str(exc).strip().splitlines()
-            print(f"fail {out}: {type(exc).__name__}: {' | '.join(first[-6:])}", flush=True)
+            fn = getattr(load(job["module"]), job["kernel"])
+            attrs = {(int(i),): v for i, v in job["attrs"].items()}
+            source = ASTSource(fn, job["signature"], job["constexprs"], attrs)
+            kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32))
+            assert kernel.asm["cubin"], "no cubin"
+            ptx = Path(out_dir) / f"{job['index']}-{job['kernel']}.ptx"
+            ptx.write_text(kernel.asm["ptx"])
+            results.append({"name": job["name"], "ok": True, "error": None, "ptx": str(ptx)})
+        except Exception:  # reported to the test, which fails on it
+            results.append({"name": job["name"], "ok": False, "error": traceback.format_exc()[-4000:], "ptx": None})
+    return results
+
+
+def main(argv: list[str]) -> int:
+    jobs_file, out_dir, results_file = argv
+    results = compile_jobs(json.loads(Path(jobs_file).read_text()), Path(out_dir))
+    Path(results_file).write_text(json.dumps(results))
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))

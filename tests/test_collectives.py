@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from castpile.gpu import collectives, sim
+from compile_sm90 import Job, compile_for_sm90
 from testkit import rank1_after_rank0
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,34 +126,32 @@ def test_collectives_import_without_the_transpiler_dependencies():
     assert result.stdout.strip() == "[]"
 
 
-COMPILE_FOR_SM90 = """
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-from castpile.gpu.collectives import kernels_triton as k
-for dt in ("fp32", "bf16"):
-    ll_sig = {"buf": "*" + dt, "ll": "*i64", "ll_ptrs": "*i64", "epochs": "*i32", "out": "*" + dt, "rank": "i32",
-              "m": "i32", "WORLD": "constexpr", "BLOCK": "constexpr"}
-    ll = triton.compile(ASTSource(k.low_latency_all_reduce, ll_sig, {"WORLD": 2, "BLOCK": 512}),
-                        target=GPUTarget("cuda", 90, 32)).asm["ptx"]
-    assert "ld.volatile.global" in ll and "atom" not in ll, "flags are read with volatile loads, no atomics"
-    for fn in (k.one_shot_all_reduce, k.two_shot_all_reduce, k.two_shot_push_all_reduce, k.all_gather,
-               k.reduce_scatter):
+def test_kernels_compile_for_the_gpu_with_system_scope_atomics(tmp_path):
+    """The interpreter does not compile; this does (for sm_90, on the CPU)."""
+    from castpile.gpu.collectives import kernels_triton as k
+
+    module = "castpile.gpu.collectives.kernels_triton"
+    barriers = (k.one_shot_all_reduce, k.two_shot_all_reduce, k.two_shot_push_all_reduce, k.all_gather, k.reduce_scatter)
+    jobs = []
+    for dt in ("fp32", "bf16"):
+        ll_sig = {"buf": "*" + dt, "ll": "*i64", "ll_ptrs": "*i64", "epochs": "*i32", "out": "*" + dt, "rank": "i32",
+                  "m": "i32", "WORLD": "constexpr", "BLOCK": "constexpr"}
+        jobs.append(Job(module, "low_latency_all_reduce", ll_sig, {"WORLD": 2, "BLOCK": 512}, name=f"ll-{dt}"))
         types = {"buf": "*" + dt, "buf_ptrs": "*i64", "pad": "*i32", "pad_ptrs": "*i64", "out": "*" + dt,
                  "scratch": "*" + dt, "scratch_ptrs": "*i64"}
-        sig = {a: types.get(a, "i32") for a in fn.arg_names}
-        sig.update(WORLD="constexpr", BLOCK="constexpr", BARRIER="constexpr")
-        ptx = triton.compile(ASTSource(fn, sig, {"WORLD": 2, "BLOCK": 1024, "BARRIER": True}),
-                             target=GPUTarget("cuda", 90, 32)).asm["ptx"]
-        assert "atom.global.release.sys.cas" in ptx and "atom.global.sys.acquire" in ptx, fn.__name__
-"""
-
-
-def test_kernels_compile_for_the_gpu_with_system_scope_atomics():
-    """The interpreter does not compile; this does (for sm_90, on the CPU)."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    subprocess.run([sys.executable, "-c", COMPILE_FOR_SM90], cwd=ROOT, env=env, check=True,
-                   capture_output=True, text=True)
+        for fn in barriers:
+            sig = {a: types.get(a, "i32") for a in fn.arg_names}
+            sig.update(WORLD="constexpr", BLOCK="constexpr", BARRIER="constexpr")
+            constexprs = {"WORLD": 2, "BLOCK": 1024, "BARRIER": True}
+            jobs.append(Job(module, fn.__name__, sig, constexprs, name=f"{fn.__name__}-{dt}"))
+    results = compile_for_sm90(jobs, tmp_path)
+    assert all(r.ok for r in results.values()), {name: r.error for name, r in results.items() if not r.ok}
+    for dt in ("fp32", "bf16"):
+        ll = results[f"ll-{dt}"].ptx.read_text()
+        assert "ld.volatile.global" in ll and "atom" not in ll, "flags are read with volatile loads, no atomics"
+        for fn in barriers:
+            ptx = results[f"{fn.__name__}-{dt}"].ptx.read_text()
+            assert "atom.global.release.sys.cas" in ptx and "atom.global.sys.acquire" in ptx, fn.__name__
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=["fp32", "bf16", "fp16"])

@@ -1,14 +1,11 @@
 """The transpiled semantics kernels compile to sm_90 cubins, and align= buys 128-bit loads."""
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import castpile
+from compile_sm90 import Job, compile_for_sm90
 
 HERE = Path(__file__).parent
 PTR = "*fp32"
@@ -82,32 +79,16 @@ def stack_sum_aligned(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
 '''
 
 
-def _run(module: Path, jobs) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["TRITON_CACHE_DIR"] = str(module.parent / "triton-cache")
-    proc = subprocess.run(
-        [sys.executable, str(HERE / "compile_sm90.py"), str(module), json.dumps(jobs)],
-        env=env, capture_output=True, text=True, timeout=600,
-    )
-    results = {}
-    for line in proc.stdout.splitlines():
-        status, _, rest = line.partition(" ")
-        name = rest.split(":")[0]
-        results[name] = line
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return results
-
-
 @pytest.mark.parametrize("strategy", castpile.STRATEGIES)
 def test_every_helper_family_compiles_for_sm90(tmp_path, strategy):
     source = HERE / "kernels_semantics.py"
     module = tmp_path / f"kernels_{strategy}.py"
     module.write_bytes(castpile.transpile(source.read_bytes(), str(source), strategy=strategy))
-    jobs = [[name, sig, const, {}, f"{name}_{const.get('OP', '')}"] for name, sig, const in JOBS]
-    results = _run(module, jobs)
-    failures = [line for line in results.values() if not line.startswith("ok ")]
-    assert len(results) == len(JOBS) and not failures, "\n".join(failures)
-    assert ".target sm_90" in (tmp_path / "load_stack_.ptx").read_text()
+    jobs = [Job(module, name, sig, const, name=f"{name}_{const.get('OP', '')}") for name, sig, const in JOBS]
+    results = compile_for_sm90(jobs, tmp_path)
+    failures = [f"{name}: {r.error}" for name, r in results.items() if not r.ok]
+    assert not failures, "\n".join(failures)
+    assert ".target sm_90" in results["load_stack_"].ptx.read_text()
 
 
 @pytest.mark.parametrize("strategy", castpile.STRATEGIES)
@@ -116,11 +97,11 @@ def test_align_gives_128_bit_loads(tmp_path, strategy):
     module.write_bytes(castpile.transpile(ALIGN_KERNELS, "aligned.py", strategy=strategy))
     sig = {"out": "*bf16", "table": "*i64", "n": "i32", "W": "constexpr", "BLOCK": "constexpr"}
     # What Triton's JIT records at launch for arguments divisible by 16.
-    attrs = {json.dumps([i]): [["tt.divisibility", 16]] for i in range(3)}
-    jobs = [[name, sig, {"W": 4, "BLOCK": 1024}, attrs, name] for name in ("stack_sum", "stack_sum_aligned")]
-    results = _run(module, jobs)
-    assert len(results) == len(jobs) and all(line.startswith("ok ") for line in results.values()), results
-    plain = (tmp_path / "stack_sum.ptx").read_text()
-    aligned = (tmp_path / "stack_sum_aligned.ptx").read_text()
+    attrs = {i: [["tt.divisibility", 16]] for i in range(3)}
+    jobs = [Job(module, name, sig, {"W": 4, "BLOCK": 1024}, attrs) for name in ("stack_sum", "stack_sum_aligned")]
+    results = compile_for_sm90(jobs, tmp_path)
+    assert all(r.ok for r in results.values()), {name: r.error for name, r in results.items()}
+    plain = results["stack_sum"].ptx.read_text()
+    aligned = results["stack_sum_aligned"].ptx.read_text()
     assert "ld.global.v4.b32" not in plain and "ld.global.b16" in plain
     assert "ld.global.v4.b32" in aligned

@@ -3,10 +3,8 @@ edits that keep the kernel valid, compiles for sm_90), or located diagnostics; n
 internal error.  CI size: ``CASTPILE_FUZZ_EXAMPLES`` (default 300) edits, derandomized."""
 
 import ast
-import json
 import os
-import subprocess
-import sys
+import re
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -14,6 +12,7 @@ from hypothesis import strategies as st
 
 import castpile
 from castpile import TranspileError
+from compile_sm90 import Job, compile_for_sm90
 from fuzz_model import Case, Index, source
 
 EXAMPLES = int(os.environ.get("CASTPILE_FUZZ_EXAMPLES", "300"))
@@ -72,17 +71,85 @@ def _parses(data: bytes) -> bool:
         return False
 
 
+NAME = r"'\w+'"
+CALL = r"(load|store|atomic_\w+|signal|wait)"
+PROBLEM = (
+    r"(\*args and \*\*kwargs cannot be used here|too many positional arguments \(at most \d+\)"
+    r"|unexpected keyword argument '\w+'|argument '\w+' given twice)"
+)
+# Every message castpile gives (docs/language.md, "Errors"), as regular expressions; Python's
+# own syntax errors are quoted after "syntax error: ".
+KNOWN_MESSAGES = [re.compile(m) for m in [
+    r"syntax error: .+",
+    r"file is nested too deeply for Python's parser",
+    r"expression nested too deeply for castpile; split it into smaller statements"
+    r"( \(it nests \d+ levels; castpile takes \d+\))?",
+    r"comprehension with more than \d+ 'for' clauses: castpile's parser takes no more; split it",
+    r"more than \d+ implicitly concatenated strings: castpile's parser takes no more; join some",
+    rf"{NAME} is a multicast tensor and cannot be reassigned",
+    r"a multicast access cannot be the target of .+; store it in its own statement `\w+\[idx\] = value`",
+    r"a multicast store must be a single assignment `bufs\[idx\] = value`",
+    r"a multicast tensor cannot be the target of an annotated assignment",
+    r"a multicast tensor cannot be deleted",
+    rf"{NAME} is a multicast tensor and cannot be used inside an f-string; compute the value first",
+    r"(multicast_like|castpile\.signal|castpile\.wait) is only valid inside a @triton\.jit function",
+    r"multicast_like must be bound by a plain assignment: `name = multicast_like\(\.\.\.\)`",
+    rf"{CALL} needs the pointer \(a multicast access\) as its first argument",
+    rf"({CALL}|multicast_like): {PROBLEM}",
+    r"(boundary_check|padding_option)= is for block pointers, not multicast accesses",
+    rf"({CALL}|multicast_like): missing argument '\w+'",
+    r"castpile\.(signal|wait) takes a multicast access such as bufs\[idx\]",
+    rf"{NAME} is a multicast tensor of the enclosing jit function; nested functions and lambdas cannot use it",
+    rf"slices are not multicast indices: index {NAME} with tl\.arange\(\.\.\.\) tensors",
+    r"starred indices are not supported",
+    rf"{NAME} takes 1 index \((shape|strides|no shape)\) but is indexed with \d+",
+    rf"{NAME} takes \d+ indices \((shape|strides)\) but is indexed with \d+",
+    r"'\.\.\.' may only come last in a multicast index, as in bufs\[i, \.\.\.\]",
+    rf"'\.\.\.' needs the extents of {NAME}: give multicast_like a shape=",
+    rf"{NAME} takes \d+ indices \(shape\) but is indexed with \d+ and '\.\.\.'",
+    r"'\.\.\.' stands for full extents, which must be constexpr powers of two; '.+' is not",
+    rf"{NAME} is a multicast tensor and may only be subscripted, as in \w+\[idx\]",
+    rf"{NAME} is a multicast tensor and cannot be passed to a function; pass \w+\[idx\]",
+    rf"{NAME} is already bound by multicast_like in this function \(one binding per name\)",
+    r"ptr_mask applies to a tensor ptr_tile; a table slice has no entries to mask",
+    r"(shape|strides)= must be a non-empty tuple literal such as \(n,\) or \(m, n\)",
+    r"strides= has \d+ entries but shape= has \d+",
+    r"align= must be a power-of-two integer literal \(bytes\)",
+    r"a table slice takes no step",
+    r"a table slice needs an upper bound: table\[:WORLD\] or table\[lo:hi\]",
+    r"table slice bounds must be constexpr: integer literals, tl\.constexpr parameters or names, "
+    r"tl\.static_range loop variables, and \+ - \* // % of those",
+    r"empty table slice: it selects \d+ buffers",
+]]
+
+
+def check_diagnostics(exc: TranspileError, data: bytes, path: str) -> None:
+    """What can be checked of random input's diagnostics: each names ``path``, a line of the
+    file and a column of that line (bytes, plus one past the end), with a known message;
+    none is repeated; the rendering shows them all."""
+    lines = re.split(rb"\r\n|\r|\n", data)
+    assert exc.diagnostics
+    for d in exc.diagnostics:
+        assert d.path == path, d
+        assert 1 <= d.line <= len(lines), (d, len(lines))
+        assert 1 <= d.col <= len(lines[d.line - 1]) + 1, (d, lines[d.line - 1])
+        assert any(m.fullmatch(d.message) for m in KNOWN_MESSAGES), d.message
+    keys = [(d.line, d.col, d.message) for d in exc.diagnostics]
+    assert len(set(keys)) == len(keys), keys
+    rendered = exc.render()
+    assert rendered.startswith(f"{path}:")
+    assert [line for line in rendered.splitlines() if line.startswith(f"{path}:")] == [
+        f"{path}:{d.line}:{d.col}: error: {d.message}" for d in exc.diagnostics
+    ]
+
+
 @settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=edits(), strategy=st.sampled_from(castpile.STRATEGIES))
 def test_random_edits_never_crash(data, strategy):
     try:
         out = castpile.transpile(data, "mutant.py", strategy=strategy)
     except TranspileError as exc:
-        lines = data.count(b"\n") + 1
-        assert exc.diagnostics
-        for d in exc.diagnostics:
-            assert d.path == "mutant.py" and 1 <= d.line <= lines and d.col >= 1 and d.message, d
-        assert exc.render().startswith("mutant.py:")
+        check_diagnostics(exc, data, "mutant.py")
         return
     if _parses(data) or out != data:
         assert _parses(out), out.decode(errors="replace")
@@ -99,26 +166,10 @@ SIGNATURE = {
     "example": "*fp32", "table": "*i64", "res": "*fp32", "vals": "*fp32", "mk": "*i32", "pm": "*i32",
     **{f"{c}{d}": "i32" for c in "ns" for d in range(3)}, "LO": "constexpr",
 }
-COMPILE = """
-import importlib.util, json, sys
-from triton.compiler import ASTSource, compile
-from triton.backends.compiler import GPUTarget
-failures = []
-for path in sys.argv[2:]:
-    spec = importlib.util.spec_from_file_location("m" + str(abs(hash(path))), path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    try:
-        compile(ASTSource(module.kernel, json.loads(sys.argv[1]), {"LO": 0}), target=GPUTarget("cuda", 90, 32))
-    except Exception as exc:
-        failures.append(f"{path}: {type(exc).__name__}: {exc}"[:2000])
-print("\\n".join(failures))
-sys.exit(1 if failures else 0)
-"""
 
 
 def test_layout_edits_compile_for_sm90(tmp_path):
-    paths = []
+    jobs = []
     for i, edit in enumerate(LAYOUT_EDITS):
         mutant = edit(SEEDS[0])
         assert mutant != SEEDS[0]
@@ -127,7 +178,6 @@ def test_layout_edits_compile_for_sm90(tmp_path):
             assert out.count(b"\n") > mutant.count(b"\n")
             path = tmp_path / f"layout{i}_{strategy}.py"
             path.write_bytes(out)
-            paths.append(str(path))
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run([sys.executable, "-c", COMPILE, json.dumps(SIGNATURE), *paths], capture_output=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()[-3000:]
+            jobs.append(Job(path, "kernel", SIGNATURE, {"LO": 0}, name=path.stem))
+    results = compile_for_sm90(jobs, tmp_path)
+    assert all(r.ok for r in results.values()), {name: r.error for name, r in results.items() if not r.ok}

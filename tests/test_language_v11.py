@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import castpile
-from test_compile_sm90 import _run as compile_jobs
+from compile_sm90 import Job, compile_for_sm90
 from testkit import import_file
 
 HERE = Path(__file__).parent
@@ -71,8 +71,8 @@ def test_no_powers_in_output_and_it_compiles_for_sm90(tmp_path):
     module = tmp_path / "kernels_v11.py"
     module.write_bytes(out)
     sig = {"out": "*fp32", "table": "*i64", "n": "i32", "W": "constexpr", "B": "constexpr"}
-    results = compile_jobs(module, [["cube_load", sig, {"W": 3, "B": 16}, {}, "cube_load"]])
-    assert results["cube_load"].startswith("ok "), results
+    [result] = compile_for_sm90([Job(module, "cube_load", sig, {"W": 3, "B": 16})], tmp_path).values()
+    assert result.ok, result.error
 
 
 # 2. Every index, value and mask is evaluated once, in source order.
@@ -309,12 +309,12 @@ def test_unused_atomic_compiles_to_the_hand_written_reductions(tmp_path):
     module = tmp_path / "kernels_v11.py"
     module.write_bytes(castpile.transpile(KERNELS.read_bytes(), str(KERNELS)))
     sig = {"example": "*fp32", "table": "*i64", "n": "i32", "W": "constexpr", "B": "constexpr"}
-    jobs = [[name, sig, {"W": 4, "B": 256}, {}, name] for name in ("scatter_add_unused", "scatter_add_by_hand")]
-    results = compile_jobs(module, jobs)
-    assert all(line.startswith("ok ") for line in results.values()), results
+    jobs = [Job(module, name, sig, {"W": 4, "B": 256}) for name in ("scatter_add_unused", "scatter_add_by_hand")]
+    results = compile_for_sm90(jobs, tmp_path)
+    assert all(r.ok for r in results.values()), {name: r.error for name, r in results.items()}
 
     def memory_ops(name):
-        ptx = (tmp_path / f"{name}.ptx").read_text()
+        ptx = results[name].ptx.read_text()
         return sorted(line.split()[0] for line in ptx.splitlines() if line.strip().startswith(("red.", "atom.", "@")) and ("red." in line or "atom." in line))
 
     ours, hand = memory_ops("scatter_add_unused"), memory_ops("scatter_add_by_hand")

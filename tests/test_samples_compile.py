@@ -1,19 +1,16 @@
 """Every transpiled sample kernel (both strategies) compiles for sm_90 down to a cubin, on the CPU.
 
-``TRITON_INTERPRET`` turns ``@triton.jit`` into an interpreter object, so the
-compiles run in two subprocesses without it (one per strategy, side by side),
-each compiling all of its kernels into a fresh Triton cache.
+The compiles run in tests/compile_sm90.py's driver (``TRITON_INTERPRET`` turns
+``@triton.jit`` into an interpreter object), two children side by side, into a fresh
+Triton cache.
 """
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import castpile
+from compile_sm90 import Job, compile_for_sm90
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 P, I32 = "*i64", "i32"
@@ -42,30 +39,6 @@ KERNELS = [
     ("atomics", "claim", {"owners_out": "*i32", "dev_ptrs": P, "slot": I32, "ticket": I32, "WORLD": 4}),
 ]
 
-DRIVER = r'''
-import importlib.util, json, sys, traceback
-from triton.compiler import ASTSource, compile
-from triton.backends.compiler import GPUTarget
-
-jobs = json.load(open(sys.argv[1]))
-results = {}
-for job in jobs:
-    try:
-        spec = importlib.util.spec_from_file_location("m_" + job["sample"], job["path"])
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        args = job["args"]
-        signature = {k: v if isinstance(v, str) else "constexpr" for k, v in args.items()}
-        constexprs = {k: v for k, v in args.items() if not isinstance(v, str)}
-        kernel = compile(ASTSource(getattr(module, job["kernel"]), signature, constexprs),
-                         target=GPUTarget("cuda", 90, 32))
-        ok = len(kernel.asm["cubin"]) > 0 and ".target sm_90" in kernel.asm["ptx"]
-        results[job["id"]] = "ok" if ok else "no sm_90 cubin"
-    except Exception:
-        results[job["id"]] = traceback.format_exc()
-json.dump(results, open(sys.argv[2], "w"))
-'''
-
 
 def job_id(sample, kernel, args, strategy):
     dtypes = ",".join(f"{k}={v}" for k, v in args.items())
@@ -74,31 +47,20 @@ def job_id(sample, kernel, args, strategy):
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    """Compile every kernel of every strategy; {job id: "ok" or the error}."""
+    """Compile every kernel of every strategy; each job's result by its id."""
     tmp = tmp_path_factory.mktemp("compile")
-    (tmp / "driver.py").write_text(DRIVER)
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["TRITON_CACHE_DIR"] = str(tmp / "triton_cache")
-    procs = []
+    jobs = []
     for strategy in castpile.STRATEGIES:
-        jobs = []
         for sample in sorted({s for s, _, _ in KERNELS}):
             src = SAMPLES / f"{sample}.py"
             out = tmp / f"{sample}_{strategy}.py"
             out.write_bytes(castpile.transpile(src.read_bytes(), str(src), strategy=strategy))
-            jobs += [
-                {"id": job_id(s, k, a, strategy), "sample": s, "kernel": k, "args": a, "path": str(out)}
-                for s, k, a in KERNELS if s == sample
-            ]
-        (tmp / f"{strategy}.json").write_text(json.dumps(jobs))
-        cmd = [sys.executable, str(tmp / "driver.py"), str(tmp / f"{strategy}.json"), str(tmp / f"{strategy}.out.json")]
-        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    found = {}
-    for strategy, proc in zip(castpile.STRATEGIES, procs):
-        output, _ = proc.communicate(timeout=300)
-        assert proc.returncode == 0, f"compile driver ({strategy}) failed:\n{output}"
-        found.update(json.loads((tmp / f"{strategy}.out.json").read_text()))
-    return found
+            for s, k, args in KERNELS:
+                if s == sample:
+                    signature = {a: v if isinstance(v, str) else "constexpr" for a, v in args.items()}
+                    constexprs = {a: v for a, v in args.items() if not isinstance(v, str)}
+                    jobs.append(Job(out, k, signature, constexprs, name=job_id(s, k, args, strategy)))
+    return compile_for_sm90(jobs, tmp, processes=2)
 
 
 @pytest.mark.parametrize("strategy", castpile.STRATEGIES)
@@ -106,8 +68,9 @@ def results(tmp_path_factory):
 def test_compiles_for_sm90(results, sample, kernel, args, strategy):
     # Bug 1 of docs/bugs-from-samples.md (helpers' string-default constexpr parameters) is
     # fixed: its error fails here like any other.
-    outcome = results[job_id(sample, kernel, args, strategy)]
-    assert outcome == "ok", outcome
+    result = results[job_id(sample, kernel, args, strategy)]
+    assert result.ok, result.error
+    assert ".target sm_90" in result.ptx.read_text()
 
 
 def test_every_sample_kernel_is_compiled():

@@ -1,0 +1,900 @@
+"""(source, expected) pairs for tests/test_lowering.py, in the style of pyupgrade's tests.
+
+Each ``KERNEL_CASES`` entry is ``(id, source, expected)``: ``source`` is a few lines of
+a kernel body, put inside ``HEADER``'s kernel by ``kernel_module``; ``expected`` is
+what castpile must write in their place, line for line.  In ``expected``, ``{s}``
+stands for the strategy (``loop`` or ``gather``) where the two lowerings differ only
+in the helper's suffix; a dict gives each strategy's text where they differ more.
+
+Every expected value was read once from castpile's output and checked by hand against
+docs/language.md (the helpers' parameter order is that of castpile's helpers.py:
+``src, count, smask, example, offs, bounds``, then the user's value arguments by
+position in the contract's order, then options by keyword).
+"""
+
+HEADER = (
+    "import triton\n"
+    "import triton.language as tl\n"
+    "import castpile\n"
+    "from castpile import multicast_like\n"
+    "\n"
+    "\n"
+    "@triton.jit\n"
+    "def k(out, table, tile, pm, ptrs, idx, ctr, n, m, i, j, v,\n"
+    "      W: tl.constexpr, C: tl.constexpr, BLOCK: tl.constexpr):\n"
+    "    offs = tl.arange(0, BLOCK)\n"
+)
+
+HELPERS_MARK = "\n\n# ---- castpile "
+"""What starts the appended helpers, right after the last input line."""
+
+
+def indent(lines: str, by: str = "    ") -> str:
+    """``lines`` indented by ``by``, except a line that is only ``)``: where castpile keeps a
+    rewritten expression's line count, the line break it puts before the closing parenthesis
+    leaves that parenthesis at column 0."""
+    return "".join(line + "\n" if line == ")" else by + line + "\n" for line in lines.splitlines())
+
+
+def kernel_module(body: str) -> str:
+    """``HEADER`` with ``body``'s lines as the rest of the kernel."""
+    return HEADER + indent(body)
+
+
+def expected_for(expected, strategy: str) -> str:
+    """The expected body lines under ``strategy``."""
+    if isinstance(expected, dict):
+        return expected[strategy]
+    return expected.replace("{s}", strategy)
+
+
+TABLE = "bufs = multicast_like(out, table[:W])\n"
+TABLE_N = "bufs = multicast_like(out, table[:W], shape=(n,))\n"
+# The bounds mask of a 1-D access at `offs` with shape=(n,): 0 <= offs < n.
+IN_N = "(offs >= 0) & (offs < n)"
+
+KERNEL_CASES = [
+    # -- bindings: table form ----------------------------------------------------------------
+    (
+        "table[:W]",
+        TABLE + "x = bufs[offs]\n",
+        "bufs = table\n"
+        "x = _castpile_load_{s}(bufs, W, None, out, offs, None)\n",
+    ),
+    (
+        "table[1:W]: start and count",
+        "bufs = multicast_like(out, table[1:W])\n"
+        "x = bufs[offs]\n",
+        "bufs = 1 + table\n"
+        "x = _castpile_load_{s}(bufs, -1 + W, None, out, offs, None)\n",
+    ),
+    (
+        "table[2:5]: literal count",
+        "bufs = multicast_like(out, table[2:5])\n"
+        "x = bufs[offs]\n",
+        "bufs = 2 + table\n"
+        "x = _castpile_load_{s}(bufs, 3, None, out, offs, None)\n",
+    ),
+    (
+        "table[W:2 * W]",
+        "bufs = multicast_like(out, table[W:2 * W])\n"
+        "x = bufs[offs]\n",
+        "bufs = W + table\n"
+        "x = _castpile_load_{s}(bufs, W, None, out, offs, None)\n",
+    ),
+    (
+        "shape=(n,): bounds mask",
+        TABLE_N + "x = bufs[offs]\n",
+        "bufs = table\n"
+        f"x = _castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N})\n",
+    ),
+    (
+        "shape=(n, m): row-major offsets",
+        "bufs = multicast_like(out, table[:W], shape=(n, m))\n"
+        "x = bufs[i, offs]\n",
+        "bufs = table\n"
+        "x = _castpile_load_{s}(bufs, W, None, out, i*m + offs, (i >= 0) & (i < n) & (offs >= 0) & (offs < m))\n",
+    ),
+    (
+        "shape=(n, 8): constant stride folded, broadcast indices",
+        "bufs = multicast_like(out, table[:W], shape=(n, 8))\n"
+        "x = bufs[offs[:, None], offs[None, :]]\n",
+        "bufs = table\n"
+        "x = _castpile_load_{s}(bufs, W, None, out, 8*offs[:, None] + offs[None, :], "
+        "(offs[:, None] >= 0) & (offs[:, None] < n) & (offs[None, :] >= 0) & (offs[None, :] < 8))\n",
+    ),
+    (
+        "shape=(n, n, n): products, never powers",
+        "bufs = multicast_like(out, table[:W], shape=(n, n, n))\n"
+        "x = bufs[i, j, offs]\n",
+        "bufs = table\n"
+        "x = _castpile_load_{s}(bufs, W, None, out, i*n*n + j*n + offs, "
+        "(i >= 0) & (i < n) & (j >= 0) & (j < n) & (offs >= 0) & (offs < n))\n",
+    ),
+    (
+        "strides without shape: no bounds",
+        "bufs = multicast_like(out, table[:W], strides=(m, 1))\n"
+        "x = bufs[i, offs]\n",
+        "bufs = table\n"
+        "x = _castpile_load_{s}(bufs, W, None, out, i*m + offs, None)\n",
+    ),
+    (
+        "shape and column-major strides",
+        "bufs = multicast_like(out, table[:W], shape=(n, m), strides=(1, n))\n"
+        "x = bufs[i, offs]\n",
+        "bufs = table\n"
+        "x = _castpile_load_{s}(bufs, W, None, out, i + n*offs, (i >= 0) & (i < n) & (offs >= 0) & (offs < m))\n",
+    ),
+    (
+        "hoisted example, shape and strides, in argument order",
+        "bufs = multicast_like(out + 1, table[:W], shape=(n - 1, m), strides=(m * 2, 1))\n"
+        "x = bufs[i, offs]\n",
+        "bufs_example = out + 1; bufs = table; bufs_shape0 = n - 1; bufs_stride0 = m * 2\n"
+        "x = _castpile_load_{s}(bufs, W, None, bufs_example, bufs_stride0*i + offs, "
+        "(i >= 0) & (i < bufs_shape0) & (offs >= 0) & (offs < m))\n",
+    ),
+    (
+        "align=16",
+        "bufs = multicast_like(out, table[:W], shape=(n,), align=16)\n"
+        "x = bufs[offs]\n",
+        "bufs = table\n"
+        f"x = _castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N}, align=16)\n",
+    ),
+    # -- bindings: tile form -----------------------------------------------------------------
+    (
+        "tile",
+        "bufs = multicast_like(out, tile)\n"
+        "x = bufs[offs]\n",
+        "bufs = tile\n"
+        "x = _castpile_load_{s}(bufs, bufs.numel, None, out, offs, None)\n",
+    ),
+    (
+        "tile with ptr_mask",
+        "bufs = multicast_like(out, tile, ptr_mask=pm)\n"
+        "x = bufs[offs]\n",
+        "bufs = tile; bufs_mask = pm\n"
+        "x = _castpile_load_{s}(bufs, bufs.numel, bufs_mask, out, offs, None)\n",
+    ),
+    (
+        "tile with shape and a ptr_mask expression",
+        "bufs = multicast_like(out, tile, shape=(n,), ptr_mask=pm != 0)\n"
+        "x = bufs[offs]\n",
+        "bufs = tile; bufs_mask = pm != 0\n"
+        f"x = _castpile_load_{{s}}(bufs, bufs.numel, bufs_mask, out, offs, {IN_N})\n",
+    ),
+    # -- named table slice and static_range slice bounds ----------------------------------------
+    (
+        "named slice table[:W]",
+        "rows = table[:W]\n"
+        "bufs = multicast_like(out, rows, shape=(n,))\n"
+        "x = bufs[offs]\n",
+        "rows = table\n"
+        "bufs = table\n"
+        f"x = _castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N})\n",
+    ),
+    (
+        "named slice table[1:W]",
+        "rows = table[1:W]\n"
+        "bufs = multicast_like(out, rows, shape=(n,))\n"
+        "x = bufs[offs]\n",
+        "rows = 1 + table\n"
+        "bufs = 1 + table\n"
+        f"x = _castpile_load_{{s}}(bufs, -1 + W, None, out, offs, {IN_N})\n",
+    ),
+    (
+        "static_range variable in the slice bounds",
+        "for r in tl.static_range(2):\n"
+        "    bufs = multicast_like(out, table[r * C:(r + 1) * C], shape=(n,))\n"
+        "    x = bufs[offs]\n",
+        "for r in tl.static_range(2):\n"
+        "    bufs = C*r + table\n"
+        # (r + 1) * C - r * C, as sympy leaves it: C, evaluated when Triton compiles.
+        f"    x = _castpile_load_{{s}}(bufs, -C*r + C*(1 + r), None, out, offs, {IN_N})\n",
+    ),
+    # -- load, store, augmented store ---------------------------------------------------------
+    (
+        "load in an expression",
+        TABLE_N + "x = bufs[offs] * 2\n",
+        "bufs = table\n"
+        f"x = _castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N}) * 2\n",
+    ),
+    (
+        "store",
+        TABLE_N + "bufs[offs] = v\n",
+        "bufs = table\n"
+        f"_castpile_store_{{s}}(bufs, W, None, out, offs, {IN_N}, v)\n",
+    ),
+    (
+        "store of a multicast load (pure index: no temporary)",
+        TABLE_N + "bufs[offs] = bufs[offs + 1]\n",
+        "bufs = table\n"
+        f"_castpile_store_{{s}}(bufs, W, None, out, offs, {IN_N}, "
+        "_castpile_load_{s}(bufs, W, None, out, 1 + offs, (1 + offs >= 0) & (1 + offs < n)))\n",
+    ),
+    (
+        "augmented store +=",
+        TABLE_N + "bufs[offs] += v\n",
+        "bufs = table\n"
+        f"_castpile_store_{{s}}(bufs, W, None, out, offs, {IN_N}, "
+        f"_castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N}) + v)\n",
+    ),
+    (
+        "augmented store *= parenthesises the value",
+        TABLE_N + "bufs[offs] *= v + 1\n",
+        "bufs = table\n"
+        f"_castpile_store_{{s}}(bufs, W, None, out, offs, {IN_N}, "
+        f"_castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N}) * (v + 1))\n",
+    ),
+    (
+        "augmented store <<=",
+        TABLE_N + "bufs[offs] <<= 1\n",
+        "bufs = table\n"
+        f"_castpile_store_{{s}}(bufs, W, None, out, offs, {IN_N}, "
+        f"_castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N}) << 1)\n",
+    ),
+    (
+        "two statements on a line",
+        TABLE_N + "bufs[offs] = v; x = bufs[offs]\n",
+        "bufs = table\n"
+        f"_castpile_store_{{s}}(bufs, W, None, out, offs, {IN_N}, v); "
+        f"x = _castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N})\n",
+    ),
+    # -- tl.load / tl.store -------------------------------------------------------------------
+    (
+        "tl.load with mask and other",
+        TABLE_N + "x = tl.load(bufs[offs], mask=offs < m, other=-1.0)\n",
+        "bufs = table\n"
+        f"x = _castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N}, offs < m, -1.0)\n",
+    ),
+    (
+        "tl.load keywords out of order: by position in the contract's order",
+        TABLE_N + "x = tl.load(bufs[offs], other=-1.0, mask=offs < m)\n",
+        "bufs = table\n"
+        f"x = _castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N}, offs < m, -1.0)\n",
+    ),
+    (
+        "tl.load with other only: mask defaults to None",
+        TABLE_N + "x = tl.load(bufs[offs], other=-1.0)\n",
+        "bufs = table\n"
+        f"x = _castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N}, None, -1.0)\n",
+    ),
+    (
+        "tl.load with a positional mask and options",
+        TABLE_N + "x = tl.load(bufs[offs], offs < m, cache_modifier='.cg', volatile=True)\n",
+        "bufs = table\n"
+        f"x = _castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N}, offs < m, cache_modifier='.cg', volatile=True)\n",
+    ),
+    (
+        "tl.store with mask",
+        TABLE_N + "tl.store(bufs[offs], v, mask=offs < m)\n",
+        "bufs = table\n"
+        f"_castpile_store_{{s}}(bufs, W, None, out, offs, {IN_N}, v, offs < m)\n",
+    ),
+    (
+        "tl.store with keyword value after mask",
+        TABLE_N + "tl.store(bufs[offs], mask=offs < m, value=v)\n",
+        "bufs = table\n"
+        f"_castpile_store_{{s}}(bufs, W, None, out, offs, {IN_N}, v, offs < m)\n",
+    ),
+    (
+        "tl.store with eviction_policy",
+        TABLE_N + "tl.store(bufs[offs], v, eviction_policy='evict_last')\n",
+        "bufs = table\n"
+        f"_castpile_store_{{s}}(bufs, W, None, out, offs, {IN_N}, v, eviction_policy='evict_last')\n",
+    ),
+    # -- atomics ------------------------------------------------------------------------------
+    *[
+        (
+            f"tl.atomic_{op}",
+            TABLE_N + f"x = tl.atomic_{op}(bufs[offs], v)\n",
+            "bufs = table\n"
+            f'x = _castpile_atomic_{{s}}(bufs, W, None, out, offs, {IN_N}, "{op}", v)\n',
+        )
+        for op in ("add", "max", "min", "and", "or", "xor", "xchg")
+    ],
+    (
+        "tl.atomic_max with mask",
+        TABLE_N + "x = tl.atomic_max(bufs[offs], v, mask=offs < m)\n",
+        "bufs = table\n"
+        f'x = _castpile_atomic_{{s}}(bufs, W, None, out, offs, {IN_N}, "max", v, offs < m)\n',
+    ),
+    (
+        "tl.atomic_min with sem and scope",
+        TABLE_N + "x = tl.atomic_min(bufs[offs], v, sem='relaxed', scope='gpu')\n",
+        "bufs = table\n"
+        f"x = _castpile_atomic_{{s}}(bufs, W, None, out, offs, {IN_N}, \"min\", v, sem='relaxed', scope='gpu')\n",
+    ),
+    (
+        "tl.atomic_cas",
+        TABLE_N + "x = tl.atomic_cas(bufs[offs], 0, v)\n",
+        "bufs = table\n"
+        f"x = _castpile_atomic_cas_{{s}}(bufs, W, None, out, offs, {IN_N}, 0, v)\n",
+    ),
+    (
+        "tl.atomic_cas keywords out of order",
+        TABLE_N + "x = tl.atomic_cas(bufs[offs], val=v, cmp=0, sem='acq_rel')\n",
+        "bufs = table\n"
+        f"x = _castpile_atomic_cas_{{s}}(bufs, W, None, out, offs, {IN_N}, 0, v, sem='acq_rel')\n",
+    ),
+    (
+        "unused atomic result: keep_old=False",
+        TABLE_N + "tl.atomic_add(bufs[offs], v)\n",
+        "bufs = table\n"
+        f'_castpile_atomic_{{s}}(bufs, W, None, out, offs, {IN_N}, "add", v, keep_old=False)\n',
+    ),
+    (
+        "unused atomic_xchg with mask and sem",
+        TABLE_N + "tl.atomic_xchg(bufs[offs], v, mask=offs < m, sem='release')\n",
+        "bufs = table\n"
+        f"_castpile_atomic_{{s}}(bufs, W, None, out, offs, {IN_N}, "
+        "\"xchg\", v, offs < m, sem='release', keep_old=False)\n",
+    ),
+    (
+        "unused atomic_cas result",
+        TABLE_N + "tl.atomic_cas(bufs[offs], 0, v)\n",
+        "bufs = table\n"
+        f"_castpile_atomic_cas_{{s}}(bufs, W, None, out, offs, {IN_N}, 0, v, keep_old=False)\n",
+    ),
+    # -- signal and wait (one lowering under both strategies) --------------------------------------
+    (
+        "signal",
+        TABLE + "castpile.signal(bufs[0])\n",
+        "bufs = table\n"
+        "_castpile_signal(bufs, W, None, out, 0, None)\n",
+    ),
+    (
+        "signal with value and wait_for",
+        TABLE + "castpile.signal(bufs[0], 2, wait_for=0)\n",
+        "bufs = table\n"
+        "_castpile_signal(bufs, W, None, out, 0, None, 2, 0)\n",
+    ),
+    (
+        "signal with mask, sem and scope: value and wait_for defaults filled in",
+        TABLE + "castpile.signal(bufs[offs], mask=offs < m, sem='relaxed', scope='gpu')\n",
+        "bufs = table\n"
+        "_castpile_signal(bufs, W, None, out, offs, None, 1, None, offs < m, sem='relaxed', scope='gpu')\n",
+    ),
+    (
+        "wait on an access",
+        TABLE + "castpile.wait(bufs[0])\n",
+        "bufs = table\n"
+        "_castpile_wait(bufs, W, None, out, 0, None)\n",
+    ),
+    (
+        "wait on an access with value, reset, mask and scope",
+        TABLE + "castpile.wait(bufs[offs], 2, reset=1, mask=offs < m, scope='gpu')\n",
+        "bufs = table\n"
+        "_castpile_wait(bufs, W, None, out, offs, None, 2, 1, offs < m, scope='gpu')\n",
+    ),
+    (
+        "wait on plain pointers",
+        "castpile.wait(ptrs + offs)\n",
+        "_castpile_wait_flags(ptrs + offs)\n",
+    ),
+    (
+        "wait on plain pointers with value, mask and sem",
+        "castpile.wait(ptrs + offs, 3, mask=offs < m, sem='relaxed')\n",
+        "_castpile_wait_flags(ptrs + offs, 3, 0, offs < m, sem='relaxed')\n",
+    ),
+    (
+        "wait on plain pointers with reset",
+        "castpile.wait(ptrs + offs, reset=5)\n",
+        "_castpile_wait_flags(ptrs + offs, 1, 5)\n",
+    ),
+    # -- stack reductions ----------------------------------------------------------------------
+    *[
+        (
+            f"tl.{op}(bufs[offs], axis=0)",
+            TABLE_N + f"s = tl.{op}(bufs[offs], axis=0)\n",
+            "bufs = table\n"
+            f's = _castpile_reduce_{{s}}(bufs, W, None, out, offs, {IN_N}, "{op}")\n',
+        )
+        for op in ("sum", "max", "min")
+    ],
+    (
+        "tl.min with a positional axis 0",
+        TABLE_N + "s = tl.min(bufs[offs], 0)\n",
+        "bufs = table\n"
+        f's = _castpile_reduce_{{s}}(bufs, W, None, out, offs, {IN_N}, "min")\n',
+    ),
+    (
+        "tl.sum of .to(T): acc_dtype",
+        TABLE_N + "s = tl.sum(bufs[offs].to(tl.float32), axis=0)\n",
+        "bufs = table\n"
+        f's = _castpile_reduce_{{s}}(bufs, W, None, out, offs, {IN_N}, "sum", acc_dtype=tl.float32)\n',
+    ),
+    (
+        "tl.sum of tl.load with mask",
+        TABLE_N + "s = tl.sum(tl.load(bufs[offs], mask=offs < m), axis=0)\n",
+        "bufs = table\n"
+        f's = _castpile_reduce_{{s}}(bufs, W, None, out, offs, {IN_N}, "sum", offs < m)\n',
+    ),
+    (
+        "tl.max of tl.load with mask, other and an option",
+        TABLE_N + "s = tl.max(tl.load(bufs[offs], mask=offs < m, other=-5.0, eviction_policy='evict_first'), axis=0)\n",
+        "bufs = table\n"
+        f"s = _castpile_reduce_{{s}}(bufs, W, None, out, offs, {IN_N}, "
+        "\"max\", offs < m, -5.0, eviction_policy='evict_first')\n",
+    ),
+    (
+        "reduction over a tile: the gather reduction under both strategies",
+        "bufs = multicast_like(out, tile, shape=(n,))\n"
+        "s = tl.sum(bufs[offs], axis=0)\n",
+        "bufs = tile\n"
+        f's = _castpile_reduce_gather(bufs, bufs.numel, None, out, offs, {IN_N}, "sum")\n',
+    ),
+    (
+        "tl.sum over another axis: a plain load, reduced",
+        TABLE_N + "s = tl.sum(bufs[offs], axis=1)\n",
+        "bufs = table\n"
+        f"s = tl.sum(_castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N}), axis=1)\n",
+    ),
+    (
+        "tl.sum with keep_dims: a plain load, reduced",
+        TABLE_N + "s = tl.sum(bufs[offs], axis=0, keep_dims=True)\n",
+        "bufs = table\n"
+        f"s = tl.sum(_castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N}), axis=0, keep_dims=True)\n",
+    ),
+    # -- Ellipsis --------------------------------------------------------------------------------
+    (
+        "bufs[...]",
+        "bufs = multicast_like(out, table[:W], shape=(BLOCK,))\n"
+        "x = bufs[...]\n",
+        "bufs = table\n"
+        "x = _castpile_load_{s}(bufs, W, None, out, _castpile_span(BLOCK, 0, 1), "
+        "(_castpile_span(BLOCK, 0, 1) >= 0) & (_castpile_span(BLOCK, 0, 1) < BLOCK))\n",
+    ),
+    (
+        "bufs[i, ...]",
+        "bufs = multicast_like(out, table[:W], shape=(C, BLOCK))\n"
+        "x = bufs[i, ...]\n",
+        "bufs = table\n"
+        "x = _castpile_load_{s}(bufs, W, None, out, BLOCK*_castpile_trailing(i, 1) + _castpile_span(BLOCK, 0, 1), "
+        "(_castpile_trailing(i, 1) >= 0) & (_castpile_trailing(i, 1) < C) "
+        "& (_castpile_span(BLOCK, 0, 1) >= 0) & (_castpile_span(BLOCK, 0, 1) < BLOCK))\n",
+    ),
+    (
+        "bufs[0, ...]: a literal index needs no trailing dims",
+        "bufs = multicast_like(out, table[:W], shape=(C, BLOCK))\n"
+        "x = bufs[0, ...]\n",
+        "bufs = table\n"
+        "x = _castpile_load_{s}(bufs, W, None, out, _castpile_span(BLOCK, 0, 1), "
+        "(0 < C) & (_castpile_span(BLOCK, 0, 1) >= 0) & (_castpile_span(BLOCK, 0, 1) < BLOCK))\n",
+    ),
+    (
+        "bufs[...] = v over two dims",
+        "bufs = multicast_like(out, table[:W], shape=(C, BLOCK))\n"
+        "bufs[...] = v\n",
+        "bufs = table\n"
+        "_castpile_store_{s}(bufs, W, None, out, BLOCK*_castpile_span(C, 0, 2) + _castpile_span(BLOCK, 1, 2), "
+        "(_castpile_span(C, 0, 2) >= 0) & (_castpile_span(C, 0, 2) < C) "
+        "& (_castpile_span(BLOCK, 1, 2) >= 0) & (_castpile_span(BLOCK, 1, 2) < BLOCK), v)\n",
+    ),
+    # -- indices evaluated once -------------------------------------------------------------------
+    (
+        "pure tl calls may repeat",
+        TABLE + "x = bufs[tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)]\n",
+        "bufs = table\n"
+        "x = _castpile_load_{s}(bufs, W, None, out, BLOCK*tl.program_id(0) + tl.arange(0, BLOCK), None)\n",
+    ),
+    (
+        "atomic index in a load: _castpile_index",
+        TABLE_N + "x = bufs[tl.atomic_add(ctr, 1)]\n",
+        "bufs = table\n"
+        "x = _castpile_load_{s}(bufs, W, None, out, *_castpile_index((tl.atomic_add(ctr, 1),), (n,), (1,)))\n",
+    ),
+    (
+        "atomic index among two: every index and stride to _castpile_index",
+        "bufs = multicast_like(out, table[:W], shape=(n, m))\n"
+        "x = bufs[tl.atomic_add(ctr, 1), offs]\n",
+        "bufs = table\n"
+        "x = _castpile_load_{s}(bufs, W, None, out, *_castpile_index((tl.atomic_add(ctr, 1), offs), (n, m), (m, 1)))\n",
+    ),
+    (
+        "tl.load index inside an expression",
+        TABLE_N + "x = bufs[tl.load(idx + offs)] + 1\n",
+        "bufs = table\n"
+        "x = _castpile_load_{s}(bufs, W, None, out, *_castpile_index((tl.load(idx + offs),), (n,), (1,))) + 1\n",
+    ),
+    (
+        "multicast load as an index",
+        TABLE_N + "idxs = multicast_like(idx, table[:W], shape=(n,))\n"
+        "x = bufs[idxs[0]]\n",
+        "bufs = table\n"
+        "idxs = table\n"
+        "x = _castpile_load_{s}(bufs, W, None, out, "
+        "*_castpile_index((_castpile_load_{s}(idxs, W, None, idx, 0, (0 < n)),), (n,), (1,)))\n",
+    ),
+    (
+        "atomic index in a reduction",
+        TABLE_N + "x = tl.sum(bufs[tl.atomic_add(ctr, 1)], axis=0)\n",
+        "bufs = table\n"
+        'x = _castpile_reduce_{s}(bufs, W, None, out, *_castpile_index((tl.atomic_add(ctr, 1),), (n,), (1,)), "sum")\n',
+    ),
+    (
+        "atomic index in an atomic",
+        TABLE_N + "x = tl.atomic_add(bufs[tl.atomic_add(ctr, 1)], v)\n",
+        "bufs = table\n"
+        "x = _castpile_atomic_{s}(bufs, W, None, out, "
+        '*_castpile_index((tl.atomic_add(ctr, 1),), (n,), (1,)), "add", v)\n',
+    ),
+    (
+        "atomic index in tl.store: an expression, index before value",
+        TABLE_N + "tl.store(bufs[tl.atomic_add(ctr, 1)], v)\n",
+        "bufs = table\n"
+        "_castpile_store_{s}(bufs, W, None, out, *_castpile_index((tl.atomic_add(ctr, 1),), (n,), (1,)), v)\n",
+    ),
+    (
+        "atomic index in a store statement: a temporary",
+        TABLE_N + "bufs[tl.atomic_add(ctr, 1)] = v\n",
+        "bufs = table\n"
+        "_castpile_i0 = tl.atomic_add(ctr, 1); "
+        "_castpile_store_{s}(bufs, W, None, out, _castpile_i0, (_castpile_i0 >= 0) & (_castpile_i0 < n), v)\n",
+    ),
+    (
+        "atomic index among two in a store statement",
+        "bufs = multicast_like(out, table[:W], shape=(n, m))\n"
+        "bufs[tl.atomic_add(ctr, 1), offs] = v\n",
+        "bufs = table\n"
+        "_castpile_i0 = tl.atomic_add(ctr, 1); "
+        "_castpile_store_{s}(bufs, W, None, out, _castpile_i0*m + offs, "
+        "(_castpile_i0 >= 0) & (_castpile_i0 < n) & (offs >= 0) & (offs < m), v)\n",
+    ),
+    (
+        "impure value and index in a store statement: the value first",
+        TABLE_N + "bufs[tl.atomic_add(ctr, 1)] = tl.load(idx)\n",
+        "bufs = table\n"
+        "_castpile_v0 = tl.load(idx); _castpile_i1 = tl.atomic_add(ctr, 1); "
+        "_castpile_store_{s}(bufs, W, None, out, _castpile_i1, "
+        "(_castpile_i1 >= 0) & (_castpile_i1 < n), _castpile_v0)\n",
+    ),
+    (
+        "atomic index in an augmented store: index, load, then value",
+        TABLE_N + "bufs[tl.atomic_add(ctr, 1)] += tl.load(idx)\n",
+        "bufs = table\n"
+        "_castpile_i0 = tl.atomic_add(ctr, 1); "
+        "_castpile_store_{s}(bufs, W, None, out, _castpile_i0, (_castpile_i0 >= 0) & (_castpile_i0 < n), "
+        "_castpile_load_{s}(bufs, W, None, out, _castpile_i0, "
+        "(_castpile_i0 >= 0) & (_castpile_i0 < n)) + tl.load(idx))\n",
+    ),
+    # -- layout: line numbers kept, untouched bytes kept ------------------------------------------
+    (
+        "an access spanning two lines keeps both",
+        TABLE_N + "x = bufs[\n    offs]\n",
+        "bufs = table\n"
+        f"x = _castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N}\n"
+        ")\n",
+    ),
+    (
+        "a parenthesised expression spanning two lines",
+        TABLE_N + "x = (bufs[offs]\n     + 1)\n",
+        "bufs = table\n"
+        f"x = (_castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N})\n"
+        "     + 1)\n",
+    ),
+    (
+        "a store whose value spans two lines",
+        TABLE_N + "bufs[offs] = (v +\n              1)\n",
+        "bufs = table\n"
+        f"_castpile_store_{{s}}(bufs, W, None, out, offs, {IN_N}, v + 1\n"
+        ")\n",
+    ),
+    (
+        "comments and other statements are kept",
+        "# bind\n"
+        "bufs = multicast_like(out, table[:W])  # the stack\n"
+        "y = tl.load(out + offs)\n"
+        "x = bufs[offs]  # read\n",
+        "# bind\n"
+        "bufs = table  # the stack\n"
+        "y = tl.load(out + offs)\n"
+        "x = _castpile_load_{s}(bufs, W, None, out, offs, None)  # read\n",
+    ),
+    (
+        "a hoisted name that is taken gets a _ suffix",
+        "bufs_shape0 = 1\n"
+        "bufs = multicast_like(out, table[:W], shape=(n - 1,))\n"
+        "x = bufs[0]\n",
+        "bufs_shape0 = 1\n"
+        "bufs = table; bufs_shape0_ = n - 1\n"
+        "x = _castpile_load_{s}(bufs, W, None, out, 0, (0 < bufs_shape0_))\n",
+    ),
+    (
+        "a _castpile_ name in the file: helpers and temporaries use _castpile2_",
+        "_castpile_mine = 1\n"
+        "bufs = multicast_like(out, table[:W], shape=(n - 1,))\n"
+        "bufs[tl.atomic_add(ctr, 1)] = 1.0\n",
+        "_castpile_mine = 1\n"
+        "bufs = table; bufs_shape0 = n - 1\n"
+        "_castpile2_i0 = tl.atomic_add(ctr, 1); _castpile2_store_{s}(bufs, W, None, out, _castpile2_i0, "
+        "(_castpile2_i0 >= 0) & (_castpile2_i0 < bufs_shape0), 1.0)\n",
+    ),
+]
+
+# Whole files whose lowering does not fit HEADER's kernel: import forms and scopes.
+# (id, source, expected head: everything before the appended helpers).
+FILE_CASES = [
+    (
+        "import castpile as cp",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "import castpile as cp\n"
+        "\n"
+        "\n"
+        "@triton.jit\n"
+        "def k(out, table, W: tl.constexpr):\n"
+        "    bufs = cp.multicast_like(out, table[:W])\n"
+        "    cp.signal(bufs[0])\n"
+        "    cp.wait(bufs[0])\n",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "import castpile as cp\n"
+        "\n"
+        "\n"
+        "@triton.jit\n"
+        "def k(out, table, W: tl.constexpr):\n"
+        "    bufs = table\n"
+        "    _castpile_signal(bufs, W, None, out, 0, None)\n"
+        "    _castpile_wait(bufs, W, None, out, 0, None)\n",
+    ),
+    (
+        "from castpile import ... as ...",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "from castpile import multicast_like as mcl, wait as cwait\n"
+        "\n"
+        "\n"
+        "@triton.jit(do_not_specialize=['n'])\n"
+        "def k(out, table, n, W: tl.constexpr):\n"
+        "    bufs = mcl(out, table[:W])\n"
+        "    cwait(bufs[n])\n",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "from castpile import multicast_like as mcl, wait as cwait\n"
+        "\n"
+        "\n"
+        "@triton.jit(do_not_specialize=['n'])\n"
+        "def k(out, table, n, W: tl.constexpr):\n"
+        "    bufs = table\n"
+        "    _castpile_wait(bufs, W, None, out, n, None)\n",
+    ),
+    (
+        "import in an enclosing function",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "\n"
+        "\n"
+        "def make():\n"
+        "    from castpile import multicast_like\n"
+        "\n"
+        "    @triton.jit\n"
+        "    def k(out, table, W: tl.constexpr):\n"
+        "        bufs = multicast_like(out, table[:W])\n"
+        "        x = bufs[0]\n"
+        "\n"
+        "    return k\n",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "\n"
+        "\n"
+        "def make():\n"
+        "    from castpile import multicast_like\n"
+        "\n"
+        "    @triton.jit\n"
+        "    def k(out, table, W: tl.constexpr):\n"
+        "        bufs = table\n"
+        "        x = _castpile_load_{s}(bufs, W, None, out, 0, None)\n"
+        "\n"
+        "    return k\n",
+    ),
+    (
+        "import fallback: what the except handler binds does not shadow",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "from castpile import multicast_like\n"
+        "try:\n"
+        "    from castpile import signal\n"
+        "except ImportError:\n"
+        "    signal = None\n"
+        "\n"
+        "\n"
+        "@triton.jit\n"
+        "def k(out, table, W: tl.constexpr):\n"
+        "    bufs = multicast_like(out, table[:W])\n"
+        "    signal(bufs[0])\n",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "from castpile import multicast_like\n"
+        "try:\n"
+        "    from castpile import signal\n"
+        "except ImportError:\n"
+        "    signal = None\n"
+        "\n"
+        "\n"
+        "@triton.jit\n"
+        "def k(out, table, W: tl.constexpr):\n"
+        "    bufs = table\n"
+        "    _castpile_signal(bufs, W, None, out, 0, None)\n",
+    ),
+    (
+        "code outside @triton.jit is left alone",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "from castpile import multicast_like\n"
+        "\n"
+        "\n"
+        "def host(bufs, table):\n"
+        "    x = bufs[0]\n"
+        "    bufs[1] = x\n"
+        "    return tl.sum(bufs[0:2])\n"
+        "\n"
+        "\n"
+        "@triton.jit\n"
+        "def k(out, table, W: tl.constexpr):\n"
+        "    bufs = multicast_like(out, table[:W])\n"
+        "    x = bufs[0]\n"
+        "\n"
+        "\n"
+        "class Host:\n"
+        "    bufs = [1, 2]\n"
+        "    y = bufs[0]\n",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "from castpile import multicast_like\n"
+        "\n"
+        "\n"
+        "def host(bufs, table):\n"
+        "    x = bufs[0]\n"
+        "    bufs[1] = x\n"
+        "    return tl.sum(bufs[0:2])\n"
+        "\n"
+        "\n"
+        "@triton.jit\n"
+        "def k(out, table, W: tl.constexpr):\n"
+        "    bufs = table\n"
+        "    x = _castpile_load_{s}(bufs, W, None, out, 0, None)\n"
+        "\n"
+        "\n"
+        "class Host:\n"
+        "    bufs = [1, 2]\n"
+        "    y = bufs[0]\n",
+    ),
+    (
+        "CRLF line endings and tabs",
+        "import triton\r\n"
+        "import triton.language as tl\r\n"
+        "from castpile import multicast_like\r\n"
+        "\r\n"
+        "\r\n"
+        "@triton.jit\r\n"
+        "def k(out, table, n, W: tl.constexpr):\r\n"
+        "\tbufs = multicast_like(out, table[:W])  # bind\r\n"
+        "\tx = bufs[0]\t# read\r\n"
+        "\ty = tl.load(out)\r\n",
+        "import triton\r\n"
+        "import triton.language as tl\r\n"
+        "from castpile import multicast_like\r\n"
+        "\r\n"
+        "\r\n"
+        "@triton.jit\r\n"
+        "def k(out, table, n, W: tl.constexpr):\r\n"
+        "\tbufs = table  # bind\r\n"
+        "\tx = _castpile_load_{s}(bufs, W, None, out, 0, None)\t# read\r\n"
+        "\ty = tl.load(out)\r\n",
+    ),
+]
+
+_KERNEL_TAIL = (
+    "\n"
+    "\n"
+    "@triton.jit\n"
+    "def k(out, table, W: tl.constexpr):\n"
+    "    bufs = multicast_like(out, table[:W])\n"
+    "    x = bufs[0]\n"
+)
+
+# Files castpile must return byte for byte: nothing in them is castpile's.
+LEFT_ALONE = [
+    (
+        "no castpile import",
+        "import triton\n"
+        "import triton.language as tl\n" + _KERNEL_TAIL,
+    ),
+    (
+        "a lookalike module-level function named multicast_like",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "from castpile import multicast_like\n"
+        "\n"
+        "\n"
+        "def multicast_like(example, tile):\n"
+        "    return tile\n" + _KERNEL_TAIL,
+    ),
+    (
+        "a lookalike local function of an enclosing function",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "from castpile import multicast_like\n"
+        "\n"
+        "\n"
+        "def make():\n"
+        "    def multicast_like(a, b):\n"
+        "        return b\n"
+        "\n"
+        "    @triton.jit\n"
+        "    def k(out, table, W: tl.constexpr):\n"
+        "        bufs = multicast_like(out, table[:W])\n"
+        "        x = bufs[0]\n"
+        "\n"
+        "    return k\n",
+    ),
+    (
+        "a parameter shadowing the import",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "from castpile import multicast_like\n"
+        "\n"
+        "\n"
+        "@triton.jit\n"
+        "def k(out, table, multicast_like, W: tl.constexpr):\n"
+        "    bufs = multicast_like(out, table[:W])\n"
+        "    x = bufs[0]\n",
+    ),
+    (
+        "a parameter of an enclosing function shadowing the import",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "from castpile import multicast_like\n"
+        "\n"
+        "\n"
+        "def make(multicast_like):\n"
+        "    @triton.jit\n"
+        "    def k(out, table, W: tl.constexpr):\n"
+        "        bufs = multicast_like(out, table[:W])\n"
+        "        x = bufs[0]\n"
+        "\n"
+        "    return k\n",
+    ),
+    (
+        "a local variable shadowing the import",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "from castpile import multicast_like\n"
+        "\n"
+        "\n"
+        "@triton.jit\n"
+        "def k(out, table, W: tl.constexpr):\n"
+        "    multicast_like = tl.load\n"
+        "    bufs = multicast_like(out, table[:W])\n"
+        "    x = bufs[0]\n",
+    ),
+    (
+        "other.multicast_like, other.signal, other.wait",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "import castpile\n"
+        "import other\n"
+        "\n"
+        "\n"
+        "@triton.jit\n"
+        "def k(out, table, W: tl.constexpr):\n"
+        "    bufs = other.multicast_like(out, table[:W])\n"
+        "    x = bufs[0]\n"
+        "    other.signal(bufs[0])\n"
+        "    other.wait(out)\n",
+    ),
+    (
+        "star import",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "from castpile import *\n"
+        "\n"
+        "\n"
+        "@triton.jit\n"
+        "def k(out, table, W: tl.constexpr):\n"
+        "    bufs = multicast_like(out, table[:W])\n"
+        "    x = bufs[0]\n"
+        "    signal(bufs[0])\n"
+        "    wait(out)\n",
+    ),
+]
