@@ -65,14 +65,14 @@ KERNEL_CASES = [
         "table[1:W]: start and count",
         "bufs = multicast_like(out, table[1:W])\n"
         "x = bufs[offs]\n",
-        "bufs = 1 + table\n"
-        "x = _castpile_load_{s}(bufs, -1 + W, None, out, offs, None)\n",
+        "bufs = table + 1\n"
+        "x = _castpile_load_{s}(bufs, W - 1, None, out, offs, None)\n",
     ),
     (
         "table[2:5]: literal count",
         "bufs = multicast_like(out, table[2:5])\n"
         "x = bufs[offs]\n",
-        "bufs = 2 + table\n"
+        "bufs = table + 2\n"
         "x = _castpile_load_{s}(bufs, 3, None, out, offs, None)\n",
     ),
     (
@@ -169,7 +169,7 @@ KERNEL_CASES = [
         "bufs = multicast_like(out, rows, shape=(n,))\n"
         "x = bufs[offs]\n",
         "rows = table\n"
-        "bufs = table\n"
+        "bufs = rows\n"
         f"x = _castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N})\n",
     ),
     (
@@ -177,9 +177,9 @@ KERNEL_CASES = [
         "rows = table[1:W]\n"
         "bufs = multicast_like(out, rows, shape=(n,))\n"
         "x = bufs[offs]\n",
-        "rows = 1 + table\n"
-        "bufs = 1 + table\n"
-        f"x = _castpile_load_{{s}}(bufs, -1 + W, None, out, offs, {IN_N})\n",
+        "rows = table + 1\n"
+        "bufs = rows\n"
+        f"x = _castpile_load_{{s}}(bufs, W - 1, None, out, offs, {IN_N})\n",
     ),
     (
         "static_range variable in the slice bounds",
@@ -189,7 +189,7 @@ KERNEL_CASES = [
         "for r in tl.static_range(2):\n"
         "    bufs = C*r + table\n"
         # (r + 1) * C - r * C, as sympy leaves it: C, evaluated when Triton compiles.
-        f"    x = _castpile_load_{{s}}(bufs, -C*r + C*(1 + r), None, out, offs, {IN_N})\n",
+        f"    x = _castpile_load_{{s}}(bufs, C, None, out, offs, {IN_N})\n",
     ),
     # -- load, store, augmented store ---------------------------------------------------------
     (
@@ -209,7 +209,7 @@ KERNEL_CASES = [
         TABLE_N + "bufs[offs] = bufs[offs + 1]\n",
         "bufs = table\n"
         f"_castpile_store_{{s}}(bufs, W, None, out, offs, {IN_N}, "
-        "_castpile_load_{s}(bufs, W, None, out, 1 + offs, (1 + offs >= 0) & (1 + offs < n)))\n",
+        "_castpile_load_{s}(bufs, W, None, out, offs + 1, (offs + 1 >= 0) & (offs + 1 < n)))\n",
     ),
     (
         "augmented store +=",

@@ -140,7 +140,6 @@ def test_each_diagnostic_is_located(body, expected):
     assert errors_of(body) == [(BODY_LINE + line, col, message) for line, col, message in expected]
 
 
-@pytest.mark.xfail(strict=True, reason="reported: reassigning also says 'may only be subscripted', at the same place")
 def test_reassigning_is_one_diagnostic():
     found = errors_of("bufs = multicast_like(out, table[:W])\nbufs = out\n")
     assert found == [(BODY_LINE + 1, 5, "'bufs' is a multicast tensor and cannot be reassigned")]

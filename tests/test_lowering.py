@@ -103,7 +103,6 @@ def test_helpers_renamed_with_the_free_prefix():
     assert sorted(helpers) == sorted(f"_castpile2_{name}" for name in LOAD_GATHER)
 
 
-@pytest.mark.xfail(strict=True, reason="reported: the binding re-reads `table` after it was rebound")
 @pytest.mark.parametrize("strategy", castpile.STRATEGIES)
 def test_named_slice_is_read_where_it_was_taken(strategy):
     """``rows = table[:W]``, then ``table`` rebound: the stack is still the slice ``rows`` holds."""

@@ -86,8 +86,8 @@ class _Printer(StrPrinter):
         self.terms = terms
 
     def _as_ordered_terms(self, expr, order=None):
-        # Alphabetical by text: sympy's own term order sorts in quadratic time.
-        return sorted(expr.args, key=self._print)
+        # Alphabetical by text, numbers last: sympy's own term order sorts in quadratic time.
+        return sorted(expr.args, key=lambda term: (term.is_number, self._print(term)))
 
     def _print_Symbol(self, expr):
         return self.terms.text[expr]
@@ -152,4 +152,4 @@ def bounds_mask(indices: tuple[str, ...], shape: tuple[str, ...]) -> str | None:
 def simplify(source: str) -> str:
     """An integer expression, simplified: ``simplify("(W) - (0)") == "W"``."""
     terms = _Terms()
-    return _render(terms.convert(source), terms)
+    return _render(sp.expand(terms.convert(source)), terms)

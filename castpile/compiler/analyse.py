@@ -53,6 +53,7 @@ class _ModuleAnalyser(Walker):
         self.frames: list[dict[str, Binding] | None] = [None]  # bindings of the enclosing jit function
         self.binding_assigns: set[cst.Assign] = set()
         self.owned: set[cst.CSTNode] = set()  # accesses and loads lowered with the use around them
+        self.reported: set[cst.Name] = set()  # names with an error already: one diagnostic per mistake
         self.accesses: dict[cst.Subscript, Access] = {}
         self.constexprs: set[str] = set()  # of the jit function being walked
 
@@ -194,6 +195,7 @@ class _ModuleAnalyser(Walker):
         elif isinstance(target, cst.StarredElement):
             self._refuse_targets(target.value, where)
         elif self._bound_name(target):
+            self.reported.add(target)
             self.error(target, f"'{target.value}' is a multicast tensor and cannot be reassigned")
         elif (access := self._access(target)) is not None:
             self._own(access)
@@ -220,7 +222,7 @@ class _ModuleAnalyser(Walker):
 
     def visit_AugAssign(self, node: cst.AugAssign) -> bool:
         if self._bound_name(node.target):
-            self.error(node.target, f"'{node.target.value}' is a multicast tensor and cannot be reassigned")
+            self._refuse_targets(node.target, "an augmented assignment")
         access = self._access(node.target)
         if access is not None:
             self.plan.uses[node] = AugStore(node, access, _code(node.operator).strip().rstrip("="))
@@ -230,6 +232,7 @@ class _ModuleAnalyser(Walker):
     def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
         access = self._access(node.target)
         if self._bound_name(node.target) or access is not None:
+            self.reported.add(node.target)
             self.error(node.target, "a multicast tensor cannot be the target of an annotated assignment")
         if access is not None:
             self._own(access)
@@ -408,6 +411,8 @@ class _ModuleAnalyser(Walker):
         access.spans = list(spans)
 
     def visit_Name(self, node: cst.Name) -> None:
+        if node in self.reported:
+            return
         if self._bound_name(node):
             self.error(node, f"'{node.value}' is a multicast tensor and may only be subscripted, as in {node.value}[idx]")
         elif self._enclosing_binding(node):

@@ -79,6 +79,7 @@ class JitBindings:
             ok = self._table_form(binding, tile, slice_)
             if ok and alias is not None:
                 self.plan.uses[alias] = SliceAlias(alias, binding.table, binding.lo)
+                binding.start = args["ptr_tile"]
             if "ptr_mask" in args:
                 self.error(args["ptr_mask"], "ptr_mask applies to a tensor ptr_tile; a table slice has no entries to mask")
                 ok = False

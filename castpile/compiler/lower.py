@@ -215,7 +215,8 @@ class Lowerer:
         if binding.table is not None:
             lo = code(binding.lo) if binding.lo is not None else "0"
             count = simplify(f"({code(binding.hi)}) - ({lo})")
-            statements.append(f"{binding.name} = {self._start(binding.table, binding.lo)}")
+            start = code(binding.start) if binding.start is not None else self._start(binding.table, binding.lo)
+            statements.append(f"{binding.name} = {start}")
         else:
             statements.append(f"{binding.name} = {self.render.text(binding.tile)}")
             count = f"{binding.name}.numel"
@@ -243,10 +244,8 @@ class Lowerer:
         if not access.spans:
             return explicit
         r = len(access.spans)
-        trailing, span = self._helper("trailing"), self._helper("span")
-        return [i if i.isdigit() else f"{trailing}({i}, {r})" for i in explicit] + [
-            f"{span}({code(n)}, {d}, {r})" for d, n in enumerate(access.spans)
-        ]
+        explicit = [i if i.isdigit() else f"{self._helper('trailing')}({i}, {r})" for i in explicit]
+        return explicit + [f"{self._helper('span')}({code(n)}, {d}, {r})" for d, n in enumerate(access.spans)]
 
     def _where(self, access: Access, indices: list[str], pure: bool) -> str:
         """``offs, bounds`` of an access: inline when the indices may repeat, else through the index helper."""

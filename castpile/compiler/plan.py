@@ -26,6 +26,7 @@ class Binding:
     table: cst.BaseExpression | None = None  # table form: table[lo:hi]
     lo: cst.BaseExpression | None = None
     hi: cst.BaseExpression | None = None
+    start: cst.Name | None = None  # a named slice (tile = table[lo:hi]): the name holding its first address
     tile: cst.BaseExpression | None = None  # tile form
     ptr_mask: cst.BaseExpression | None = None
     shape: list[cst.BaseExpression] | None = None
