@@ -27,6 +27,14 @@ def load_at_counter(out, table, ctr, n, W: tl.constexpr):
 
 
 @triton.jit
+def flat_at_counter(out, table, ctr, W: tl.constexpr):
+    """Without shape= (no bounds): out[j] = buffer j at the slot one atomic_add hands out."""
+    bufs = multicast_like(out, table[:W])
+    rows = tl.arange(0, triton.next_power_of_2(W))
+    tl.store(out + rows, bufs[tl.atomic_add(ctr, 1)])
+
+
+@triton.jit
 def bump_at_counter(out, table, ctr, n, W: tl.constexpr):
     """bufs[slot] += 1 at one slot from ctr, then tl.load and tl.atomic_add at fresh slots."""
     bufs = multicast_like(out, table[:W], shape=(n,))

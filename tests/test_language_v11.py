@@ -76,6 +76,31 @@ def test_no_powers_in_output_and_it_compiles_for_sm90(tmp_path):
 
 
 # 2. Every index, value and mask is evaluated once, in source order.
+@pytest.mark.parametrize("strategy", castpile.STRATEGIES)
+def test_indices_evaluated_once_compile_for_sm90(tmp_path, strategy):
+    module = tmp_path / f"kernels_v11_{strategy}.py"
+    module.write_bytes(castpile.transpile(KERNELS.read_bytes(), str(KERNELS), strategy=strategy))
+    counter = {"out": "*fp32", "table": "*i64", "ctr": "*i32"}
+    jobs = [
+        Job(module, "flat_at_counter", {**counter, "W": "constexpr"}, {"W": 3}),
+        Job(module, "load_at_counter", {**counter, "n": "i32", "W": "constexpr"}, {"W": 3}),
+        Job(module, "bump_at_counter", {**counter, "n": "i32", "W": "constexpr"}, {"W": 3}),
+        Job(module, "store_value_first", {"out": "*i32", "table": "*i64", "ctr": "*i32", "n": "i32", "W": "constexpr"},
+            {"W": 3}),
+    ]
+    results = compile_for_sm90(jobs, tmp_path)
+    assert all(r.ok for r in results.values()), {k: r.error for k, r in results.items() if not r.ok}
+
+
+@pytest.mark.parametrize("w", [1, 3])
+def test_impure_index_without_bounds(k, w):
+    bufs = ramps(w, 4)
+    ctr = torch.tensor([2], dtype=torch.int32)
+    out = torch.full((p2(w),), -1.0)
+    k.flat_at_counter[(1,)](out, table(bufs), ctr, w)
+    assert ctr.item() == 3 and torch.equal(out[:w], torch.stack([b[2] for b in bufs]))
+
+
 @pytest.mark.parametrize("w", [1, 3])
 def test_atomic_index_runs_once_and_bounds_check_the_slot_used(k, w):
     n = 5

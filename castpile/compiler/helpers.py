@@ -60,8 +60,8 @@ def _castpile_index(indices, extents, strides):
     offs = _castpile_offsets(indices[0]) * strides[0]
     for d in tl.static_range(1, len(indices)):
         offs = offs + indices[d] * strides[d]
-    if extents is None:
-        return offs, None
+    if extents is None:  # no bounds: all true (a tuple with None does not compile)
+        return offs, tl.full(offs.shape, 1, tl.int1)
     else:
         bounds = (indices[0] >= 0) & (indices[0] < extents[0])
         for d in tl.static_range(1, len(indices)):
