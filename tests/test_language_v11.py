@@ -77,7 +77,7 @@ def test_no_powers_in_output_and_it_compiles_for_sm90(tmp_path):
 
 # 2. Every index, value and mask is evaluated once, in source order.
 @pytest.mark.parametrize("strategy", castpile.STRATEGIES)
-def test_indices_evaluated_once_compile_for_sm90(tmp_path, strategy):
+def test_v11_kernels_compile_for_sm90(tmp_path, strategy):
     module = tmp_path / f"kernels_v11_{strategy}.py"
     module.write_bytes(castpile.transpile(KERNELS.read_bytes(), str(KERNELS), strategy=strategy))
     counter = {"out": "*fp32", "table": "*i64", "ctr": "*i32"}
@@ -88,8 +88,21 @@ def test_indices_evaluated_once_compile_for_sm90(tmp_path, strategy):
         Job(module, "store_value_first", {"out": "*i32", "table": "*i64", "ctr": "*i32", "n": "i32", "W": "constexpr"},
             {"W": 3}),
     ]
+    fp32 = {"out": "*fp32", "table": "*i64"}
+    jobs += [
+        Job(module, "stack_extrema", {**fp32, "example": "*fp32", "n": "i32", "OP": "constexpr", "W": "constexpr",
+                                      "B": "constexpr"}, {"OP": op, "W": 3, "B": 16}, name=f"stack_extrema_{op}")
+        for op in ("max", "min")
+    ] + [
+        Job(module, "full_extent", {**fp32, "M": "constexpr", "N": "constexpr", "W": "constexpr"}, {"M": 2, "N": 4, "W": 3}),
+        Job(module, "named_slice", {**fp32, "W": "constexpr"}, {"W": 3}),
+        Job(module, "group_sums", {**fp32, "n": "i32", "R": "constexpr", "C": "constexpr", "B": "constexpr"},
+            {"R": 2, "C": 3, "B": 16}),
+        Job(module, "lookalike_names", {**fp32, "n": "i32", "W": "constexpr", "B": "constexpr"}, {"W": 3, "B": 16}),
+        Job(module, "helper_lookalike", {**fp32, "W": "constexpr"}, {"W": 3}),
+    ]
     results = compile_for_sm90(jobs, tmp_path)
-    assert all(r.ok for r in results.values()), {k: r.error for k, r in results.items() if not r.ok}
+    assert len(results) == 11 and all(r.ok for r in results.values()), {k: r.error for k, r in results.items() if not r.ok}
 
 
 @pytest.mark.parametrize("w", [1, 3])
