@@ -11,6 +11,7 @@ are appended after its last line, named with the lowering's prefix.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -22,7 +23,8 @@ from .lower import HELPER_PREFIX, Lowering
 from .plan import STATEMENTS, Plan
 from .walk import rebuild
 
-_HELPERS_FILE = Path(__file__).with_name("helpers.py")
+# The module castpile.compiler.helpers, found (not run: it imports triton) through the import system.
+_HELPERS_FILE = Path(importlib.util.find_spec(f"{__package__}.helpers").origin)
 
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
