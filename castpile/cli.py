@@ -58,6 +58,8 @@ def _parser():
 
 def _read(src: str) -> bytes:
     if src == "-":
+        if sys.stdin is None:  # started with stdin closed
+            raise _Usage("cannot read stdin: it is closed")
         return _capped(sys.stdin.buffer, "<stdin>")
     try:
         if os.path.isdir(src):
@@ -197,6 +199,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _print(data: bytes, status: int) -> int:
     """Write ``data`` to stdout, after whatever is buffered there; ``status``, or 2 if stdout fails."""
+    if sys.stdout is None:  # started with stdout closed
+        if data:
+            print("castpile: cannot write to stdout: it is closed", file=sys.stderr)
+            return 2
+        return status
     try:
         sys.stdout.flush()
         view = memoryview(data)

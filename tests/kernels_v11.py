@@ -2,6 +2,8 @@
 
 import triton
 import triton.language as tl
+from triton.language import atomic_add, load
+from triton.language import sum as tl_sum
 
 from castpile import multicast_like
 
@@ -150,3 +152,45 @@ def scatter_add_by_hand(example, table, n, W: tl.constexpr, B: tl.constexpr):
         for p in tl.static_range(W):
             peer = tl.load(table + p).to(tl.pointer_type(tl.float32))
             tl.atomic_add(peer + r * n + cols, 1.0, mask=cols < n, sem="relaxed")
+
+
+@triton.jit
+def bump_multiline(out, table, n, W: tl.constexpr, B: tl.constexpr):
+    """bufs[o] -= (o - 5) with the value over two lines: its parentheses stay."""
+    bufs = multicast_like(out, table[:W], shape=(n,))
+    o = tl.arange(0, B)
+    bufs[o] -= (o -
+                5)
+
+
+@triton.jit
+def extrema_spellings(out, table, n, W: tl.constexpr, B: tl.constexpr):
+    """Every spelling of a stack max: each row of out gets the max over the W valid buffers."""
+    bufs = multicast_like(out, table[:W], shape=(n,))
+    o = tl.arange(0, B)
+    tl.store(out + 0 * B + o, tl.max(bufs[o].to(dtype=tl.float32), axis=0))
+    tl.store(out + 1 * B + o, tl.max(bufs[o].to(tl.float32, bitcast=False), axis=0))
+    tl.store(out + 2 * B + o, tl.max(input=bufs[o], axis=0))
+    tl.store(out + 3 * B + o, bufs[o].max(axis=0))
+    tl.store(out + 4 * B + o[None, :], tl.max(bufs[o], axis=0, keep_dims=True))
+    tl.store(out + 5 * B + o, tl.sum(bufs[o], 0, dtype=tl.float32))
+    tl.store(out + 6 * B + o, tl_sum(bufs[o], axis=0))
+
+
+@triton.jit
+def direct_imports(out, table, n, W: tl.constexpr, B: tl.constexpr):
+    """triton.language functions imported by name: load, atomic_add."""
+    bufs = multicast_like(out, table[:W], shape=(n,))
+    o = tl.arange(0, B)
+    rows = tl.arange(0, triton.next_power_of_2(W))
+    tl.store(out + rows[:, None] * B + o[None, :], load(bufs[o], mask=o < 3, other=-1.0))
+    atomic_add(bufs[o], 1.0, mask=o < 2)
+
+
+@triton.jit
+def masked_old_values(out, table, n, W: tl.constexpr, B: tl.constexpr):
+    """The old values an atomic returns: 0 in masked-off lanes, under both strategies."""
+    bufs = multicast_like(out, table[:W], shape=(n,))
+    o = tl.arange(0, B)
+    rows = tl.arange(0, triton.next_power_of_2(W))
+    tl.store(out + rows[:, None] * B + o[None, :], tl.atomic_add(bufs[o], 1.0, mask=o < 2))

@@ -430,10 +430,10 @@ KERNEL_CASES = [
         f"s = tl.sum(_castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N}), axis=1)\n",
     ),
     (
-        "tl.sum with keep_dims: a plain load, reduced",
+        "tl.sum with keep_dims=True: a stack reduction that keeps the stack dim",
         TABLE_N + "s = tl.sum(bufs[offs], axis=0, keep_dims=True)\n",
-        "bufs = table\n"
-        f"s = tl.sum(_castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N}), axis=0, keep_dims=True)\n",
+        {strategy: f'bufs = table\ns = _castpile_reduce_{strategy}(bufs, W, None, out, offs, {IN_N}, "sum", keep_dims=True)\n'
+         for strategy in ("loop", "gather")},
     ),
     # -- Ellipsis --------------------------------------------------------------------------------
     (
@@ -576,7 +576,7 @@ KERNEL_CASES = [
         "a store whose value spans two lines",
         TABLE_N + "bufs[offs] = (v +\n              1)\n",
         "bufs = table\n"
-        f"_castpile_store_{{s}}(bufs, W, None, out, offs, {IN_N}, v + 1\n"
+        f"_castpile_store_{{s}}(bufs, W, None, out, offs, {IN_N}, (v + 1)\n"
         ")\n",
     ),
     (

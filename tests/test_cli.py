@@ -1,6 +1,7 @@
 """The command line's interface: outputs, modes, several SRC, exit codes, cache dispatch."""
 
 import ast
+import os
 import subprocess
 import sys
 
@@ -356,3 +357,19 @@ def test_import_castpile_stays_light_and_keeps_its_names():
     )
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=60)
     assert proc.returncode == 0, proc.stderr.decode()
+
+
+@pytest.mark.parametrize("args", [["{src}"], ["--version"], ["{src}", "-o", "-"]])
+def test_closed_stdout_is_exit_2_without_a_traceback(tmp_path, args):
+    src = tmp_path / "k.py"
+    src.write_bytes(b"x = 1\n")
+    argv = [a.format(src=src) for a in args]
+    proc = subprocess.run([sys.executable, "-m", "castpile", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          timeout=60, preexec_fn=lambda: os.close(1))
+    assert proc.returncode == 2 and proc.stderr == b"castpile: cannot write to stdout: it is closed\n"
+
+
+def test_closed_stdin_is_exit_2_without_a_traceback():
+    proc = subprocess.run([sys.executable, "-m", "castpile", "-"], stdin=subprocess.DEVNULL, capture_output=True,
+                          timeout=60, preexec_fn=lambda: os.close(0))
+    assert proc.returncode == 2 and proc.stderr == b"castpile: error: cannot read stdin: it is closed\n"

@@ -357,3 +357,73 @@ def test_unused_atomic_compiles_to_the_hand_written_reductions(tmp_path):
 
     ours, hand = memory_ops("scatter_add_unused"), memory_ops("scatter_add_by_hand")
     assert ours == hand and ours, (ours, hand)
+
+
+# Found by a new user's review of v1.1 (each failed before its fix).
+def test_multiline_augmented_value_keeps_its_parentheses(k):
+    bufs = [torch.full((8,), 100.0) for _ in range(3)]
+    k.bump_multiline[(1,)](bufs[0], table(bufs), 8, 3, 8)
+    for b in bufs:
+        assert torch.equal(b, 100.0 - (torch.arange(8.0) - 5))
+
+
+@pytest.mark.parametrize("w", [1, 3])
+def test_every_spelling_of_a_stack_max(k, w):
+    n, b = 6, 8
+    bufs = [-(torch.arange(n, dtype=torch.float32) + 1 + 10 * j) for j in range(w)]
+    out = torch.full((7 * b,), 99.0)
+    k.extrema_spellings[(1,)](out, table(bufs), n, w, b)
+    rows = out.view(7, b)
+    stacked = torch.stack(bufs)
+    for r in range(5):
+        assert torch.equal(rows[r, :n], stacked.max(0).values) and not rows[r, n:].any(), r
+    for r in (5, 6):
+        assert torch.equal(rows[r, :n], stacked.sum(0)) and not rows[r, n:].any(), r
+
+
+def test_triton_language_functions_imported_by_name(k):
+    w, n, b = 3, 6, 8
+    bufs = ramps(w, n)
+    before = [x.clone() for x in bufs]
+    out = torch.full((p2(w) * b,), 99.0)
+    k.direct_imports[(1,)](out, table(bufs), n, w, b)
+    got = out.view(p2(w), b)
+    for j, old in enumerate(before):
+        assert torch.equal(got[j, :3], old[:3]) and torch.equal(got[j, 3:], torch.full((5,), -1.0))
+        expected = old.clone()
+        expected[:2] += 1
+        assert torch.equal(bufs[j], expected)
+
+
+def test_masked_off_old_values_are_zero(k):
+    w, n, b = 3, 6, 8
+    bufs = ramps(w, n)
+    before = [x.clone() for x in bufs]
+    out = torch.full((p2(w) * b,), 99.0)
+    k.masked_old_values[(1,)](out, table(bufs), n, w, b)
+    got = out.view(p2(w), b)
+    for j, old in enumerate(before):
+        assert torch.equal(got[j, :2], old[:2]) and not got[j, 2:].any()
+
+
+def test_misused_slices_and_indices_are_located_errors():
+    source = HEADER + """
+@triton.jit
+def k(out, table, n, W: tl.constexpr):
+    tile = table[1:W]
+    tile = table[0:W]
+    a = multicast_like(out, tile)
+    b = multicast_like(out, table[W:W - 1])
+    c = multicast_like(out, table[:W], shape=(n,))
+    x = c[None]
+    y = c["a"]
+    z = c[1.5]
+"""
+    assert errors(source) == [
+        (9, 29, "'tile' holds a table slice but is bound more than once in this function; "
+                 "bind the slice to a name once, or pass table[lo:hi] itself"),
+        (10, 29, "empty table slice: it selects 0 buffers"),
+        (12, 11, "'None' is not an index: index 'c' with Triton integer scalars or tensors"),
+        (13, 11, """'"a"' is not an index: index 'c' with Triton integer scalars or tensors"""),
+        (14, 11, "'1.5' is not an index: index 'c' with Triton integer scalars or tensors"),
+    ]

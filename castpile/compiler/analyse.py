@@ -21,10 +21,12 @@ import libcst as cst
 from .contract import (
     CALL_PARAMS,
     PURE_TL_CALLS,
+    REDUCTION_PARAMS,
     REDUCTIONS,
     REQUIRED,
     argument_positions,
     constexpr_ok,
+    literal_bool,
     literal_int,
 )
 from .bindings import JitBindings
@@ -290,7 +292,9 @@ class _ModuleAnalyser(Walker):
         if op in CALL_PARAMS and node.args and self._access(node.args[0].value) is not None:
             self._call_on(node, op)
         elif op in REDUCTIONS:
-            self._reduction(node, op)
+            self._reduction(node, op, method=False)
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value in REDUCTIONS and op is None:
+            self._reduction(node, node.func.attr.value, method=True)
         return True
 
     def _call_on(self, node: cst.Call, op: str) -> None:
@@ -321,37 +325,50 @@ class _ModuleAnalyser(Walker):
         used = not (isinstance(self.ancestors[-1], cst.Expr) if self.ancestors else False)
         self.plan.uses[node] = CallOn(node, op, access, positions, result_used=used)
 
-    def _reduction(self, node: cst.Call, op: str) -> None:
-        args = node.args
-        if not args or args[0].keyword is not None:
+    def _reduction(self, node: cst.Call, op: str, method: bool) -> None:
+        """``tl.sum/max/min(X, axis=0)`` or ``X.sum/max/min(axis=0)``, X an access, its ``.to(T)``
+        or a ``tl.load`` of it: a stack reduction (anything else is an ordinary reduction)."""
+        params = REDUCTION_PARAMS[op][1:] if method else REDUCTION_PARAMS[op]
+        positions, problems = argument_positions(node, params, 0)
+        if problems or "axis" not in positions or ("input" not in positions) != method:
             return
-        inner, dtype = args[0].value, None
-        if (
-            isinstance(inner, cst.Call)
-            and isinstance(inner.func, cst.Attribute)
-            and inner.func.attr.value == "to"
-            and len(inner.args) == 1
-            and inner.args[0].keyword is None
-        ):
-            inner, dtype = inner.func.value, inner.args[0].value
-        load, positions = None, {}
+        given = {name: node.args[k].value for name, k in positions.items()}
+        if literal_int(given["axis"]) != 0:
+            return
+        if "return_indices" in given and literal_bool(given["return_indices"]) is not False:
+            return
+        keep_dims = literal_bool(given["keep_dims"]) if "keep_dims" in given else False
+        if keep_dims is None:
+            return
+        inner = node.func.value if method else given["input"]
+        inner, dtype = self._converted(inner)
+        dtype = given.get("dtype", dtype)  # tl.sum(x, dtype=T) sums x converted to T
+        load, load_positions = None, {}
         if isinstance(inner, cst.Call) and self.resolver.triton_language(inner.func) == "load" and inner.args:
-            positions, problems = argument_positions(inner, CALL_PARAMS["load"], 1)
-            if problems or {"boundary_check", "padding_option"} & set(positions):
+            load_positions, problems = argument_positions(inner, CALL_PARAMS["load"], 1)
+            if problems or {"boundary_check", "padding_option"} & set(load_positions):
                 return
             load, inner = inner, inner.args[0].value
         access = self._access(inner)
         if access is None:
             return
-        rest = args[1:]
-        if len(rest) != 1 or not isinstance(rest[0].value, cst.Integer) or rest[0].value.value != "0":
-            return
-        if rest[0].keyword is not None and rest[0].keyword.value != "axis":
-            return
         self._own(access)
         if load is not None:
             self.owned.add(load)
-        self.plan.uses[node] = Reduction(node, op, access, dtype, load, positions)
+        self.plan.uses[node] = Reduction(node, op, access, dtype, load, load_positions, keep_dims)
+
+    @staticmethod
+    def _converted(node: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseExpression | None]:
+        """``(x, T)`` for ``x.to(T)`` / ``x.to(dtype=T)`` / ``x.to(T, bitcast=False)``, else ``(node, None)``."""
+        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "to"):
+            return node, None
+        positions, problems = argument_positions(node, ("dtype", "fp_downcast_rounding", "bitcast"), 0)
+        args = {name: node.args[k].value for name, k in positions.items()}
+        if problems or "dtype" not in args or set(args) - {"dtype", "bitcast"}:
+            return node, None
+        if "bitcast" in args and literal_bool(args["bitcast"]) is not False:
+            return node, None
+        return node.func.value, args["dtype"]
 
     def visit_Subscript(self, node: cst.Subscript) -> bool:
         access = self._access(node)
@@ -377,6 +394,9 @@ class _ModuleAnalyser(Walker):
             elif part.star is not None:
                 self.error(part, "starred indices are not supported")
         values = [part.value for part in elements if isinstance(part, cst.Index)]
+        for value in values:
+            if isinstance(value, _NOT_INTEGERS) or (isinstance(value, cst.Name) and value.value in ("None", "True", "False")):
+                self.error(value, f"'{_code(value)}' is not an index: index '{binding.name}' with Triton integer scalars or tensors")
         ellipses = [v for v in values if isinstance(v, cst.Ellipsis)]
         if ellipses:
             self._ellipsis(access, values, ellipses)
@@ -429,6 +449,9 @@ class _ModuleAnalyser(Walker):
             return False
         self.walk(node.value)
         return False
+
+
+_NOT_INTEGERS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Float, cst.Imaginary)
 
 
 def _code(node: cst.CSTNode) -> str:

@@ -13,10 +13,15 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .algebra import simplify
 from .contract import BINDING_KEYWORDS, argument_positions, constexpr_ok, literal_int
 from .plan import Binding, Plan, SliceAlias
 from .scopes import Resolver, is_constexpr_annotation
 from .walk import Walker
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)
 
 
 def table_slice(tile: cst.BaseExpression) -> cst.Slice | None:
@@ -39,6 +44,7 @@ class JitBindings:
         self._slice_aliases = {
             name: assign for name, assign in finder.slice_assigns.items() if finder.assigned[name] == 1
         }
+        self._rebound_slices = set(finder.slice_assigns) - set(self._slice_aliases)
         bindings = self.bindings
         for assign in finder.found:
             target = assign.targets[0].target
@@ -71,6 +77,10 @@ class JitBindings:
         binding = Binding(name, assign, args["example"])
         ok = True
         tile = args["ptr_tile"]
+        if isinstance(tile, cst.Name) and tile.value in self._rebound_slices:
+            self.error(tile, f"'{tile.value}' holds a table slice but is bound more than once in this function; "
+                             "bind the slice to a name once, or pass table[lo:hi] itself")
+            return None
         alias = self._slice_aliases.get(tile.value) if isinstance(tile, cst.Name) else None
         if alias is not None:
             tile = alias.value
@@ -127,10 +137,12 @@ class JitBindings:
                     "tl.static_range loop variables, and + - * // % of those",
                 )
                 ok = False
-        lo, hi = literal_int(slice_.lower) if slice_.lower is not None else 0, literal_int(slice_.upper)
-        if ok and lo is not None and hi is not None and hi <= lo:
-            self.error(tile, f"empty table slice: it selects {max(hi - lo, 0)} buffers")
-            ok = False
+        if ok:
+            lo = _code(slice_.lower) if slice_.lower is not None else "0"
+            count = simplify(f"({_code(slice_.upper)}) - ({lo})")
+            if count.lstrip("-").isdigit() and int(count) <= 0:
+                self.error(tile, f"empty table slice: it selects {max(int(count), 0)} buffers")
+                ok = False
         return ok
 
 

@@ -15,6 +15,10 @@ import libcst as cst
 
 ATOMICS = ("atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg")
 REDUCTIONS = ("sum", "max", "min")
+REDUCTION_PARAMS = {  # tl.sum/max/min's parameters (a tensor method's lack the first)
+    "sum": ("input", "axis", "keep_dims", "dtype"),
+    **{name: ("input", "axis", "return_indices", "return_indices_tie_break_left", "keep_dims") for name in ("max", "min")},
+}
 CALL_PARAMS = {  # positional parameter names after the pointer, per call
     "load": ("mask", "other", "boundary_check", "padding_option", "cache_modifier", "eviction_policy", "volatile"),
     "store": ("value", "mask", "boundary_check", "cache_modifier", "eviction_policy"),
@@ -72,6 +76,13 @@ def constexpr_ok(node: cst.BaseExpression, constexprs: set[str]) -> bool:
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
         return constexpr_ok(node.expression, constexprs)
     return False
+
+
+def literal_bool(node: cst.BaseExpression | None) -> bool | None:
+    """``True`` or ``False`` for those literals, else ``None``."""
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return node.value == "True"
+    return None
 
 
 def literal_int(node: cst.BaseExpression | None) -> int | None:

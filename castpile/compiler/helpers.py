@@ -199,7 +199,7 @@ def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, bounds, 
 def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, mask=None,
                           other=None, acc_dtype: tl.constexpr = None, cache_modifier: tl.constexpr = tl.constexpr(""),
                           eviction_policy: tl.constexpr = tl.constexpr(""), volatile: tl.constexpr = False,
-                          align: tl.constexpr = None):
+                          align: tl.constexpr = None, keep_dims: tl.constexpr = False):
     """``tl.sum``/``max``/``min`` over a table's buffers, one at a time, without the P + I tensor.
 
     Every buffer of a table is valid; lanes out of bounds have no valid entry and give 0.
@@ -228,6 +228,8 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
             acc = tl.minimum(acc, v)
     if bounds is not None:
         acc = tl.where(bounds, acc, tl.zeros_like(acc))
+    if keep_dims:
+        acc = tl.expand_dims(acc, 0)
     return acc
 
 
@@ -235,7 +237,7 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
 def _castpile_reduce_gather(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, mask=None,
                             other=None, acc_dtype: tl.constexpr = None, cache_modifier: tl.constexpr = tl.constexpr(""),
                             eviction_policy: tl.constexpr = tl.constexpr(""), volatile: tl.constexpr = False,
-                            align: tl.constexpr = None):
+                            align: tl.constexpr = None, keep_dims: tl.constexpr = False):
     """``tl.sum``/``max``/``min`` over axis 0 of the P + I tensor, of its valid entries only.
 
     Padded, ``ptr_mask``-false and out-of-bounds entries take no part; a lane with no
@@ -261,7 +263,10 @@ def _castpile_reduce_gather(src, count: tl.constexpr, smask, example, offs, boun
     else:
         r = tl.min(v, axis=0)
     anywhere = tl.max(valid.to(tl.int32), axis=0) > 0
-    return tl.where(anywhere, r, tl.zeros_like(r))
+    r = tl.where(anywhere, r, tl.zeros_like(r))
+    if keep_dims:
+        r = tl.expand_dims(r, 0)
+    return r
 
 
 @triton.jit
@@ -299,10 +304,10 @@ def _castpile_atomic_loop(src, count: tl.constexpr, smask, example, offs, bounds
     res = _castpile_zeros(pos, offs, dtype)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        old = _castpile_atomic_op(OP, peer + offs, _castpile_slice(value, pos, p, offs),
-                                  _castpile_lane_mask(valid, mask, offs), sem, scope)
-        if keep_old:
-            res = tl.where(pos == p, _castpile_prepend(old, R), res)
+        lanes = _castpile_lane_mask(valid, mask, offs)
+        old = _castpile_atomic_op(OP, peer + offs, _castpile_slice(value, pos, p, offs), lanes, sem, scope)
+        if keep_old:  # masked-off lanes hold 0, as in a masked load
+            res = tl.where((pos == p) & _castpile_prepend(lanes, R), _castpile_prepend(old, R), res)
     if keep_old:
         return res
 
@@ -356,10 +361,11 @@ def _castpile_atomic_cas_loop(src, count: tl.constexpr, smask, example, offs, bo
     res = _castpile_zeros(pos, offs, dtype)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        old = _castpile_cas(peer + offs, _castpile_lane_mask(valid, mask, offs), example,
-                            _castpile_slice(cmp, pos, p, offs), _castpile_slice(value, pos, p, offs), sem, scope)
-        if keep_old:
-            res = tl.where(pos == p, _castpile_prepend(old, R), res)
+        lanes = _castpile_lane_mask(valid, mask, offs)
+        old = _castpile_cas(peer + offs, lanes, example, _castpile_slice(cmp, pos, p, offs),
+                            _castpile_slice(value, pos, p, offs), sem, scope)
+        if keep_old:  # masked-off lanes hold 0, as in a masked load
+            res = tl.where((pos == p) & _castpile_prepend(lanes, R), _castpile_prepend(old, R), res)
     if keep_old:
         return res
 
@@ -437,7 +443,8 @@ def _castpile_atomic_gather(src, count: tl.constexpr, smask, example, offs, boun
                             keep_old: tl.constexpr = True):
     """An atomic read-modify-write on all P + I elements at once; the old values."""
     ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
-    return _castpile_atomic_op(OP, ptrs, _castpile_full(value, ptrs, example), valid, sem, scope)
+    old = _castpile_atomic_op(OP, ptrs, _castpile_full(value, ptrs, example), valid, sem, scope)
+    return tl.where(valid, old, tl.zeros_like(old))  # masked-off lanes hold 0, as in a masked load
 
 
 @triton.jit
@@ -446,7 +453,8 @@ def _castpile_atomic_cas_gather(src, count: tl.constexpr, smask, example, offs, 
                                 keep_old: tl.constexpr = True):
     """Compare-and-swap on all P + I elements at once."""
     ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align)
-    return _castpile_cas(ptrs, valid, example, cmp, value, sem, scope)
+    old = _castpile_cas(ptrs, valid, example, cmp, value, sem, scope)
+    return tl.where(valid, old, tl.zeros_like(old))  # masked-off lanes hold 0, as in a masked load
 
 
 @triton.jit

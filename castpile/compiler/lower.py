@@ -91,6 +91,8 @@ def code(node: cst.CSTNode) -> str:
     text = _EMPTY.code_for_node(node).strip()
     if "\n" in text or "\r" in text:
         text = ast.unparse(ast.parse(f"({text})", mode="eval"))
+        if getattr(node, "lpar", None):  # unparse drops the node's own parentheses
+            text = f"({text})"
     return text
 
 
@@ -330,6 +332,7 @@ class Lowerer:
         return self._call(
             helper, self._access_prefix(access), f'"{use.op}"', *self._values(("mask", "other"), given),
             acc_dtype=self.render.text(use.dtype) if use.dtype is not None else None,
+            keep_dims="True" if use.keep_dims else None,
             **{key: given.get(key) for key in _OPTIONS["load"]}, align=self._align(access),
         )
 

@@ -106,9 +106,9 @@ class CallOn:
 
 @dataclass(eq=False)
 class Reduction:
-    """``tl.sum/max/min(X, axis=0)`` where X is ``bufs[idx]`` or ``tl.load(bufs[idx], ...)``,
-    optionally converted with ``.to(dtype)``; ``load_positions`` maps the load's
-    parameters to argument positions."""
+    """``tl.sum/max/min(X, axis=0)`` (or ``X.sum(axis=0)``...) where X is ``bufs[idx]`` or
+    ``tl.load(bufs[idx], ...)``, optionally converted with ``.to(dtype)``; ``load_positions``
+    maps the load's parameters to argument positions."""
 
     node: cst.Call
     op: str
@@ -116,6 +116,7 @@ class Reduction:
     dtype: cst.BaseExpression | None
     load: cst.Call | None = None
     load_positions: dict[str, int] = field(default_factory=dict)
+    keep_dims: bool = False
 
 
 @dataclass(eq=False)

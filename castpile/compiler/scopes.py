@@ -43,6 +43,7 @@ class Scope:
     castpile_modules: set[str] = field(default_factory=set)
     castpile_names: dict[str, str] = field(default_factory=dict)
     tl_modules: set[str] = field(default_factory=set)
+    tl_names: dict[str, str] = field(default_factory=dict)  # from triton.language import load as ld
     triton_modules: set[str] = field(default_factory=set)
     other: set[str] = field(default_factory=set)
 
@@ -76,6 +77,8 @@ class Scope:
                 self.castpile_names[local] = name
             elif module == "triton" and name == "language":
                 self.tl_modules.add(local)
+            elif module == "triton.language":
+                self.tl_names[local] = name
             else:
                 self.other.add(local)
 
@@ -86,6 +89,7 @@ class Scope:
             or name in self.castpile_modules
             or name in self.castpile_names
             or name in self.tl_modules
+            or name in self.tl_names
             or name in self.triton_modules
         )
 
@@ -128,14 +132,17 @@ class Resolver:
         return None
 
     def triton_language(self, func: cst.BaseExpression) -> str | None:
-        """``"load"`` for ``tl.load`` / ``triton.language.load``, else ``None``."""
+        """``"load"`` for ``tl.load``, ``triton.language.load`` or ``ld`` from
+        ``from triton.language import load as ld``, else ``None``."""
         name = dotted(func)
-        if name is None or "." not in name:
+        if name is None:
             return None
         head, _, rest = name.partition(".")
         scope = self._scope_of(head)
         if scope is None:
             return None
+        if not rest:
+            return scope.tl_names.get(head)
         if head in scope.tl_modules and "." not in rest:
             return rest
         if head in scope.triton_modules and rest.startswith("language.") and rest.count(".") == 1:

@@ -84,7 +84,7 @@ def _castpile_offsets(offs):
 def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, mask=None,
                           other=None, acc_dtype: tl.constexpr = None, cache_modifier: tl.constexpr = tl.constexpr(""),
                           eviction_policy: tl.constexpr = tl.constexpr(""), volatile: tl.constexpr = False,
-                          align: tl.constexpr = None):
+                          align: tl.constexpr = None, keep_dims: tl.constexpr = False):
     """``tl.sum``/``max``/``min`` over a table's buffers, one at a time, without the P + I tensor.
 
     Every buffer of a table is valid; lanes out of bounds have no valid entry and give 0.
@@ -113,4 +113,6 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
             acc = tl.minimum(acc, v)
     if bounds is not None:
         acc = tl.where(bounds, acc, tl.zeros_like(acc))
+    if keep_dims:
+        acc = tl.expand_dims(acc, 0)
     return acc

@@ -126,7 +126,7 @@ def _castpile_offsets(offs):
 def _castpile_reduce_gather(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, mask=None,
                             other=None, acc_dtype: tl.constexpr = None, cache_modifier: tl.constexpr = tl.constexpr(""),
                             eviction_policy: tl.constexpr = tl.constexpr(""), volatile: tl.constexpr = False,
-                            align: tl.constexpr = None):
+                            align: tl.constexpr = None, keep_dims: tl.constexpr = False):
     """``tl.sum``/``max``/``min`` over axis 0 of the P + I tensor, of its valid entries only.
 
     Padded, ``ptr_mask``-false and out-of-bounds entries take no part; a lane with no
@@ -152,7 +152,10 @@ def _castpile_reduce_gather(src, count: tl.constexpr, smask, example, offs, boun
     else:
         r = tl.min(v, axis=0)
     anywhere = tl.max(valid.to(tl.int32), axis=0) > 0
-    return tl.where(anywhere, r, tl.zeros_like(r))
+    r = tl.where(anywhere, r, tl.zeros_like(r))
+    if keep_dims:
+        r = tl.expand_dims(r, 0)
+    return r
 
 
 @triton.jit
@@ -247,4 +250,5 @@ def _castpile_atomic_gather(src, count: tl.constexpr, smask, example, offs, boun
                             keep_old: tl.constexpr = True):
     """An atomic read-modify-write on all P + I elements at once; the old values."""
     ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
-    return _castpile_atomic_op(OP, ptrs, _castpile_full(value, ptrs, example), valid, sem, scope)
+    old = _castpile_atomic_op(OP, ptrs, _castpile_full(value, ptrs, example), valid, sem, scope)
+    return tl.where(valid, old, tl.zeros_like(old))  # masked-off lanes hold 0, as in a masked load

@@ -211,7 +211,7 @@ def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, bounds, 
 def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, mask=None,
                           other=None, acc_dtype: tl.constexpr = None, cache_modifier: tl.constexpr = tl.constexpr(""),
                           eviction_policy: tl.constexpr = tl.constexpr(""), volatile: tl.constexpr = False,
-                          align: tl.constexpr = None):
+                          align: tl.constexpr = None, keep_dims: tl.constexpr = False):
     """``tl.sum``/``max``/``min`` over a table's buffers, one at a time, without the P + I tensor.
 
     Every buffer of a table is valid; lanes out of bounds have no valid entry and give 0.
@@ -240,6 +240,8 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
             acc = tl.minimum(acc, v)
     if bounds is not None:
         acc = tl.where(bounds, acc, tl.zeros_like(acc))
+    if keep_dims:
+        acc = tl.expand_dims(acc, 0)
     return acc
 
 
@@ -278,10 +280,10 @@ def _castpile_atomic_loop(src, count: tl.constexpr, smask, example, offs, bounds
     res = _castpile_zeros(pos, offs, dtype)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        old = _castpile_atomic_op(OP, peer + offs, _castpile_slice(value, pos, p, offs),
-                                  _castpile_lane_mask(valid, mask, offs), sem, scope)
-        if keep_old:
-            res = tl.where(pos == p, _castpile_prepend(old, R), res)
+        lanes = _castpile_lane_mask(valid, mask, offs)
+        old = _castpile_atomic_op(OP, peer + offs, _castpile_slice(value, pos, p, offs), lanes, sem, scope)
+        if keep_old:  # masked-off lanes hold 0, as in a masked load
+            res = tl.where((pos == p) & _castpile_prepend(lanes, R), _castpile_prepend(old, R), res)
     if keep_old:
         return res
 
