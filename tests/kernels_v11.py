@@ -194,3 +194,11 @@ def masked_old_values(out, table, n, W: tl.constexpr, B: tl.constexpr):
     o = tl.arange(0, B)
     rows = tl.arange(0, triton.next_power_of_2(W))
     tl.store(out + rows[:, None] * B + o[None, :], tl.atomic_add(bufs[o], 1.0, mask=o < 2))
+
+
+@triton.jit
+def keywords_in_source_order(out, table, ctr, n, W: tl.constexpr, B: tl.constexpr):
+    """Keyword arguments with side effects, written out of the contract's order, run in the order written."""
+    bufs = multicast_like(out, table[:W], shape=(n,))
+    o = tl.arange(0, B)
+    tl.atomic_add(bufs[o], mask=o < tl.atomic_add(ctr, 1), val=tl.atomic_add(ctr, 1).to(tl.float32))

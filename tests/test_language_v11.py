@@ -100,9 +100,11 @@ def test_v11_kernels_compile_for_sm90(tmp_path, strategy):
             {"R": 2, "C": 3, "B": 16}),
         Job(module, "lookalike_names", {**fp32, "n": "i32", "W": "constexpr", "B": "constexpr"}, {"W": 3, "B": 16}),
         Job(module, "helper_lookalike", {**fp32, "W": "constexpr"}, {"W": 3}),
+        Job(module, "keywords_in_source_order", {**counter, "n": "i32", "W": "constexpr", "B": "constexpr"},
+            {"W": 3, "B": 16}),
     ]
     results = compile_for_sm90(jobs, tmp_path)
-    assert len(results) == 11 and all(r.ok for r in results.values()), {k: r.error for k, r in results.items() if not r.ok}
+    assert len(results) == 12 and all(r.ok for r in results.values()), {k: r.error for k, r in results.items() if not r.ok}
 
 
 @pytest.mark.parametrize("w", [1, 3])
@@ -427,3 +429,14 @@ def k(out, table, n, W: tl.constexpr):
         (13, 11, """'"a"' is not an index: index 'c' with Triton integer scalars or tensors"""),
         (14, 11, "'1.5' is not an index: index 'c' with Triton integer scalars or tensors"),
     ]
+
+
+@pytest.mark.parametrize("w", [1, 3])
+def test_keyword_arguments_run_in_the_order_written(k, w):
+    n, b = 6, 8
+    bufs = [torch.zeros(n) for _ in range(w)]
+    ctr = torch.tensor([2], dtype=torch.int32)
+    k.keywords_in_source_order[(1,)](bufs[0], table(bufs), ctr, n, w, b)
+    expected = torch.zeros(n)
+    expected[:2] = 3.0  # mask first: o < 2 (ctr 2 -> 3); then val: 3 (ctr 3 -> 4)
+    assert ctr.item() == 4 and all(torch.equal(x, expected) for x in bufs)

@@ -323,7 +323,8 @@ class _ModuleAnalyser(Walker):
         if access is not None:
             self._own(access)
         used = not (isinstance(self.ancestors[-1], cst.Expr) if self.ancestors else False)
-        self.plan.uses[node] = CallOn(node, op, access, positions, result_used=used)
+        impure = self._impure_arguments(node, positions)
+        self.plan.uses[node] = CallOn(node, op, access, positions, result_used=used, impure=impure)
 
     def _reduction(self, node: cst.Call, op: str, method: bool) -> None:
         """``tl.sum/max/min(X, axis=0)`` or ``X.sum/max/min(axis=0)``, X an access, its ``.to(T)``
@@ -355,7 +356,12 @@ class _ModuleAnalyser(Walker):
         self._own(access)
         if load is not None:
             self.owned.add(load)
-        self.plan.uses[node] = Reduction(node, op, access, dtype, load, load_positions, keep_dims)
+        impure = self._impure_arguments(load, load_positions) if load is not None else frozenset()
+        self.plan.uses[node] = Reduction(node, op, access, dtype, load, load_positions, keep_dims, impure)
+
+    def _impure_arguments(self, call: cst.Call, positions: dict[str, int]) -> frozenset[str]:
+        """The parameters of ``call`` whose argument is not pure (see :meth:`_pure`)."""
+        return frozenset(name for name, k in positions.items() if not self._pure(call.args[k].value))
 
     @staticmethod
     def _converted(node: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseExpression | None]:

@@ -70,6 +70,15 @@ def _castpile_index(indices, extents, strides):
 
 
 @triton.jit
+def _castpile_in_order(values, ORDER: tl.constexpr):
+    """``values``, evaluated in the order the user wrote them, in the order a helper takes them."""
+    if len(ORDER) == 2:
+        return values[ORDER[0]], values[ORDER[1]]
+    else:
+        return values[ORDER[0]], values[ORDER[1]], values[ORDER[2]]
+
+
+@triton.jit
 def _castpile_span(extent: tl.constexpr, d: tl.constexpr, r: tl.constexpr):
     """``tl.arange(0, extent)`` as dim ``d`` of ``r`` trailing dims (what ``...`` stands for)."""
     x = tl.arange(0, extent)

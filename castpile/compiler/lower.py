@@ -288,11 +288,23 @@ class Lowerer:
     def _align(access: Access) -> str | None:
         return None if access.binding.align is None else str(access.binding.align)
 
-    @staticmethod
-    def _values(names: tuple[str, ...], given: dict[str, str]) -> list[str]:
-        """The value arguments by position, defaults filled in up to the last one given."""
+    def _values(self, names: tuple[str, ...], given: dict[str, str], positions: dict[str, int],
+                impure: frozenset[str]) -> list[str]:
+        """The value arguments by position, defaults filled in up to the last one given.
+
+        When the call wrote two or more arguments with side effects in another order than
+        the helper takes them, they are evaluated in the order written and handed over
+        rearranged (``*_castpile_in_order((b, a), (1, 0))``).  Where a default would sit
+        among them (``signal(mask=m(), value=v())``, no ``wait_for``), the helper's order stays.
+        """
         last = max((k for k, name in enumerate(names) if name in given), default=-1)
-        return [given[name] if name in given else _DEFAULTS[name] for name in names[: last + 1]]
+        taken = names[: last + 1]
+        written = sorted((name for name in taken if name in given), key=positions.__getitem__)
+        reordered = [n for n in written if n in impure] != [n for n in taken if n in impure]
+        if not reordered or not all(name in given for name in taken):
+            return [given[name] if name in given else _DEFAULTS[name] for name in taken]
+        order = tuple(str(written.index(name)) for name in taken)
+        return [f"*{self._helper('in_order')}({_tuple([given[n] for n in written])}, {_tuple(order)})"]
 
     def _arguments(self, call: cst.Call, positions: dict[str, int]) -> dict[str, str]:
         """The source of each argument of ``call`` by parameter name."""
@@ -330,7 +342,8 @@ class Lowerer:
         given = self._arguments(use.load, use.load_positions) if use.load is not None else {}
         helper = "reduce_loop" if self.strategy == "loop" and access.binding.table is not None else "reduce_gather"
         return self._call(
-            helper, self._access_prefix(access), f'"{use.op}"', *self._values(("mask", "other"), given),
+            helper, self._access_prefix(access), f'"{use.op}"',
+            *self._values(("mask", "other"), given, use.load_positions, use.load_impure),
             acc_dtype=self.render.text(use.dtype) if use.dtype is not None else None,
             keep_dims="True" if use.keep_dims else None,
             **{key: given.get(key) for key in _OPTIONS["load"]}, align=self._align(access),
@@ -340,7 +353,7 @@ class Lowerer:
         """``tl.load/store/atomic_*``, ``castpile.signal/wait`` on an access (wait: or on pointers)."""
         op, access = use.op, use.access
         given = self._arguments(use.node, use.positions)
-        values = self._values(_VALUE_ARGUMENTS[op], given)
+        values = self._values(_VALUE_ARGUMENTS[op], given, use.positions, use.impure)
         options = {key: given.get(key) for key in _OPTIONS[op]}
         if access is None:  # castpile.wait on plain pointers
             return self._call("wait_flags", self.render.text(use.node.args[0].value), *values, **options)

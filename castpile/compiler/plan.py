@@ -102,6 +102,7 @@ class CallOn:
     access: Access | None
     positions: dict[str, int]
     result_used: bool = True
+    impure: frozenset[str] = frozenset()  # the parameters whose argument has side effects
 
 
 @dataclass(eq=False)
@@ -117,6 +118,7 @@ class Reduction:
     load: cst.Call | None = None
     load_positions: dict[str, int] = field(default_factory=dict)
     keep_dims: bool = False
+    load_impure: frozenset[str] = frozenset()  # the load's parameters whose argument has side effects
 
 
 @dataclass(eq=False)
