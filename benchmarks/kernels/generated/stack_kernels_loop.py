@@ -188,10 +188,6 @@ def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, bounds, 
                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
                         volatile: tl.constexpr = False, align: tl.constexpr = None):
     """Load P + I elements, one buffer at a time."""
-    if mask is None:
-        mask = bounds
-    elif bounds is not None:
-        mask = bounds & mask
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
     R: tl.constexpr = len(pos.shape) - len(offs.shape)
@@ -201,7 +197,7 @@ def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, bounds, 
         res = res + tl.cast(other, dtype)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, mask, offs), other=other,
+        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=other,
                     cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
         res = tl.where(pos == p, _castpile_prepend(v, R), res)
     return res
@@ -249,17 +245,13 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
 def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
                          cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None):
     """Store ``value`` (broadcast to P + I), one buffer at a time."""
-    if mask is None:
-        mask = bounds
-    elif bounds is not None:
-        mask = bounds & mask
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
     dtype = example.dtype.element_ty
     value = tl.cast(value, dtype)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, mask, offs),
+        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, bounds, offs, mask),
                  cache_modifier=cache_modifier, eviction_policy=eviction_policy)
 
 
@@ -268,10 +260,6 @@ def _castpile_atomic_loop(src, count: tl.constexpr, smask, example, offs, bounds
                           sem: tl.constexpr = None, scope: tl.constexpr = None, align: tl.constexpr = None,
                           keep_old: tl.constexpr = True):
     """An atomic read-modify-write on every addressed element; the old values (``None`` unless ``keep_old``)."""
-    if mask is None:
-        mask = bounds
-    elif bounds is not None:
-        mask = bounds & mask
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
     R: tl.constexpr = len(pos.shape) - len(offs.shape)
@@ -280,7 +268,7 @@ def _castpile_atomic_loop(src, count: tl.constexpr, smask, example, offs, bounds
     res = _castpile_zeros(pos, offs, dtype)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        lanes = _castpile_lane_mask(valid, mask, offs)
+        lanes = _castpile_lane_mask(valid, bounds, offs, mask)
         old = _castpile_atomic_op(OP, peer + offs, _castpile_slice(value, pos, p, offs), lanes, sem, scope)
         if keep_old:  # masked-off lanes hold 0, as in a masked load
             res = tl.where((pos == p) & _castpile_prepend(lanes, R), _castpile_prepend(old, R), res)

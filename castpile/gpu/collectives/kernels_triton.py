@@ -328,10 +328,6 @@ def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, bounds, 
                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
                         volatile: tl.constexpr = False, align: tl.constexpr = None):
     """Load P + I elements, one buffer at a time."""
-    if mask is None:
-        mask = bounds
-    elif bounds is not None:
-        mask = bounds & mask
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
     R: tl.constexpr = len(pos.shape) - len(offs.shape)
@@ -341,7 +337,7 @@ def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, bounds, 
         res = res + tl.cast(other, dtype)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, mask, offs), other=other,
+        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=other,
                     cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
         res = tl.where(pos == p, _castpile_prepend(v, R), res)
     return res
@@ -389,17 +385,13 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
 def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
                          cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None):
     """Store ``value`` (broadcast to P + I), one buffer at a time."""
-    if mask is None:
-        mask = bounds
-    elif bounds is not None:
-        mask = bounds & mask
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
     dtype = example.dtype.element_ty
     value = tl.cast(value, dtype)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, mask, offs),
+        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, bounds, offs, mask),
                  cache_modifier=cache_modifier, eviction_policy=eviction_policy)
 
 
