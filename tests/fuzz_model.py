@@ -3,15 +3,21 @@
 A :class:`Case` describes one kernel: the stack of buffers (table slice, or a
 1-D or 2-D tile of addresses with a ptr_mask), the element shape and strides,
 one index per element dim (a scalar, or an ``arange`` along one axis of I, so
-indices broadcast), the access context and the values.  :func:`source` writes
-it in castpile's language; :func:`expected` computes what the contract says it
-does, in torch, from the Case alone; :func:`run` runs the transpiled kernel in
-the Triton interpreter on host tensors (their ``data_ptr()``s stand in for GPUs).
+indices broadcast), the access context and the values.  The contexts are every
+access of docs/language.md: loads, stores, augmented stores, atomics, ``signal``,
+stack reductions (``tl.sum/max/min(..., axis=0)``, v1.1: only valid entries take
+part) and ``wait`` on flags already set.  :func:`source` writes it in castpile's
+language; :func:`expected` computes what the contract says it does, in torch,
+from the Case alone; :func:`run` runs the transpiled kernel in the Triton
+interpreter on host tensors (their ``data_ptr()``s stand in for GPUs), a ``wait``
+in a forked process under a timeout, so that a wait on the wrong flags fails
+instead of hanging.
 
 Limits of Triton 3.6's interpreter, not of castpile, shape the cases: it
 computes bf16 arithmetic wrongly and stores a scalar constant into bf16 memory
 as raw integer bits (a plain ``tl.store(p, 3)`` or ``other=-1`` does it too),
-so bf16 cases only move tensors; it has no floating-point ``atomic_xchg``.
+so bf16 cases only move tensors (and reduce them converted to float32); it has no
+floating-point ``atomic_xchg``, so flags (``signal``, ``wait``) are int32.
 """
 
 from __future__ import annotations
@@ -25,12 +31,18 @@ import torch
 from hypothesis import strategies as st
 
 import castpile
+from castpile.gpu import sim
 from testkit import import_file
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "int32": torch.int32}
 AUG_OPS = {"float": ["+", "-", "*"], "int": ["+", "-", "*", "&", "|", "^"]}
 ATOMIC_OPS = {"float": ["add", "max", "min"], "int": ["add", "max", "min", "and", "or", "xor", "xchg"]}
-CONTEXTS = ["load", "tl_load", "store", "tl_store", "aug", "atomic", "cas", "signal"]
+CONTEXTS = ["load", "tl_load", "store", "tl_store", "aug", "atomic", "cas", "signal", "reduce", "wait"]
+FLAG_CONTEXTS = ("signal", "wait")  # int32 flags, through ``import castpile as cp``
+BF16_CONTEXTS = ("load", "tl_load", "store", "tl_store", "reduce")  # reduce through .to(tl.float32) only
+REDUCTIONS = ["max", "min", "sum"]  # hypothesis favours the first; a stray identity or 0 shows in max and min
+REDUCED = ["access", "to_float32", "tl_load"]  # reduce bufs[i], bufs[i].to(tl.float32), tl.load(bufs[i], ...)
+WAIT_TIMEOUT = 30.0  # seconds: a wait that returns takes well under one
 IMPORTS = {
     "module": ("import castpile", "castpile.multicast_like"),
     "alias": ("import castpile as cp", "cp.multicast_like"),
@@ -80,6 +92,11 @@ class Case:
     seed: int
     other: int = 0
     cmp: int = 0
+    reduced: str = "access"  # reduce: what is reduced (REDUCED)
+    axis_keyword: bool = True  # reduce: ``axis=0``, else ``0``
+    shift: int = 0  # added to every buffer's values: all negative or all positive, a max or min shows any stray 0
+    flag: int | None = None  # wait: ``value=`` (None: the default, 1)
+    reset: int | None = None  # wait: ``reset=`` (None: the default, 0)
     data: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -96,23 +113,35 @@ class Case:
         return self.ptile + self.ishape
 
     @property
-    def writes(self) -> bool:
-        return self.context not in ("load", "tl_load")
+    def returns(self) -> bool:
+        """The kernel stores the access's P + I result."""
+        return self.context in ("load", "tl_load", "atomic", "cas")
 
     @property
-    def returns(self) -> bool:
-        return self.context in ("load", "tl_load", "atomic", "cas")
+    def result_shape(self) -> tuple[int, ...]:
+        """The shape of what the kernel stores into ``res``: P + I, or P[1:] + I for a reduction over axis 0."""
+        if self.context == "reduce":
+            return self.ptile[1:] + self.ishape
+        return self.full_shape if self.returns else ()
+
+    @property
+    def flag_value(self) -> int:
+        return 1 if self.flag is None else self.flag
+
+    @property
+    def reset_value(self) -> int:
+        return 0 if self.reset is None else self.reset
 
 
 @st.composite
-def cases(draw) -> Case:
-    """A random, valid Case."""
-    dtype = draw(st.sampled_from(list(DTYPES)))
-    kind = "int" if dtype == "int32" else "float"
-    contexts = CONTEXTS if dtype != "bfloat16" else ["load", "tl_load", "store", "tl_store"]
-    if dtype != "int32":
-        contexts = [c for c in contexts if c != "signal"]
+def cases(draw, contexts=tuple(CONTEXTS)) -> Case:
+    """A random, valid Case in one of ``contexts``."""
     context = draw(st.sampled_from(contexts))
+    if context in FLAG_CONTEXTS:
+        dtype = "int32"
+    else:
+        dtype = draw(st.sampled_from(list(DTYPES) if context in BF16_CONTEXTS else ["float32", "int32"]))
+    kind = "int" if dtype == "int32" else "float"
     tile = draw(st.sampled_from(["slice", "slice_lo", "tile1", "tile2"]))
     world = draw(st.integers(1, 8))
     lo = draw(st.integers(1, 3)) if tile == "slice_lo" else 0
@@ -164,12 +193,23 @@ def cases(draw) -> Case:
         op = draw(st.sampled_from(ATOMIC_OPS[kind]))
     if context in ("store", "tl_store", "aug", "atomic", "cas"):
         value = draw(st.sampled_from(["row", "row_none", "full"] + ([] if dtype == "bfloat16" else ["scalar"])))
-    use_mask = context in ("tl_load", "tl_store") or (context == "atomic" and draw(st.booleans()))
+    reduced, axis_keyword, shift, flag, reset = "access", True, 0, None, None
+    if context == "reduce":
+        op = draw(st.sampled_from(REDUCTIONS))
+        reduced = "to_float32" if dtype == "bfloat16" else draw(st.sampled_from(REDUCED))
+        axis_keyword = draw(st.booleans())
+        shift = draw(st.sampled_from([-10, 0, 10]))
+    elif context == "wait":
+        flag = draw(st.sampled_from([None, 5, -3]))
+        reset = draw(st.sampled_from([None, 2]))
+    use_mask = (context in ("tl_load", "tl_store") or (context == "reduce" and reduced == "tl_load")
+                or (context in ("atomic", "wait") and draw(st.booleans())))
+    takes_other = context == "tl_load" or (context == "reduce" and reduced == "tl_load")
     case = Case(
         tile, ptile, entries, lo, dtype, shape, strides, explicit, indices, irank, context, op, value, use_mask,
-        "alias" if context == "signal" else draw(st.sampled_from(list(IMPORTS))), draw(st.integers(0, 2**31 - 1)),
-        other=draw(st.integers(-3, 3)) if context == "tl_load" and dtype != "bfloat16" else 0,
-        cmp=draw(st.integers(-2, 2)),
+        "alias" if context in FLAG_CONTEXTS else draw(st.sampled_from(list(IMPORTS))), draw(st.integers(0, 2**31 - 1)),
+        other=draw(st.integers(-3, 3)) if takes_other and dtype != "bfloat16" else 0,
+        cmp=draw(st.integers(-2, 2)), reduced=reduced, axis_keyword=axis_keyword, shift=shift, flag=flag, reset=reset,
     )
     return case
 
@@ -250,10 +290,18 @@ def source(case: Case) -> str:
         body.append(f"x = tl.atomic_{case.op}({idx}, {v}{mask})")
     elif c == "cas":
         body.append(f"x = tl.atomic_cas({idx}, {case.cmp}, {v})")
-    else:
+    elif c == "signal":
         body.append(f"cp.signal({idx}, value=7)")
-    if case.returns:
-        body.append(f"tl.store(res + {_flat(P + I)}, x)")
+    elif c == "reduce":
+        reduced = {"access": idx, "to_float32": f"{idx}.to(tl.float32)",
+                   "tl_load": f"tl.load({idx}{mask}, other={case.other})"}[case.reduced]
+        body.append(f"x = tl.{case.op}({reduced}, {'axis=0' if case.axis_keyword else '0'})")
+    else:
+        flag = "" if case.flag is None else f", value={case.flag}"
+        reset = "" if case.reset is None else f", reset={case.reset}"
+        body.append(f"cp.wait({idx}{flag}{reset}{mask})")
+    if case.returns or c == "reduce":
+        body.append(f"tl.store(res + {_flat(case.result_shape)}, x)")
     params = "example, table, res, vals, mk, pm, n0, n1, n2, s0, s1, s2, LO: tl.constexpr"
     lines = ["import triton", "import triton.language as tl", import_line, "", "", "@triton.jit", f"def kernel({params}):"]
     return "\n".join(lines + ["    " + line for line in body]) + "\n"
@@ -269,7 +317,11 @@ def _extent(case: Case) -> int:
 
 
 def make_data(case: Case) -> dict:
-    """Host tensors for ``case``: buffers, a poison buffer for masked entries, table, values, masks."""
+    """Host tensors for ``case``: buffers, a poison buffer for masked entries, table, values, masks.
+
+    For ``wait``, the flags the kernel waits on (valid entries, in-bounds lanes with the
+    mask on) are set, so that it must return; every other element keeps its random value.
+    """
     g = torch.Generator().manual_seed(case.seed)
     dt = DTYPES[case.dtype]
     n = _extent(case)
@@ -277,21 +329,25 @@ def make_data(case: Case) -> dict:
     def small(shape):
         return torch.randint(-4, 5, shape, generator=g).to(dt)
 
-    bufs = [small((n,)) for _ in range(case.nbuf)]
-    poison = small((n,))
+    bufs = [small((n,)) + case.shift for _ in range(case.nbuf)]
+    poison = small((n,)) + case.shift
     addrs = [bufs[e].data_ptr() if e is not None else poison.data_ptr() for e in case.entries]
     if case.tile == "slice_lo":
         addrs = [poison.data_ptr()] * case.lo + addrs
     table = torch.tensor(addrs + [poison.data_ptr()] * 2, dtype=torch.int64)
-    full = case.full_shape
+    mk = torch.randint(0, 2, (max(math.prod(case.ishape), 1),), generator=g, dtype=torch.int32)
+    if case.context == "wait":
+        offs, bounds, user = _lanes(case, mk)
+        for buf in bufs:
+            buf[offs[bounds & user]] = case.flag_value
     return {
         "bufs": bufs,
         "poison": poison,
         "table": table,
         "pm": torch.tensor([e is not None for e in case.entries], dtype=torch.int32),
-        "mk": torch.randint(0, 2, (max(math.prod(case.ishape), 1),), generator=g, dtype=torch.int32),
-        "vals": small((math.prod(full) if case.value == "full" else max(math.prod(case.ishape), 1),)),
-        "res": torch.zeros(math.prod(full), dtype=dt),
+        "mk": mk,
+        "vals": small((math.prod(case.full_shape) if case.value == "full" else max(math.prod(case.ishape), 1),)),
+        "res": torch.zeros(max(math.prod(case.result_shape), 1), dtype=dt),
         "example": torch.zeros(4, dtype=dt),
     }
 
@@ -311,6 +367,19 @@ def _index_tensors(case: Case) -> list[torch.Tensor]:
     return out
 
 
+def _lanes(case: Case, mk: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Each lane of I, flattened: its element offset, whether it is in bounds, whether the user's mask is on."""
+    I = case.ishape
+    idx = _index_tensors(case)
+    offs = sum((i * s for i, s in zip(idx, case.strides)), torch.zeros(I, dtype=torch.int64))
+    bounds = torch.ones(I, dtype=torch.bool)
+    if case.shape is not None:
+        for i, n in zip(idx, case.shape):
+            bounds &= (i >= 0) & (i < n)
+    user = mk[: max(math.prod(I), 1)].reshape(I) != 0 if case.use_mask else torch.ones(I, dtype=torch.bool)
+    return offs.reshape(-1), bounds.reshape(-1), user.reshape(-1)
+
+
 def _apply(kind: str, op: str, old: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     ops = {
         "+": torch.add, "-": torch.sub, "*": torch.mul, "&": torch.bitwise_and, "|": torch.bitwise_or,
@@ -320,20 +389,38 @@ def _apply(kind: str, op: str, old: torch.Tensor, v: torch.Tensor) -> torch.Tens
     return ops[op](old, v).to(old.dtype)
 
 
+def _reduced(case: Case, bufs: list[torch.Tensor], offs, bounds, user) -> torch.Tensor:
+    """The stack reduction over axis 0 (v1.1): valid entries only (not padded, ptr_mask true, in bounds),
+    lanes the user's mask turns off as ``other``, 0 where a lane has no valid entry.  Flattened P[1:] + I."""
+    lanes = offs.numel()
+    values = torch.zeros(len(case.entries), lanes, dtype=torch.float64)  # exact for these small integers
+    valid = torch.zeros(len(case.entries), lanes, dtype=torch.bool)
+    for p, e in enumerate(case.entries):
+        if e is not None:
+            loaded = bufs[e][offs.clamp(0, bufs[e].numel() - 1)].double()
+            values[p] = torch.where(user, loaded, float(case.other))
+            valid[p] = bounds
+    values, valid = values.reshape(case.ptile + (lanes,)), valid.reshape(case.ptile + (lanes,))
+    if case.op == "sum":
+        result = torch.where(valid, values, 0.0).sum(0)
+    elif case.op == "max":
+        result = torch.where(valid, values, -math.inf).amax(0)
+    else:
+        result = torch.where(valid, values, math.inf).amin(0)
+    return torch.where(valid.any(0), result, 0.0).reshape(-1).to(DTYPES[case.dtype])
+
+
 def expected(case: Case, data: dict) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]:
-    """What the contract says: final buffers, result (P + I, flattened), and which result lanes are defined."""
+    """What the contract says: final buffers, result (flattened ``result_shape``), and which result lanes are defined."""
     P, I = case.ptile, case.ishape
     full = P + I
     dt = DTYPES[case.dtype]
     bufs = [b.clone() for b in data["bufs"]]
-    idx = _index_tensors(case)
-    offs = sum((i * s for i, s in zip(idx, case.strides)), torch.zeros(I, dtype=torch.int64))
-    inb = torch.ones(I, dtype=torch.bool)
-    if case.shape is not None:
-        for i, n in zip(idx, case.shape):
-            inb &= (i >= 0) & (i < n)
-    if case.use_mask:
-        inb = inb & (data["mk"][: max(math.prod(I), 1)].reshape(I) != 0)
+    flat_offs, bounds, user = _lanes(case, data["mk"])
+    if case.context == "reduce":
+        res = _reduced(case, bufs, flat_offs, bounds, user)
+        return bufs, res, torch.ones_like(res, dtype=torch.bool)
+    flat_inb = bounds & user
     if case.value == "scalar":
         v = torch.full(full, 3, dtype=dt)
     elif case.value == "full":
@@ -343,7 +430,6 @@ def expected(case: Case, data: dict) -> tuple[list[torch.Tensor], torch.Tensor, 
     res = torch.full(full, case.other if case.context == "tl_load" else 0, dtype=dt).reshape(len(case.entries), -1)
     defined = torch.ones_like(res, dtype=torch.bool) if case.context in ("load", "tl_load") else torch.zeros_like(res, dtype=torch.bool)
     v = v.reshape(len(case.entries), -1)
-    flat_offs, flat_inb = offs.reshape(-1), inb.reshape(-1)
     kind = "int" if case.dtype == "int32" else "float"
     for p, e in enumerate(case.entries):
         if e is None:
@@ -363,6 +449,10 @@ def expected(case: Case, data: dict) -> tuple[list[torch.Tensor], torch.Tensor, 
             bufs[e][where] = torch.where(old == case.cmp, v[p, lanes], old)
         elif c == "signal":
             bufs[e][where] = 7
+        elif c == "wait":
+            bufs[e][where] = case.reset_value
+    if not case.returns:
+        res, defined = torch.zeros(1, dtype=dt), torch.zeros(1, dtype=torch.bool)
     return bufs, res.reshape(-1), defined.reshape(-1)
 
 
@@ -386,11 +476,19 @@ def run(case: Case, strategy: str, directory: Path) -> tuple[dict, bytes]:
     before = {k: ([b.clone() for b in v] if isinstance(v, list) else v.clone()) for k, v in data.items()}
     shape = list(case.shape or ()) + [1] * 3
     scalars = [i.value if i.is_scalar else 0 for i in case.indices] + [0] * 3
-    kernel[(1,)](
-        data["example"], data["table"], data["res"], data["vals"], data["mk"], data["pm"],
-        shape[0], shape[1], shape[2], scalars[0], scalars[1], scalars[2], case.lo,
-    )
-    return {"before": before, "after": data}, out
+
+    def launch(rank=0):
+        kernel[(1,)](
+            data["example"], data["table"], data["res"], data["vals"], data["mk"], data["pm"],
+            shape[0], shape[1], shape[2], scalars[0], scalars[1], scalars[2], case.lo,
+        )
+        return data
+
+    if case.context == "wait":  # one forked rank: it sees the same addresses, and a hang is reported
+        [after] = sim.run(launch, 1, timeout=WAIT_TIMEOUT)
+    else:
+        after = launch()
+    return {"before": before, "after": after}, out
 
 
 def check(case: Case, strategy: str, directory: Path) -> None:
@@ -404,5 +502,5 @@ def check(case: Case, strategy: str, directory: Path) -> None:
     assert torch.equal(after["poison"], before["poison"]), f"a masked/padded stack entry was written\n{where}"
     got = after["res"]
     assert torch.equal(got[defined], res[defined]), (
-        f"result differs:\ngot  {got.reshape(case.full_shape).tolist()}\nwant {res.reshape(case.full_shape).tolist()}\n{where}"
+        f"result differs:\ngot  {got.reshape(case.result_shape).tolist()}\nwant {res.reshape(case.result_shape).tolist()}\n{where}"
     )

@@ -1,12 +1,19 @@
-"""Transpile time grows linearly: 1k, 10k and 100k-line files (kernels with multicast accesses
-between plain helper functions) take a time per line within 1.5x of each other (best figures of up
-to three fresh interpreters: a loaded machine does not fail it, real superlinear growth does)."""
+"""Transpiling does work linear in the source, counted in function calls, never timed in seconds.
 
-import json
-import subprocess
+A source grows three ways: more kernels in a file, more terms in one index, more
+accesses in one kernel.  For each, the function calls that one more unit adds
+(Python and C calls, counted by a profile hook in the calling thread and in
+castpile's worker thread) must stay within ``TOLERANCE`` as the source doubles
+three times: work quadratic in the source would double them at every step.  A
+count does not depend on how loaded the machine is.
+``benchmarks/bench_transpile_scaling.py`` times the same sources in seconds.
+"""
+
 import sys
-import time
-from pathlib import Path
+import threading
+from itertools import pairwise
+
+import pytest
 
 from castpile import transpile
 
@@ -14,65 +21,85 @@ HEAD = "import triton\nimport triton.language as tl\nfrom castpile import multic
 KERNEL = '''
 
 @triton.jit
-def kern_{i}(out, dev_ptrs, res, n, W: tl.constexpr, BLOCK: tl.constexpr):
+def kern_{tag}_{i}(out, dev_ptrs, res, n, W: tl.constexpr, BLOCK: tl.constexpr):
     bufs = multicast_like(out, dev_ptrs[:W], shape=(n,))
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     total = tl.sum(bufs[offs], axis=0)
     bufs[offs] = total[None, :] * 2
     tl.store(res + offs, total, mask=offs < n)
 '''
-HELPER = "\n\ndef helper_{i}(x, y):\n    z = x * {i} + y\n    return z\n"
+HELPER = "\n\ndef helper_{tag}_{i}(x, y):\n    z = x * {i} + y\n    return z\n"
 
 
-def module(lines: int) -> bytes:
-    """About ``lines`` lines: one kernel for every nine helpers."""
-    parts, count, i = [HEAD], HEAD.count("\n"), 0
-    while count < lines:
-        block = (KERNEL if i % 10 == 0 else HELPER).format(i=i)
-        parts.append(block)
-        count += block.count("\n")
-        i += 1
-    return "".join(parts).encode()
+def kernels_in_a_file(units: int, tag: str) -> bytes:
+    """``units`` times a kernel with two multicast accesses and nine plain helper functions (about 100 lines)."""
+    blocks = [(KERNEL if i % 10 == 0 else HELPER).format(i=i, tag=tag) for i in range(10 * units)]
+    return (HEAD + "".join(blocks)).encode()
 
 
-def per_line(lines: int, repeats: int) -> float:
-    """Best CPU seconds per line over ``repeats`` runs (CPU time: CI machines are shared)."""
-    source = module(lines)
-    n = source.count(b"\n")
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.process_time()
-        out = transpile(source, f"scale_{lines}.py")
-        best = min(best, time.process_time() - start)
-    assert out.count(b"_castpile_reduce_loop(") > lines // 100
-    return best / n
+def terms_in_one_index(terms: int, tag: str) -> bytes:
+    """One load whose index sums ``terms`` names."""
+    index = " + ".join(f"a_{tag}_{i}" for i in range(terms))
+    return (HEAD + f"""
+
+@triton.jit
+def kern(out, table, W: tl.constexpr):
+    bufs = multicast_like(out, table[:W])
+    x = bufs[{index}]
+""").encode()
 
 
-def measure() -> dict[int, float]:
-    """Seconds per line at 1k, 10k and 100k lines, after a warm-up."""
-    transpile(module(200), "warmup.py")
-    return {n: per_line(n, r) for n, r in ((1_000, 5), (10_000, 2), (100_000, 1))}
+def accesses_in_one_kernel(accesses: int, tag: str) -> bytes:
+    """One kernel with ``accesses`` loads and as many stores, each at its own offset."""
+    body = "".join(f"    x{i} = bufs[offs_{tag} + {i}]\n    bufs[offs_{tag} - {i}] = x{i} * 2\n" for i in range(accesses))
+    return (HEAD + f"""
+
+@triton.jit
+def kern(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
+    bufs = multicast_like(out, table[:W], shape=(n,))
+    offs_{tag} = tl.arange(0, BLOCK)
+{body}""").encode()
 
 
-LIMIT = 1.5
-ATTEMPTS = 3
+SOURCES = {
+    "kernels_in_a_file": (kernels_in_a_file, (5, 10, 20, 40), b"_castpile_reduce_loop("),
+    "terms_in_one_index": (terms_in_one_index, (250, 500, 1000, 2000), b" + a_"),
+    "accesses_in_one_kernel": (accesses_in_one_kernel, (25, 50, 100, 200), b"_castpile_load_loop("),
+}
+"""name -> (source(size, tag), sizes, each twice the last, and a text the output holds about ``size`` times).
+Names carry a tag per source, so caches filled by one source do not serve the next."""
+
+TOLERANCE = 1.15
 
 
-def test_time_per_line_is_flat():
-    """Measured in a fresh interpreter, as the CLI runs (a test runner's big heap slows the GC).
+def calls_to_transpile(source: bytes) -> tuple[int, bytes]:
+    """The function calls (Python and C) made while transpiling ``source``, and the output."""
+    calls = 0
 
-    CPU time still varies with what else the machine runs, so a ratio over the limit is
-    measured again, up to ATTEMPTS fresh interpreters, keeping each size's best figure:
-    noise goes away with more runs, growth that is really superlinear does not.
-    """
-    code = "import json, sys; sys.path.insert(0, sys.argv[1]); import test_scaling; print(json.dumps(test_scaling.measure()))"
-    best: dict[int, float] = {}
-    for attempt in range(1, ATTEMPTS + 1):
-        proc = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent)], capture_output=True, timeout=600, check=True)
-        for n, s in json.loads(proc.stdout).items():
-            best[int(n)] = min(s, best.get(int(n), float("inf")))
-        ratio = max(best.values()) / min(best.values())
-        if ratio <= LIMIT:
-            break
-    report = ", ".join(f"{n} lines: {s * 1e3:.3f} ms/line" for n, s in best.items())
-    assert ratio <= LIMIT, f"time per line varies {ratio:.2f}x over {attempt} attempts: {report}"
+    def count(frame, event, arg):
+        nonlocal calls
+        if event in ("call", "c_call"):
+            calls += 1
+
+    sys.setprofile(count)
+    threading.setprofile(count)  # castpile transpiles in a worker thread with a deep stack
+    try:
+        out = transpile(source, "scaling.py")
+    finally:
+        threading.setprofile(None)
+        sys.setprofile(None)
+    return calls, out
+
+
+@pytest.mark.parametrize("name", SOURCES)
+def test_calls_per_added_unit_stay_constant(name):
+    make, sizes, marker = SOURCES[name]
+    transpile(make(sizes[0], "warmup"), "warmup.py")  # imports and first-use work
+    counts = []
+    for size in sizes:
+        calls, out = calls_to_transpile(make(size, f"s{size}"))
+        assert abs(out.count(marker) - size) <= 1, f"{name}: the source of size {size} did not transpile as meant"
+        counts.append(calls)
+    per_unit = [(c1 - c0) / (n1 - n0) for (n0, c0), (n1, c1) in pairwise(zip(sizes, counts))]
+    report = ", ".join(f"{n}: {c:,} calls" for n, c in zip(sizes, counts))
+    assert max(per_unit) <= TOLERANCE * min(per_unit), f"{name}: calls per added unit grow {per_unit}: {report}"

@@ -97,17 +97,21 @@ def test_a_raising_rank_is_reported_with_its_traceback():
 
 
 def test_a_hung_rank_is_killed_and_named():
+    pids = sim.shared_empty((3,), torch.int64).zero_()
+
     def body(rank):
+        pids[rank] = os.getpid()
         while rank == 2:
             time.sleep(0.01)
         return rank
 
-    start = time.monotonic()
     with pytest.raises(sim.RankTimeout) as info:
         sim.run(body, 3, timeout=1.5)
     assert info.value.hung == [2]
     assert "ranks [2] did not finish within 1.5 s" in str(info.value)
-    assert time.monotonic() - start < 10
+    for pid in pids.tolist():
+        with pytest.raises(ProcessLookupError):  # every rank has ended and been reaped, the hung one too
+            os.kill(pid, 0)
 
 
 def test_a_kernel_waiting_for_a_missing_peer_times_out():

@@ -23,12 +23,17 @@ through ctypes instead of Triton's C launcher was measured slower (7.4-7.7 us).
 ``graph=True`` goes further: the one launch is captured once into a CUDA graph
 and each call replays it on the current stream (4.2 us of host time there);
 while the current stream is itself being captured, the call launches directly.
+
+What a bound launch passes to the launcher is worked out by one pure function,
+:func:`launcher_call`, from the kernel's signature, the compiled kernel and the
+arguments: tests check it on CPU against a stand-in for Triton's compiled kernel.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+from dataclasses import dataclass
 
 import triton
 from triton import knobs
@@ -36,6 +41,8 @@ from triton import knobs
 #: Keyword arguments that configure the launch rather than bind a kernel parameter.
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "launch_cooperative_grid",
                   "launch_pdl")
+#: Index of the stream in the launcher's arguments: each launch puts the current stream there.
+STREAM_SLOT = 3
 
 
 def bind(kernel, grid, *args, graph=False, late=(), **kwargs):
@@ -46,64 +53,128 @@ def bind(kernel, grid, *args, graph=False, late=(), **kwargs):
     dtype, and 16-byte aligned if the bound one was: the compiled kernel assumed
     so).  Late tensors are not kept alive by the callable.
     """
-    grid = tuple(grid) + (1,) * (3 - len(grid))
-    names = list(inspect.signature(getattr(kernel, "fn", kernel)).parameters)
-    given = dict(zip(names, args), **kwargs)
-    expected = {name: (given[name].dtype, given[name].data_ptr() % 16 == 0) for name in late}
     if late and graph:
         raise ValueError("bind: a graph-replayed launch cannot take late tensors")
-
+    grid = full_grid(grid)
+    signature = inspect.signature(getattr(kernel, "fn", kernel))
+    given = dict(zip(signature.parameters, args), **kwargs)
+    expected = late_tensors(given, late)
     if _interpreted(kernel) or launch_hooked():
-        def slow(**tensors):
-            call = dict(given)
-            for name, t in tensors.items():
-                _late_address(name, t, expected)
-                call[name] = t
-            kernel[grid](*[call[n] for n in names[:len(args)]], **{k: call[k] for k in kwargs})
-
-        slow.kernel = None
-        return slow
+        return _grid_launch(kernel, grid, list(signature.parameters)[:len(args)], kwargs, given, expected)
     compiled = kernel.warmup(*args, grid=grid, **kwargs)
     compiled._init_handles()
-    run, call = _launcher_call(compiled, grid, [_address(v) for v in bound_values(kernel, args, kwargs)])
-    first = len(call) - len(names)
-    positions = {name: first + names.index(name) for name in late}
+    call = launcher_call(compiled, grid, signature, args, kwargs, late)
+    entry, arguments, positions = call.entry, list(call.arguments), call.late
     stream = functools.partial(triton.runtime.driver.active.get_current_stream, _device_index(args, kwargs))
 
     def launch(**tensors):
         for name, t in tensors.items():
-            call[positions[name]] = _late_address(name, t, expected)
-        call[3] = stream()
-        run(*call)
+            arguments[positions[name]] = _late_address(name, t, expected)
+        arguments[STREAM_SLOT] = stream()
+        entry(*arguments)
 
     launch.kernel = compiled
     launch.keep_alive = tuple(v for k, v in given.items() if k not in expected)
     return _replayed(launch) if graph else launch
 
 
-def _late_address(name, tensor, expected) -> int:
+@dataclass(frozen=True)
+class LateTensor:
+    """What a tensor must be to stand in for a late parameter: the bound tensor's dtype and 16-byte alignment."""
+
+    dtype: object
+    aligned: bool
+
+
+@dataclass(frozen=True)
+class LauncherCall:
+    """How a bound launch calls Triton's C launcher, worked out once (see :func:`launcher_call`).
+
+    ``entry(*arguments)`` launches, once the current stream is at :data:`STREAM_SLOT`.
+    ``late`` maps each late parameter to the index of its address in ``arguments``.
+    """
+
+    entry: object
+    arguments: tuple
+    late: dict[str, int]
+
+
+def launcher_call(compiled, grid, signature: inspect.Signature, args, kwargs, late=()) -> LauncherCall:
+    """What a bound launch passes to Triton's launcher for ``kernel[grid](*args, **kwargs)``; reads, never calls.
+
+    ``compiled`` is Triton 3.6's ``CompiledKernel`` with its handles loaded; only its
+    ``function``, ``packed_metadata`` and ``run`` (the launcher: ``launch``, the
+    scratch sizes, ``launch_cooperative_grid``, ``launch_pdl``) are read.  A kernel
+    that needs scratch memory goes through the launcher itself, which allocates it
+    on each call; any other calls the bare ``launch``, as the launcher would.  The
+    arguments are the grid, the stream slot, that head, then every parameter in
+    declaration order, constexprs and defaults included (tensors as addresses), as
+    Triton's own launch passes them.
+    """
+    launcher = compiled.run
+    if getattr(launcher, "global_scratch_size", 0) or getattr(launcher, "profile_scratch_size", 0):
+        entry, head = launcher, [compiled.function, compiled.packed_metadata, None, None, None]
+    else:
+        entry, head = launcher.launch, [compiled.function, launcher.launch_cooperative_grid, launcher.launch_pdl,
+                                        None, None, compiled.packed_metadata, None, None, None]
+    values = [_address(v) for v in bound_values(signature, args, kwargs)]
+    arguments = (*full_grid(grid), None, *head, *values)
+    names = list(signature.parameters)
+    unknown = [name for name in late if name not in names]
+    if unknown:
+        raise TypeError(f"bind: late {unknown} are not parameters of the kernel ({', '.join(names)})")
+    first = len(arguments) - len(values)
+    return LauncherCall(entry, arguments, {name: first + names.index(name) for name in late})
+
+
+def bound_values(signature: inspect.Signature, args, kwargs) -> list:
+    """The kernel's parameters in declaration order, defaults applied (what Triton's launcher takes)."""
+    params = {k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS}
+    bound = signature.bind(*args, **params)
+    bound.apply_defaults()
+    return list(bound.arguments.values())
+
+
+def late_tensors(given: dict, late) -> dict[str, LateTensor]:
+    """What each late parameter's stand-in must be, from the tensors ``given`` (parameter name -> argument)."""
+    expected = {}
+    for name in late:
+        tensor = given.get(name)
+        if not hasattr(tensor, "data_ptr"):
+            raise TypeError(f"bind: late parameter {name!r} must be given a tensor, got {tensor!r}")
+        expected[name] = LateTensor(tensor.dtype, tensor.data_ptr() % 16 == 0)
+    return expected
+
+
+def full_grid(grid) -> tuple:
+    """``grid`` with its missing dims as 1: three ints."""
+    return tuple(grid) + (1,) * (3 - len(grid))
+
+
+def _grid_launch(kernel, grid, positional, kwargs, given, expected):
+    """The bound launch through ``kernel[grid](...)`` (interpreter, launch hooks), late tensors replaced per call."""
+
+    def launch(**tensors):
+        call = dict(given)
+        for name, t in tensors.items():
+            _late_address(name, t, expected)
+            call[name] = t
+        kernel[grid](*[call[n] for n in positional], **{k: call[k] for k in kwargs})
+
+    launch.kernel = None
+    return launch
+
+
+def _late_address(name, tensor, expected: dict[str, LateTensor]) -> int:
     """``tensor``'s address, after checking it may stand in for late parameter ``name``."""
     if name not in expected:
         raise TypeError(f"{name!r} is not a late parameter of this launch (late: {sorted(expected)})")
-    dtype, aligned = expected[name]
+    want = expected[name]
     address = tensor.data_ptr()
-    if tensor.dtype != dtype or (aligned and address % 16):
-        raise ValueError(f"{name}: expected a {dtype} tensor{' 16-byte aligned' if aligned else ''}, "
+    if tensor.dtype != want.dtype or (want.aligned and address % 16):
+        raise ValueError(f"{name}: expected a {want.dtype} tensor{' 16-byte aligned' if want.aligned else ''}, "
                          f"got {tensor.dtype} at {address:#x}")
     return address
-
-
-def _launcher_call(compiled, grid, values):
-    """Triton's C launcher and its argument list (grid, a stream slot at index 3, metadata, then ``values``)."""
-    launcher = compiled.run
-    if getattr(launcher, "global_scratch_size", 0) or getattr(launcher, "profile_scratch_size", 0):
-        run = launcher
-        head = [compiled.function, compiled.packed_metadata, None, None, None]
-    else:
-        run = launcher.launch
-        head = [compiled.function, launcher.launch_cooperative_grid, launcher.launch_pdl, None, None,
-                compiled.packed_metadata, None, None, None]
-    return run, [*grid, None, *head, *values]
 
 
 def _replayed(launch):
@@ -135,15 +206,6 @@ def launch_hooked() -> bool:
     """
     hooks = (knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook)
     return any(h is not None and getattr(h, "calls", True) for h in hooks)
-
-
-def bound_values(kernel, args, kwargs) -> list:
-    """The kernel's parameters in declaration order, defaults applied (what Triton's launcher takes)."""
-    fn = getattr(kernel, "fn", kernel)
-    params = {k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS}
-    bound = inspect.signature(fn).bind(*args, **params)
-    bound.apply_defaults()
-    return list(bound.arguments.values())
 
 
 def _address(value):
