@@ -4,7 +4,7 @@ the Triton interpreter, must do what the independent torch model in tests/fuzz_m
 CI runs ``CASTPILE_FUZZ_EXAMPLES`` examples (default 300), derandomized and shared equally
 among the access contexts (so each gets its own run of the generator); the long run is
 ``scripts/fuzz_long.sh`` (see docs/robustness.md).  Every failure found is a regression
-test below (docs/bugs-from-fuzzing.md); while a bug is open, its name goes in ``OPEN``
+test below (docs/history.md); while a bug is open, its name goes in ``OPEN``
 (the test becomes ``xfail(strict=True)`` and fails loudly once the bug is fixed).
 """
 
@@ -51,7 +51,7 @@ def _case(**changes) -> Case:
 
 
 REGRESSIONS = {
-    # All fixed (docs/bugs-from-fuzzing.md, B1-B5).
+    # All fixed (docs/history.md, B1-B5).
     "B1-slice-with-lo": (_case(tile="slice_lo", lo=1), "loop"),
     "B2-signal-vector": (_case(tile="slice", ptile=(1,), entries=[0], shape=None, indices=[Index(1, 8, 0)], context="signal"), "loop"),
     "B3-atomic-gather": (_case(context="atomic", op="add", use_mask=True), "gather"),

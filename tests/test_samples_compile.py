@@ -66,7 +66,7 @@ def results(tmp_path_factory):
 @pytest.mark.parametrize("strategy", castpile.STRATEGIES)
 @pytest.mark.parametrize("sample,kernel,args", KERNELS, ids=[f"{s}.{k}-{i}" for i, (s, k, _) in enumerate(KERNELS)])
 def test_compiles_for_sm90(results, sample, kernel, args, strategy):
-    # Bug 1 of docs/bugs-from-samples.md (helpers' string-default constexpr parameters) is
+    # S1 (= C1) of docs/history.md (helpers' string-default constexpr parameters) is
     # fixed: its error fails here like any other.
     result = results[job_id(sample, kernel, args, strategy)]
     assert result.ok, result.error

@@ -16,7 +16,7 @@ when any of them changes.  Under ``TRITON_INTERPRET=1``, or while a Triton
 launch hook is installed (a profiler's), the callable falls back to ``kernel[grid](...)``.
 
 On the 2 x H200 host a bound launch costs 6.5 us of host time against 17.3 us
-for ``kernel[grid]`` (docs/probe-launch-bw.json): Triton 3.6 computes launch
+for ``kernel[grid]`` (docs/data/probe-launch-bw.json): Triton 3.6 computes launch
 metadata for its (empty) hook chain on every grid call.  Calling the driver
 through ctypes instead of Triton's C launcher was measured slower (7.4-7.7 us).
 
