@@ -330,7 +330,7 @@ def k(out, table, W: tl.constexpr):
     assert "    bufs = table\n    x = _castpile_load_loop(bufs, W, None, out, 0, None)\n" in out
 
 
-# 16. Long index expressions transpile in linear time (benchmarks/bench_cpu.py --case long_index times it).
+# 16. castpile's own work on a long index is linear (tests/test_scaling.py counts calls; benchmarks/bench_cpu.py --case long_index times it, libcst's parser included).
 def test_an_index_of_2000_terms_transpiles():
     terms = " + ".join(f"a{i}" for i in range(2000))
     source = HEADER + f"""
