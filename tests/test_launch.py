@@ -129,9 +129,11 @@ def test_bind_launches_through_the_compiled_path_with_late_tensors_and_the_curre
     assert warmed == [((x, 64, y), (5, 1, 1), dict(n=10, num_warps=4))]
     launch(y=z)
     launch(y=y)
-    first, second = compiled.run.launch.calls
+    launch(y=z)
+    launch()  # no late tensor: the bound one, not the last call's (which may be freed by now)
+    first, second, _, fourth = compiled.run.launch.calls
     assert first == _through_triton(compiled, (5, 1, 1), [x, 64, z, 10, 2, 0.5])
-    assert second == _through_triton(compiled, (5, 1, 1), [x, 64, y, 10, 2, 0.5])
+    assert second == fourth == _through_triton(compiled, (5, 1, 1), [x, 64, y, 10, 2, 0.5])
     assert launch.kernel is compiled
     assert launch.keep_alive[0] is x and not any(v is y for v in launch.keep_alive)  # a late tensor is not kept
 

@@ -64,10 +64,11 @@ def bind(kernel, grid, *args, graph=False, late=(), **kwargs):
     compiled = kernel.warmup(*args, grid=grid, **kwargs)
     compiled._init_handles()
     call = launcher_call(compiled, grid, signature, args, kwargs, late)
-    entry, arguments, positions = call.entry, list(call.arguments), call.late
+    entry, bound, positions = call.entry, tuple(call.arguments), call.late
     stream = functools.partial(triton.runtime.driver.active.get_current_stream, _device_index(args, kwargs))
 
     def launch(**tensors):
+        arguments = list(bound)  # a late tensor lasts one call: the next goes back to the bound one
         for name, t in tensors.items():
             arguments[positions[name]] = _late_address(name, t, expected)
         arguments[STREAM_SLOT] = stream()
