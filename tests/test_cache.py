@@ -10,7 +10,6 @@ import sys
 import platformdirs
 import pytest
 
-import castpile
 from castpile import cache, options
 
 KEY = "ab" * 32

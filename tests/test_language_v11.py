@@ -1,7 +1,6 @@
 """Language v1.1: each defect found by outside testing, run in the interpreter against torch
 references (W host tensors stand in for W GPUs) or compiled for sm_90."""
 
-import json
 import textwrap
 from pathlib import Path
 
