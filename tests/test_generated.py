@@ -10,5 +10,5 @@ def test_checked_in_transpiled_modules_are_current():
     spec = importlib.util.spec_from_file_location("regenerate", ROOT / "scripts" / "regenerate.py")
     regenerate = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(regenerate)
-    assert len(regenerate.GENERATED) == 4
+    assert len(regenerate.GENERATED) >= 4
     assert regenerate.stale() == []

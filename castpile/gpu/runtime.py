@@ -191,6 +191,28 @@ def rendezvous(tensor: torch.Tensor, group=None, push_scratch=False) -> Symmetri
     )
 
 
+def symmetric_scratch(shape, dtype: torch.dtype, device=None, group=None, zero=True) -> Scratch:
+    """A symmetric tensor on every rank of ``group`` with every rank's address of it (collective).
+
+    For kernels' own state (flags, receive buffers): zeroed by default, and no
+    rank returns before every rank has zeroed its copy, so peers may write into
+    it at once.  ``castpile.gpu.sim.symmetric_scratch`` is the simulator's twin.
+    """
+    import torch.distributed as dist
+    from torch.distributed import _symmetric_memory as symm_mem
+
+    _require_initialized()
+    group = dist.group.WORLD if group is None else group
+    device = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    scratch = _exchanged(symm_mem.empty(shape, dtype=dtype, device=device), group)
+    if zero:
+        scratch.tensor.zero_()
+        torch.cuda.synchronize(device)
+        dist.barrier(group)
+    return scratch
+
+
 def _exchanged(tensor: torch.Tensor, group) -> Scratch:
     """``tensor`` (fresh from symmetric memory) with every rank's address of it (collective)."""
     from torch.distributed import _symmetric_memory as symm_mem

@@ -81,12 +81,12 @@ def symmetric_empty(world_size: int, shape, dtype: torch.dtype, push_scratch=Fal
     Small tensors get the low-latency all-reduce's scratch as on GPUs;
     ``push_scratch=True`` adds the pushing two-shot's.
     """
-    bufs = _symmetric(world_size, shape, dtype)
-    pads = _symmetric(world_size, (SIM_PAD_SLOTS,), torch.int32)
+    bufs = symmetric_scratch(world_size, shape, dtype)
+    pads = symmetric_scratch(world_size, (SIM_PAD_SLOTS,), torch.int32)
     scratch = _low_latency_scratch(world_size, bufs[0].tensor)
     pushes = [None] * world_size
     if push_scratch:
-        pushes = _symmetric(world_size, (push_scratch_elements(bufs[0].tensor.numel(), world_size),), dtype)
+        pushes = symmetric_scratch(world_size, (push_scratch_elements(bufs[0].tensor.numel(), world_size),), dtype)
     return [
         SymmetricTensor(
             tensor=bufs[r].tensor,
@@ -103,8 +103,8 @@ def symmetric_empty(world_size: int, shape, dtype: torch.dtype, push_scratch=Fal
     ]
 
 
-def _symmetric(world_size: int, shape, dtype: torch.dtype) -> list[Scratch]:
-    """One zeroed shared-memory tensor per rank, each with every rank's address (an int64 CPU tensor)."""
+def symmetric_scratch(world_size: int, shape, dtype: torch.dtype) -> list[Scratch]:
+    """One zeroed shared-memory tensor per rank, each with every rank's address: ``runtime.symmetric_scratch``'s twin."""
     tensors = [shared_empty(shape, dtype).zero_() for _ in range(world_size)]
     ptrs = torch.tensor([t.data_ptr() for t in tensors], dtype=torch.int64)
     return [Scratch(t, ptrs) for t in tensors]
@@ -117,7 +117,7 @@ def _low_latency_scratch(world_size: int, like: torch.Tensor) -> list:
         return [None] * world_size
     blocks = low_latency_blocks(words, SIM_LOW_LATENCY_BLOCKS)
     return [LowLatencyScratch(slots=s, epochs=shared_empty((blocks,), torch.int32).zero_(), words=words)
-            for s in _symmetric(world_size, (2 * world_size * words,), torch.int64)]
+            for s in symmetric_scratch(world_size, (2 * world_size * words,), torch.int64)]
 
 
 def run(fn, world_size: int, *, args=(), timeout: float = 60.0) -> list:
