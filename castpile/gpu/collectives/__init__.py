@@ -8,12 +8,11 @@ back to back and can be captured in CUDA graphs.  bf16 sums accumulate in fp32.
 
 Launches are prepared once and kept in ``symm.launches``
 (:mod:`castpile.gpu.launch`): a call issues one prebuilt launch, not
-``kernel[grid](...)``.  On a GPU, outside CUDA-graph capture, a call whose
-output the caller passed (or that has none: the in-place two-shot) replays a
-one-kernel CUDA graph captured for that output address on first use (the last
-:data:`GRAPHS_KEPT` addresses are kept; a kept graph also keeps its output
-tensor alive); other calls launch a kernel bound once with the output passed per
-call.  Host time per wrapper call on the 2 x H200 host: 4.9-6.6 us, against 17-20
+``kernel[grid](...)`` (:func:`castpile.gpu.issue.issue`).  On a GPU, outside
+CUDA-graph capture, a call whose output the caller passed (or that has none:
+the in-place two-shot) replays a one-kernel CUDA graph captured for that output
+address on first use; other calls launch a kernel bound once with the output
+passed per call.  Host time per wrapper call on the 2 x H200 host: 4.9-6.6 us, against 17-20
 us for ``kernel[grid](...)`` (docs/data/bench-collectives.json).
 
 :func:`all_reduce` picks the low-latency kernel where the tensor has its
@@ -26,6 +25,7 @@ that they are needed, and gives wrong results whenever ranks are not in step.
 import torch
 import triton
 
+from ..issue import issue, output
 from ..launch import bind
 from ..runtime import LOW_LATENCY_BLOCK, PUSH_TILE
 from . import kernels_triton as _k
@@ -40,10 +40,6 @@ SMALL_BYTES = 256 << 10
 #: faster (14.7 against 15.7 us), at 32 and 64 MB pushing (100.6 / 194.0 against 109.2 / 208.9 us;
 #: docs/data/bench-sweep-push.json).
 PUSH_MIN_BYTES = 4 << 20
-#: Output addresses per collective and tensor whose replay graph is kept.
-GRAPHS_KEPT = 4
-
-
 def _launch(symm, elements, block):
     """Grid and launch options: small messages use few 2048-element tiles, large ones wide tiles on every SM.
 
@@ -60,47 +56,16 @@ def _launch(symm, elements, block):
     return grid, block, {"num_warps": 8 if large else 4}
 
 
-def _output(symm, out, shape, name):
-    """``out``, or a new tensor; checked to be contiguous with ``shape`` and the input's dtype."""
-    if out is None:
-        return symm.tensor.new_empty(shape)
-    if out.shape != shape or out.dtype != symm.tensor.dtype or not out.is_contiguous():
-        raise ValueError(f"{name}: out must be a contiguous {symm.tensor.dtype} tensor of shape {tuple(shape)}, "
-                         f"got {out.dtype} {tuple(out.shape)}{'' if out.is_contiguous() else ' (not contiguous)'}")
-    return out
-
-
 def _issue(symm, key, bind_for, out=None, owned=True):
-    """Issue the collective cached under ``key``; ``bind_for(out, **options)`` binds it on first use.
-
-    ``owned``: the caller passed ``out`` (or the collective has none), so a graph
-    captured for its address may be kept and replayed.
-    """
-    target = symm.tensor if out is None else out
-    if owned and target.is_cuda and not torch.cuda.is_current_stream_capturing():
-        graphs = symm.launches.setdefault((key, "graphs"), {})
-        address = target.data_ptr()
-        replay = graphs.get(address)
-        if replay is None:
-            replay = graphs[address] = bind_for(out, graph=True)
-            if len(graphs) > GRAPHS_KEPT:
-                del graphs[next(iter(graphs))]
-        replay()
-        return
-    launch = symm.launches.get(key)
-    if launch is None:
-        launch = symm.launches[key] = bind_for(out, late=() if out is None else ("out",))
-    if out is None:
-        launch()
-    else:
-        launch(out=out)
+    """Issue the collective cached under ``key`` with ``out`` as its per-call tensor (if any)."""
+    issue(symm.launches, key, bind_for, {} if out is None else {"out": out}, owned, symm.tensor)
 
 
 def _barriered(symm, kernel, work, block, barrier, chunks=1):
     """``bind_for`` of a barriered library kernel over ``work`` elements (split in ``chunks`` for the grid)."""
-    def bind_for(out, **extra):
+    def bind_for(tensors, **extra):
         grid, tile, options = _launch(symm, work, block)
-        tail = (symm.rank, work) if out is None else (out, symm.rank, work)
+        tail = (symm.rank, work) if not tensors else (tensors["out"], symm.rank, work)
         return bind(kernel, (min(grid[0], triton.cdiv(work, chunks * tile)),), symm.tensor, symm.buffer_ptrs,
                     symm.signal_pad, symm.signal_pad_ptrs, *tail, WORLD=symm.world_size, BLOCK=tile,
                     BARRIER=barrier, **options, **extra)
@@ -111,7 +76,7 @@ def _barriered(symm, kernel, work, block, barrier, chunks=1):
 def all_reduce_one_shot(symm, out=None, *, block=None, barrier=True):
     """Sum of every rank's ``symm.tensor``, written to ``out`` (new if None); every rank reads all inputs."""
     owned = out is not None
-    out = _output(symm, out, symm.tensor.shape, "all_reduce_one_shot")
+    out = output(symm.tensor, out, symm.tensor.shape, "all_reduce_one_shot")
     _issue(symm, ("one_shot", block, barrier),
            _barriered(symm, _k.one_shot_all_reduce, symm.tensor.numel(), block, barrier), out, owned)
     return out
@@ -137,7 +102,7 @@ def all_reduce_two_shot(symm, *, block=None, barrier=True, push=None):
         raise ValueError("all_reduce_two_shot(push=True): this tensor has no push scratch; allocate it with "
                          "runtime.symmetric_empty(..., push_scratch=True)")
 
-    def bind_for(out, **extra):
+    def bind_for(tensors, **extra):
         grid, tile, options = _launch(symm, n, block)
         chunk = triton.cdiv(n, symm.world_size * tile) * tile
         if symm.world_size * chunk > scratch.tensor.numel():
@@ -168,11 +133,11 @@ def all_reduce_low_latency(symm, out=None):
                          "bf16, fp16 or fp32 tensor of at most 256 KB, a whole number of 4-byte words); "
                          "use all_reduce_one_shot")
     owned = out is not None
-    out = _output(symm, out, symm.tensor.shape, "all_reduce_low_latency")
+    out = output(symm.tensor, out, symm.tensor.shape, "all_reduce_low_latency")
 
-    def bind_for(target, **extra):
+    def bind_for(tensors, **extra):
         return bind(_k.low_latency_all_reduce, (scratch.epochs.numel(),), symm.tensor, scratch.slots.tensor,
-                    scratch.slots.ptrs, scratch.epochs, target, symm.rank, scratch.words, WORLD=symm.world_size,
+                    scratch.slots.ptrs, scratch.epochs, tensors["out"], symm.rank, scratch.words, WORLD=symm.world_size,
                     BLOCK=LOW_LATENCY_BLOCK, num_warps=4, **extra)
 
     _issue(symm, "low_latency", bind_for, out, owned)
@@ -189,7 +154,7 @@ def all_reduce(symm, out=None):
 def all_gather(symm, out=None, *, block=None, barrier=True):
     """Every rank's ``symm.tensor`` stacked: ``out`` has shape (world_size, *symm.tensor.shape)."""
     owned = out is not None
-    out = _output(symm, out, (symm.world_size, *symm.tensor.shape), "all_gather")
+    out = output(symm.tensor, out, (symm.world_size, *symm.tensor.shape), "all_gather")
     _issue(symm, ("all_gather", block, barrier),
            _barriered(symm, _k.all_gather, symm.tensor.numel(), block, barrier), out, owned)
     return out
@@ -200,7 +165,7 @@ def reduce_scatter(symm, out=None, *, block=None, barrier=True):
     if symm.tensor.shape[0] % symm.world_size:
         raise ValueError(f"reduce_scatter: dim 0 ({symm.tensor.shape[0]}) is not a multiple of {symm.world_size} ranks")
     owned = out is not None
-    out = _output(symm, out, (symm.tensor.shape[0] // symm.world_size, *symm.tensor.shape[1:]), "reduce_scatter")
+    out = output(symm.tensor, out, (symm.tensor.shape[0] // symm.world_size, *symm.tensor.shape[1:]), "reduce_scatter")
     m = symm.tensor.numel() // symm.world_size
     _issue(symm, ("reduce_scatter", block, barrier), _barriered(symm, _k.reduce_scatter, m, block, barrier), out, owned)
     return out
