@@ -1,0 +1,109 @@
+"""All-reduce fused with a residual add and RMSNorm: the host side of ``rmsnorm_kernels``.
+
+The decoder-layer pattern of tensor-parallel inference (TensorRT-LLM's and
+vLLM's fused all-reduce + RMSNorm), in one kernel and one launch::
+
+    symm = runtime.symmetric_empty((M, D), torch.bfloat16)     # collective, once
+    symm.tensor.copy_(partial)            # this rank's partial sums (a row-parallel GEMM's output)
+    y = all_reduce_residual_rmsnorm(symm, residual, weight, eps=1e-6)
+    # residual += sum over ranks of partial (in place); y = rms_norm(residual) * weight
+
+Both functions are collective: every rank calls them with the same shapes,
+with the same ``residual`` and ``weight`` contents (as tensor-parallel ranks
+hold them).  Every rank writes bitwise the same ``y`` and ``residual``; the
+arithmetic is spelled out in ``rmsnorm_kernels``.  ``symm.tensor`` holds the
+input (2-D, rows x D, contiguous).  Tensors with the low-latency scratch
+(at most 256 KB, rows a whole number of 4-byte words) take the kernel without
+a barrier; larger ones the one-shot kernel.  Launches are prepared once
+(:mod:`castpile.gpu.issue`), so calls can be captured in CUDA graphs.
+"""
+
+import torch
+import triton
+
+from ..issue import issue, output
+from ..launch import bind
+from . import rmsnorm_kernels_triton as _k
+
+METHODS = ("low_latency", "one_shot")
+#: Largest number of elements of a row handled at once (a longer row takes several passes of this many).
+MAX_BLOCK = 4096
+
+
+def all_reduce_residual_rmsnorm(symm, residual: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, out=None, *,
+                                method=None, block=None, barrier=True) -> torch.Tensor:
+    """``residual += sum over ranks of symm.tensor``; returns ``rms_norm(residual) * weight`` (in ``out``).
+
+    ``method``: ``"low_latency"`` or ``"one_shot"``; None picks the first that
+    the tensor supports.  ``block``: elements of a row per pass (a power of two;
+    default: the row, up to :data:`MAX_BLOCK`).  ``barrier=False`` drops the
+    one-shot kernel's barriers (for tests that show they are needed).
+    """
+    _check("all_reduce_residual_rmsnorm", symm, weight, residual=residual)
+    return _fused("all_reduce_residual_rmsnorm", symm, residual, weight, eps, out, method, block, barrier)
+
+
+def all_reduce_rmsnorm(symm, weight: torch.Tensor, eps: float = 1e-6, out=None, *, method=None, block=None,
+                       barrier=True) -> torch.Tensor:
+    """``rms_norm(sum over ranks of symm.tensor) * weight`` (in ``out``); arguments as in the residual form."""
+    _check("all_reduce_rmsnorm", symm, weight)
+    return _fused("all_reduce_rmsnorm", symm, None, weight, eps, out, method, block, barrier)
+
+
+def _check(name, symm, weight, residual=None):
+    """Raise ValueError unless the input, ``weight`` and ``residual`` fit together."""
+    x = symm.tensor
+    if x.dim() != 2 or not x.is_contiguous():
+        raise ValueError(f"{name}: symm.tensor must be a contiguous 2-D (rows, D) tensor, got shape {tuple(x.shape)}")
+    if weight.shape != x.shape[1:] or weight.dtype != x.dtype or not weight.is_contiguous():
+        raise ValueError(f"{name}: weight must be a contiguous {x.dtype} tensor of shape ({x.shape[1]},), "
+                         f"got {weight.dtype} {tuple(weight.shape)}")
+    if residual is not None and (residual.shape != x.shape or residual.dtype != x.dtype
+                                 or not residual.is_contiguous()):
+        raise ValueError(f"{name}: residual must be a contiguous {x.dtype} tensor of shape {tuple(x.shape)}, "
+                         f"got {residual.dtype} {tuple(residual.shape)}")
+
+
+def _method(symm, method, name):
+    """The kernel for this tensor: the requested one, checked, or the low-latency one where it applies."""
+    rows, d = symm.tensor.shape
+    low_latency = symm.low_latency is not None and d * symm.tensor.element_size() % 4 == 0
+    if method is None:
+        return "low_latency" if low_latency else "one_shot"
+    if method not in METHODS:
+        raise ValueError(f"{name}: method must be one of {', '.join(METHODS)}, got {method!r}")
+    if method == "low_latency" and not low_latency:
+        raise ValueError(f"{name}: this tensor has no low-latency scratch or its rows are not whole 4-byte words "
+                         "(the scratch comes with tensors of at most 256 KB); use method='one_shot'")
+    return method
+
+
+def _fused(name, symm, residual, weight, eps, out, method, block, barrier):
+    x = symm.tensor
+    rows, d = x.shape
+    method = _method(symm, method, name)
+    block = min(triton.next_power_of_2(d), MAX_BLOCK) if block is None else block
+    owned = out is not None
+    out = output(x, out, x.shape, name)
+    tensors = {"weight": weight, "out": out} if residual is None else {"residual": residual, "weight": weight,
+                                                                      "out": out}
+    placeholder = weight if residual is None else residual  # bound where the kernel reads no residual
+    options = {"num_warps": 8 if block >= 2048 else 4}
+
+    def bind_for(given, **extra):
+        common = dict(rank=symm.rank, rows=rows, D=d, eps=eps, WORLD=symm.world_size, BLOCK=block,
+                      HAS_RESIDUAL=residual is not None, **options, **extra)
+        held = {"residual": placeholder, **given}
+        if method == "low_latency":
+            scratch = symm.low_latency
+            return bind(_k.low_latency_rmsnorm, (scratch.epochs.numel(),), x, scratch.slots.tensor, scratch.slots.ptrs,
+                        scratch.epochs, **held, **common)
+        grid = (max(1, min(rows, symm.max_blocks)),)
+        return bind(_k.one_shot_rmsnorm, grid, x, symm.buffer_ptrs, symm.signal_pad, symm.signal_pad_ptrs, **held,
+                    BARRIER=barrier, **common)
+
+    issue(symm.launches, (name, method, block, eps, barrier), bind_for, tensors, owned, x)
+    return out
+
+
+__all__ = ["MAX_BLOCK", "METHODS", "all_reduce_residual_rmsnorm", "all_reduce_rmsnorm"]

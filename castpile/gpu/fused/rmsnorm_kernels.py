@@ -1,0 +1,173 @@
+"""All-reduce fused with a residual add and RMSNorm, written with castpile multicast tensors.
+
+Every rank holds ``buf`` (rows x D, its partial sums, e.g. a row-parallel
+layer's output), the same ``residual`` and ``weight``; every rank computes, for
+every row, in this order (so that all ranks write bitwise the same results)::
+
+    h = (x_0 + x_1 + ... + x_{W-1}) + residual     # fp32, ranks in order
+    residual <- hb = h rounded to the dtype          # updated in place (HAS_RESIDUAL)
+    y = hb * (1 / sqrt(mean(hb * hb) + eps)) * weight  # fp32, rounded; sqrt and division IEEE-rounded
+
+Without a residual ``h`` is the sum alone and ``hb`` goes to ``out`` before
+being normalised there.  A row is done in two passes of ``BLOCK`` elements:
+the first sums, writes ``hb`` and accumulates the squares; the second reads
+``hb`` back (from cache) and writes ``y``.
+
+Two kernels move the data: :func:`low_latency_rmsnorm` (no barrier; flags
+travel inside the data, as in ``collectives.kernels.low_latency_all_reduce``,
+sharing its scratch and epochs) for tensors with the low-latency scratch, and
+:func:`one_shot_rmsnorm` (every rank reads every rank's rows, between barriers)
+for the rest.  Regenerate the plain-Triton module after editing: ``make generated``.
+"""
+
+from typing import TYPE_CHECKING
+
+import triton
+import triton.language as tl
+
+from castpile.gpu.collectives.kernels_triton import barrier
+
+if TYPE_CHECKING:
+    from castpile import multicast_like
+
+
+@triton.jit
+def inverse_rms(squares, D, eps):
+    """``1 / sqrt(sum(squares) / D + eps)`` with IEEE-rounded division and square root."""
+    mean = tl.math.div_rn(tl.sum(squares, axis=0), D.to(tl.float32))
+    return tl.math.div_rn(1.0, tl.sqrt_rn(mean + eps))
+
+
+@triton.jit
+def normalize_row(h_row, weight, out_row, D, inv_rms, BLOCK: tl.constexpr):
+    """``out_row = h_row * inv_rms * weight`` over one row of D elements, BLOCK at a time.
+
+    Loops are ``while`` loops: the Triton interpreter's ``range`` takes no runtime bound.
+    """
+    start = 0
+    while start < D:
+        cols = start + tl.arange(0, BLOCK)
+        h = tl.load(h_row + cols, mask=cols < D).to(tl.float32)
+        w = tl.load(weight + cols, mask=cols < D).to(tl.float32)
+        tl.store(out_row + cols, (h * inv_rms * w).to(out_row.dtype.element_ty), mask=cols < D)
+        start += BLOCK
+
+
+@triton.jit
+def one_shot_rmsnorm(buf, buf_ptrs, pad, pad_ptrs, residual, weight, out, rank, rows, D, eps, WORLD: tl.constexpr,
+                     BLOCK: tl.constexpr, HAS_RESIDUAL: tl.constexpr, BARRIER: tl.constexpr):
+    """Rows ``program_id, program_id + num_programs, ...``: every rank reads every rank's row and normalises it.
+
+    The barriers are those of ``collectives.kernels.one_shot_all_reduce``: inputs
+    visible before anyone reads them, and no rank returns while a peer still reads.
+    """
+    bufs = multicast_like(buf, buf_ptrs[:WORLD], shape=(rows * D,), align=16)
+    h_rows = residual if HAS_RESIDUAL else out
+    if BARRIER:
+        barrier(pad, pad_ptrs, rank, WORLD, False)
+    row = tl.program_id(0)
+    while row < rows:
+        base = row * D
+        squares = tl.zeros([BLOCK], tl.float32)
+        start = 0
+        while start < D:
+            cols = start + tl.arange(0, BLOCK)
+            h = tl.sum(tl.load(bufs[base + cols], mask=cols < D).to(tl.float32), axis=0)
+            if HAS_RESIDUAL:
+                h += tl.load(residual + base + cols, mask=cols < D).to(tl.float32)
+            hb = h.to(out.dtype.element_ty)
+            tl.store(h_rows + base + cols, hb, mask=cols < D)
+            squares += hb.to(tl.float32) * hb.to(tl.float32)
+            start += BLOCK
+        tl.debug_barrier()  # the second pass reads what other threads of the block wrote
+        normalize_row(h_rows + base, weight, out + base, D, inverse_rms(squares, D, eps), BLOCK)
+        row += tl.num_programs(0)
+    if BARRIER:
+        barrier(pad, pad_ptrs, rank, WORLD, True)
+
+
+@triton.jit
+def unpacked(words, DTYPE: tl.constexpr):
+    """int32 words as fp32 ``(low, high)`` elements of DTYPE (16-bit: two per word; 32-bit: one, high is 0)."""
+    if DTYPE.primitive_bitwidth == 32:
+        low = words.to(DTYPE, bitcast=True).to(tl.float32)
+        high = tl.zeros(words.shape, tl.float32)
+    else:
+        low = (words & 0xFFFF).to(tl.int16).to(DTYPE, bitcast=True).to(tl.float32)
+        high = (words >> 16).to(tl.int16).to(DTYPE, bitcast=True).to(tl.float32)
+    return low, high
+
+
+@triton.jit
+def packed(low, high, DTYPE: tl.constexpr):
+    """fp32 ``(low, high)`` rounded to DTYPE and packed into int32 words (the inverse of :func:`unpacked`)."""
+    if DTYPE.primitive_bitwidth == 32:
+        words = low.to(DTYPE).to(tl.int32, bitcast=True)
+    else:
+        words = low.to(DTYPE).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
+        words |= high.to(DTYPE).to(tl.int16, bitcast=True).to(tl.int32) << 16
+    return words
+
+
+@triton.jit
+def low_latency_rmsnorm(buf, ll, ll_ptrs, epochs, residual, weight, out, rank, rows, D, eps, WORLD: tl.constexpr,
+                        BLOCK: tl.constexpr, HAS_RESIDUAL: tl.constexpr):
+    """The fused op with no barrier: rows travel as epoch-tagged words through the low-latency scratch.
+
+    Exactly the protocol of ``low_latency_all_reduce`` (same scratch, same
+    per-block epochs, same grid), with rows in place of tiles: block ``b``
+    sends rows ``b, b + grid, ...`` to every rank, then sums the rows that
+    every rank sent it.  Each call writes every word of its slot, whichever
+    kernel made the call, so the two kernels may be mixed on one tensor.
+    BLOCK counts elements; a row is ``D / PACK`` words.
+    """
+    DTYPE = out.dtype.element_ty
+    PACK: tl.constexpr = 32 // DTYPE.primitive_bitwidth
+    WORDS: tl.constexpr = BLOCK // PACK
+    row_words = D // PACK
+    m = rows * row_words
+    lls = multicast_like(ll, ll_ptrs[:WORLD], align=16)
+    e = tl.load(epochs + tl.program_id(0)) + 1
+    flag = e.to(tl.int64) << 32
+    slot = (e % 2) * WORLD * m
+    row = tl.program_id(0)
+    while row < rows:
+        start = 0
+        while start < row_words:
+            at = start + tl.arange(0, WORDS)
+            x = tl.load(buf.to(tl.pointer_type(tl.int32)) + row * row_words + at, mask=at < row_words)
+            sent = flag | x.to(tl.uint32).to(tl.int64)
+            tl.store(lls[slot + rank * m + row * row_words + at], sent[None, :], mask=at < row_words)
+            start += WORDS
+        row += tl.num_programs(0)
+    h_words = (residual if HAS_RESIDUAL else out).to(tl.pointer_type(tl.int32))
+    row = tl.program_id(0)
+    while row < rows:
+        squares = tl.zeros([WORDS], tl.float32)
+        start = 0
+        while start < row_words:
+            at = row * row_words + start + tl.arange(0, WORDS)
+            ok = start + tl.arange(0, WORDS) < row_words
+            low = tl.zeros([WORDS], tl.float32)
+            high = tl.zeros([WORDS], tl.float32)
+            for r in tl.static_range(WORLD):
+                got = tl.load(ll + slot + r * m + at, mask=ok, other=flag, volatile=True)
+                while tl.sum(((got >> 32) != e).to(tl.int32), axis=0) > 0:
+                    got = tl.load(ll + slot + r * m + at, mask=ok, other=flag, volatile=True)
+                x_low, x_high = unpacked(got.to(tl.int32), DTYPE)
+                low += x_low
+                high += x_high
+            if HAS_RESIDUAL:
+                r_low, r_high = unpacked(tl.load(h_words + at, mask=ok), DTYPE)
+                low += r_low
+                high += r_high
+            hb = packed(low, high, DTYPE)
+            tl.store(h_words + at, hb, mask=ok)
+            hb_low, hb_high = unpacked(hb, DTYPE)
+            squares += hb_low * hb_low + hb_high * hb_high
+            start += WORDS
+        tl.debug_barrier()  # the second pass reads what other threads of the block wrote
+        h_rows = residual if HAS_RESIDUAL else out
+        normalize_row(h_rows + row * D, weight, out + row * D, D, inverse_rms(squares, D, eps), BLOCK)
+        row += tl.num_programs(0)
+    tl.store(epochs + tl.program_id(0), e)
