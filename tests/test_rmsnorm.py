@@ -56,7 +56,7 @@ def _check(outs, expected, dtype, what):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 @pytest.mark.parametrize("world", [2, 3, 4])
 def test_fused_ops_match_torch(world, dtype):
-    """Both kernels, with and without residual, twice each, ranks out of step, outputs NaN-filled.
+    """Both kernels, with and without residual, in two passes (block 16) then one, ranks out of step, outputs NaN-filled.
 
     Low-latency all-reduces on the same tensor come between the fused calls:
     the two kernels share the scratch and its epochs.
@@ -69,7 +69,8 @@ def test_fused_ops_match_torch(world, dtype):
         rng = random.Random(rank * 7919 + world)
         results = {}
         for call in calls:
-            method, with_residual, _ = call
+            method, with_residual, it = call
+            block = 16 if it == 0 else None
             xs, residual, weight = data[call]
             time.sleep(rng.uniform(0, 0.03))
             symm = handles[rank]
@@ -77,10 +78,10 @@ def test_fused_ops_match_torch(world, dtype):
             out = torch.full_like(xs[rank], float("nan"))
             if with_residual:
                 mine = residual.clone()
-                rmsnorm.all_reduce_residual_rmsnorm(symm, mine, weight, EPS, out, method=method, block=16)
+                rmsnorm.all_reduce_residual_rmsnorm(symm, mine, weight, EPS, out, method=method, block=block)
                 results[call] = (mine, out)
             else:
-                results[call] = (None, rmsnorm.all_reduce_rmsnorm(symm, weight, EPS, out, method=method, block=16))
+                results[call] = (None, rmsnorm.all_reduce_rmsnorm(symm, weight, EPS, out, method=method, block=block))
             symm.tensor.copy_(xs[rank])
             results[call, "all_reduce"] = collectives.all_reduce_low_latency(symm).clone()
         return results
@@ -108,6 +109,38 @@ def test_row_passes_and_default_block(block):
         return mine, out
 
     _check(sim.run(body, world, timeout=120), _reference(xs, residual, weight), dtype, f"block {block}")
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_low_latency_rows_cut_into_tiles_over_blocks(world):
+    """Rows of 520 elements in tiles of 128 (five a row, the last ragged) over the simulator's four blocks.
+
+    Tiles of a row land on different blocks; the block that arrives last normalises
+    the row.  Three calls, so that the arrival counts must have gone back to zero.
+    """
+    dtype, rows, d = torch.bfloat16, 6, 520
+    handles = sim.symmetric_empty(world, (rows, d), dtype)
+    assert handles[0].low_latency.epochs.numel() == 4
+    gen = torch.Generator().manual_seed(world)
+    data = [([torch.randint(-8, 9, (rows, d), generator=gen).to(dtype) for _ in range(world)],
+             torch.randint(-8, 9, (rows, d), generator=gen).to(dtype),
+             (torch.randint(1, 9, (d,), generator=gen) / 4).to(dtype)) for _ in range(3)]
+
+    def body(rank):
+        results = []
+        for xs, residual, weight in data:
+            handles[rank].tensor.copy_(xs[rank])
+            mine = residual.clone()
+            out = rmsnorm.all_reduce_residual_rmsnorm(handles[rank], mine, weight, EPS, block=128)
+            results.append((mine, out))
+        return results
+
+    outs = sim.run(body, world, timeout=300)
+    for call, (xs, residual, weight) in enumerate(data):
+        h = torch.stack(xs).double().sum(0) + residual.double()
+        hb = h.to(dtype)
+        y = hb.double() / torch.sqrt((hb.double() ** 2).mean(-1, keepdim=True) + EPS) * weight.double()
+        _check([o[call] for o in outs], (hb, y), dtype, f"call {call}")
 
 
 def test_removing_the_barrier_breaks_the_one_shot():
@@ -149,14 +182,26 @@ def test_bad_arguments_are_reported():
 def test_kernels_compile_for_sm90(tmp_path):
     module = ROOT / "castpile" / "gpu" / "fused" / "rmsnorm_kernels_triton.py"
     common = {"residual": "*bf16", "weight": "*bf16", "out": "*bf16", "rank": "i32", "rows": "i32", "D": "i32",
-              "eps": "fp32", "WORLD": "constexpr", "BLOCK": "constexpr", "HAS_RESIDUAL": "constexpr"}
-    ll = {"buf": "*bf16", "ll": "*i64", "ll_ptrs": "*i64", "epochs": "*i32", **common}
+              "eps": "fp32", "WORLD": "constexpr", "BLOCK": "constexpr"}
+    ll = {"buf": "*bf16", "ll": "*i64", "ll_ptrs": "*i64", "epochs": "*i32", "partials": "*fp32", "arrivals": "*i32",
+          **common, "SEGMENTS": "constexpr", "NORM_BLOCK": "constexpr", "HAS_RESIDUAL": "constexpr"}
     one_shot = {"buf": "*bf16", "buf_ptrs": "*i64", "pad": "*i32", "pad_ptrs": "*i64", **common,
-                "BARRIER": "constexpr"}
-    constexprs = {"WORLD": 2, "BLOCK": 4096, "HAS_RESIDUAL": True}
-    jobs = [Job(module, "low_latency_rmsnorm", ll, constexprs, name="ll"),
-            Job(module, "one_shot_rmsnorm", one_shot, {**constexprs, "BARRIER": True}, name="one_shot")]
+                "HAS_RESIDUAL": "constexpr", "ONE_PASS": "constexpr", "BARRIER": "constexpr"}
+    jobs = []
+    for has_residual in (True, False):
+        suffix = "-residual" if has_residual else ""
+        jobs.append(Job(module, "low_latency_rmsnorm", ll, {"WORLD": 2, "BLOCK": 1024, "SEGMENTS": 8, "NORM_BLOCK": 4096,
+                                                            "HAS_RESIDUAL": has_residual}, name=f"ll{suffix}"))
+        for one_pass in (True, False):
+            constexprs = {"WORLD": 2, "BLOCK": 8192 if one_pass else 4096, "HAS_RESIDUAL": has_residual,
+                          "ONE_PASS": one_pass, "BARRIER": True}
+            jobs.append(Job(module, "one_shot_rmsnorm", one_shot, constexprs,
+                            name=f"one_shot-{'one' if one_pass else 'two'}-pass{suffix}"))
     results = compile_for_sm90(jobs, tmp_path)
     assert all(r.ok for r in results.values()), {name: r.error for name, r in results.items() if not r.ok}
-    assert "ld.volatile.global" in results["ll"].ptx.read_text()
-    assert "sqrt.rn.f32" in results["one_shot"].ptx.read_text() and "div.rn.f32" in results["one_shot"].ptx.read_text()
+    for name, result in results.items():
+        ptx = result.ptx.read_text()
+        assert "sqrt.rn.f32" in ptx and "div.rn.f32" in ptx, name
+        assert ("ld.volatile.global" in ptx) == name.startswith("ll"), name
+        if name.startswith("ll"):
+            assert "atom.global.gpu.acq_rel.add" in ptx, name

@@ -23,31 +23,39 @@ import triton
 
 from ..issue import issue, output
 from ..launch import bind
+from ..runtime import LOW_LATENCY_BLOCK
 from . import rmsnorm_kernels_triton as _k
 
 METHODS = ("low_latency", "one_shot")
-#: Largest number of elements of a row handled at once (a longer row takes several passes of this many).
-MAX_BLOCK = 4096
+#: The one-shot kernel's largest number of elements of a row handled at once (a longer row takes two passes).
+MAX_BLOCK = 16384
+#: Words per tile of the low-latency kernel (the low-latency all-reduce's tile).
+LOW_LATENCY_TILE = LOW_LATENCY_BLOCK
+#: Elements per step of the low-latency kernel's normalising pass.
+LOW_LATENCY_NORM_BLOCK = 4096
 
 
 def all_reduce_residual_rmsnorm(symm, residual: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, out=None, *,
-                                method=None, block=None, barrier=True) -> torch.Tensor:
+                                method=None, block=None, num_warps=None, barrier=True) -> torch.Tensor:
     """``residual += sum over ranks of symm.tensor``; returns ``rms_norm(residual) * weight`` (in ``out``).
 
     ``method``: ``"low_latency"`` or ``"one_shot"``; None picks the first that
-    the tensor supports.  ``block``: elements of a row per pass (a power of two;
-    default: the row, up to :data:`MAX_BLOCK`).  ``barrier=False`` drops the
+    the tensor supports.  ``block`` (a power of two): elements of a row per
+    pass of the one-shot kernel (default: the row, up to :data:`MAX_BLOCK`), or
+    per tile of the low-latency kernel (default: :data:`LOW_LATENCY_TILE` words);
+    ``num_warps``: the launch's (default: 4 for the low-latency kernel, else
+    :func:`default_warps`).  ``barrier=False`` drops the
     one-shot kernel's barriers (for tests that show they are needed).
     """
     _check("all_reduce_residual_rmsnorm", symm, weight, residual=residual)
-    return _fused("all_reduce_residual_rmsnorm", symm, residual, weight, eps, out, method, block, barrier)
+    return _fused("all_reduce_residual_rmsnorm", symm, residual, weight, eps, out, method, block, num_warps, barrier)
 
 
 def all_reduce_rmsnorm(symm, weight: torch.Tensor, eps: float = 1e-6, out=None, *, method=None, block=None,
-                       barrier=True) -> torch.Tensor:
+                       num_warps=None, barrier=True) -> torch.Tensor:
     """``rms_norm(sum over ranks of symm.tensor) * weight`` (in ``out``); arguments as in the residual form."""
     _check("all_reduce_rmsnorm", symm, weight)
-    return _fused("all_reduce_rmsnorm", symm, None, weight, eps, out, method, block, barrier)
+    return _fused("all_reduce_rmsnorm", symm, None, weight, eps, out, method, block, num_warps, barrier)
 
 
 def _check(name, symm, weight, residual=None):
@@ -78,32 +86,44 @@ def _method(symm, method, name):
     return method
 
 
-def _fused(name, symm, residual, weight, eps, out, method, block, barrier):
+def default_warps(block: int) -> int:
+    """Warps of a launch whose rows are handled ``block`` elements at a time."""
+    return 4 if block < 2048 else 8 if block < 8192 else 16
+
+
+def _fused(name, symm, residual, weight, eps, out, method, block, num_warps, barrier):
     x = symm.tensor
     rows, d = x.shape
     method = _method(symm, method, name)
-    block = min(triton.next_power_of_2(d), MAX_BLOCK) if block is None else block
+    if block is None:
+        block = LOW_LATENCY_TILE * 4 // x.element_size() if method == "low_latency" else min(
+            triton.next_power_of_2(d), MAX_BLOCK)
     owned = out is not None
     out = output(x, out, x.shape, name)
     tensors = {"weight": weight, "out": out} if residual is None else {"residual": residual, "weight": weight,
                                                                       "out": out}
     placeholder = weight if residual is None else residual  # bound where the kernel reads no residual
-    options = {"num_warps": 8 if block >= 2048 else 4}
+    options = {"num_warps": (4 if method == "low_latency" else default_warps(block)) if num_warps is None else num_warps}
 
     def bind_for(given, **extra):
         common = dict(rank=symm.rank, rows=rows, D=d, eps=eps, WORLD=symm.world_size, BLOCK=block,
                       HAS_RESIDUAL=residual is not None, **options, **extra)
         held = {"residual": placeholder, **given}
-        if method == "low_latency":
-            scratch = symm.low_latency
-            return bind(_k.low_latency_rmsnorm, (scratch.epochs.numel(),), x, scratch.slots.tensor, scratch.slots.ptrs,
-                        scratch.epochs, **held, **common)
-        grid = (max(1, min(rows, symm.max_blocks)),)
-        return bind(_k.one_shot_rmsnorm, grid, x, symm.buffer_ptrs, symm.signal_pad, symm.signal_pad_ptrs, **held,
-                    BARRIER=barrier, **common)
+        if method == "one_shot":
+            grid = (max(1, min(rows, symm.max_blocks)),)
+            return bind(_k.one_shot_rmsnorm, grid, x, symm.buffer_ptrs, symm.signal_pad, symm.signal_pad_ptrs,
+                        **held, ONE_PASS=block >= d, BARRIER=barrier, **common)
+        scratch = symm.low_latency
+        per_row = triton.cdiv(d, block)
+        # This launch's own tile sums and arrival counts (the counts go back to zero after every call).
+        partials = torch.empty(rows * per_row, dtype=torch.float32, device=x.device)
+        arrivals = torch.zeros(rows, dtype=torch.int32, device=x.device)
+        return bind(_k.low_latency_rmsnorm, (scratch.epochs.numel(),), x, scratch.slots.tensor, scratch.slots.ptrs,
+                    scratch.epochs, partials, arrivals, **held, SEGMENTS=triton.next_power_of_2(per_row),
+                    NORM_BLOCK=min(triton.next_power_of_2(d), LOW_LATENCY_NORM_BLOCK), **common)
 
-    issue(symm.launches, (name, method, block, eps, barrier), bind_for, tensors, owned, x)
+    issue(symm.launches, (name, method, block, options["num_warps"], eps, barrier), bind_for, tensors, owned, x)
     return out
 
 
-__all__ = ["MAX_BLOCK", "METHODS", "all_reduce_residual_rmsnorm", "all_reduce_rmsnorm"]
+__all__ = ["MAX_BLOCK", "METHODS", "all_reduce_residual_rmsnorm", "all_reduce_rmsnorm", "default_warps"]

@@ -9,13 +9,14 @@ every row, in this order (so that all ranks write bitwise the same results)::
     y = hb * (1 / sqrt(mean(hb * hb) + eps)) * weight  # fp32, rounded; sqrt and division IEEE-rounded
 
 Without a residual ``h`` is the sum alone and ``hb`` goes to ``out`` before
-being normalised there.  A row is done in two passes of ``BLOCK`` elements:
-the first sums, writes ``hb`` and accumulates the squares; the second reads
-``hb`` back (from cache) and writes ``y``.
+being normalised there.  In the one-shot kernel a row that fits one ``BLOCK`` stays in registers; a longer one takes two
+passes of ``BLOCK`` elements: the first sums, writes ``hb`` and accumulates
+the squares; the second reads ``hb`` back (from cache) and writes ``y``.
 
 Two kernels move the data: :func:`low_latency_rmsnorm` (no barrier; flags
 travel inside the data, as in ``collectives.kernels.low_latency_all_reduce``,
-sharing its scratch and epochs) for tensors with the low-latency scratch, and
+sharing its scratch and epochs; rows cut into tiles over many blocks) for
+tensors with the low-latency scratch, and
 :func:`one_shot_rmsnorm` (every rank reads every rank's rows, between barriers)
 for the rest.  Regenerate the plain-Triton module after editing: ``make generated``.
 """
@@ -42,24 +43,36 @@ def inverse_rms(squares, D, eps):
 def normalize_row(h_row, weight, out_row, D, inv_rms, BLOCK: tl.constexpr):
     """``out_row = h_row * inv_rms * weight`` over one row of D elements, BLOCK at a time.
 
+    ``h_row`` is read past the SM's L1 cache: other blocks may have written it.
+
     Loops are ``while`` loops: the Triton interpreter's ``range`` takes no runtime bound.
     """
     start = 0
     while start < D:
         cols = start + tl.arange(0, BLOCK)
-        h = tl.load(h_row + cols, mask=cols < D).to(tl.float32)
+        h = tl.load(h_row + cols, mask=cols < D, cache_modifier=".cg").to(tl.float32)
         w = tl.load(weight + cols, mask=cols < D).to(tl.float32)
         tl.store(out_row + cols, (h * inv_rms * w).to(out_row.dtype.element_ty), mask=cols < D)
         start += BLOCK
 
 
 @triton.jit
+def with_residual(h, residual_chunk, mask, HAS_RESIDUAL: tl.constexpr):
+    """``h`` plus the residual's chunk in fp32 (``h`` alone without a residual)."""
+    if HAS_RESIDUAL:
+        h += tl.load(residual_chunk + tl.arange(0, h.shape[0]), mask=mask).to(tl.float32)
+    return h
+
+
+@triton.jit
 def one_shot_rmsnorm(buf, buf_ptrs, pad, pad_ptrs, residual, weight, out, rank, rows, D, eps, WORLD: tl.constexpr,
-                     BLOCK: tl.constexpr, HAS_RESIDUAL: tl.constexpr, BARRIER: tl.constexpr):
+                     BLOCK: tl.constexpr, HAS_RESIDUAL: tl.constexpr, ONE_PASS: tl.constexpr,
+                     BARRIER: tl.constexpr):
     """Rows ``program_id, program_id + num_programs, ...``: every rank reads every rank's row and normalises it.
 
     The barriers are those of ``collectives.kernels.one_shot_all_reduce``: inputs
-    visible before anyone reads them, and no rank returns while a peer still reads.
+    visible before anyone reads them, and no rank returns while a peer still
+    reads.  ``ONE_PASS`` (a row fits one BLOCK): the row stays in registers.
     """
     bufs = multicast_like(buf, buf_ptrs[:WORLD], shape=(rows * D,), align=16)
     h_rows = residual if HAS_RESIDUAL else out
@@ -68,19 +81,27 @@ def one_shot_rmsnorm(buf, buf_ptrs, pad, pad_ptrs, residual, weight, out, rank, 
     row = tl.program_id(0)
     while row < rows:
         base = row * D
-        squares = tl.zeros([BLOCK], tl.float32)
-        start = 0
-        while start < D:
-            cols = start + tl.arange(0, BLOCK)
+        if ONE_PASS:
+            cols = tl.arange(0, BLOCK)
             h = tl.sum(tl.load(bufs[base + cols], mask=cols < D).to(tl.float32), axis=0)
+            hb = with_residual(h, residual + base, cols < D, HAS_RESIDUAL).to(out.dtype.element_ty)
             if HAS_RESIDUAL:
-                h += tl.load(residual + base + cols, mask=cols < D).to(tl.float32)
-            hb = h.to(out.dtype.element_ty)
-            tl.store(h_rows + base + cols, hb, mask=cols < D)
-            squares += hb.to(tl.float32) * hb.to(tl.float32)
-            start += BLOCK
-        tl.debug_barrier()  # the second pass reads what other threads of the block wrote
-        normalize_row(h_rows + base, weight, out + base, D, inverse_rms(squares, D, eps), BLOCK)
+                tl.store(residual + base + cols, hb, mask=cols < D)
+            hb = hb.to(tl.float32)
+            y = hb * inverse_rms(hb * hb, D, eps) * tl.load(weight + cols, mask=cols < D).to(tl.float32)
+            tl.store(out + base + cols, y.to(out.dtype.element_ty), mask=cols < D)
+        else:
+            squares = tl.zeros([BLOCK], tl.float32)
+            start = 0
+            while start < D:
+                cols = start + tl.arange(0, BLOCK)
+                h = tl.sum(tl.load(bufs[base + cols], mask=cols < D).to(tl.float32), axis=0)
+                hb = with_residual(h, residual + base + start, cols < D, HAS_RESIDUAL).to(out.dtype.element_ty)
+                tl.store(h_rows + base + cols, hb, mask=cols < D)
+                squares += hb.to(tl.float32) * hb.to(tl.float32)
+                start += BLOCK
+            tl.debug_barrier()  # the second pass reads what other threads of the block wrote
+            normalize_row(h_rows + base, weight, out + base, D, inverse_rms(squares, D, eps), BLOCK)
         row += tl.num_programs(0)
     if BARRIER:
         barrier(pad, pad_ptrs, rank, WORLD, True)
@@ -110,64 +131,81 @@ def packed(low, high, DTYPE: tl.constexpr):
 
 
 @triton.jit
-def low_latency_rmsnorm(buf, ll, ll_ptrs, epochs, residual, weight, out, rank, rows, D, eps, WORLD: tl.constexpr,
-                        BLOCK: tl.constexpr, HAS_RESIDUAL: tl.constexpr):
+def arrived_sum(ll, slot, m, at, ok, flag, e, h_words, WORLD: tl.constexpr, DTYPE: tl.constexpr,
+                HAS_RESIDUAL: tl.constexpr):
+    """fp32 ``(low, high)`` halves of words ``at`` summed over every rank's row of the slot, plus the residual.
+
+    Polls each rank's words until all carry epoch ``e`` (masked-off words count as arrived).
+    """
+    low = tl.zeros(at.shape, tl.float32)
+    high = tl.zeros(at.shape, tl.float32)
+    for r in tl.static_range(WORLD):
+        got = tl.load(ll + slot + r * m + at, mask=ok, other=flag, volatile=True)
+        while tl.sum(((got >> 32) != e).to(tl.int32), axis=0) > 0:
+            got = tl.load(ll + slot + r * m + at, mask=ok, other=flag, volatile=True)
+        x_low, x_high = unpacked(got.to(tl.int32), DTYPE)
+        low += x_low
+        high += x_high
+    if HAS_RESIDUAL:
+        r_low, r_high = unpacked(tl.load(h_words + at, mask=ok), DTYPE)
+        low += r_low
+        high += r_high
+    return low, high
+
+
+@triton.jit
+def low_latency_rmsnorm(buf, ll, ll_ptrs, epochs, partials, arrivals, residual, weight, out, rank, rows, D, eps,
+                        WORLD: tl.constexpr, BLOCK: tl.constexpr, SEGMENTS: tl.constexpr, NORM_BLOCK: tl.constexpr,
+                        HAS_RESIDUAL: tl.constexpr):
     """The fused op with no barrier: rows travel as epoch-tagged words through the low-latency scratch.
 
-    Exactly the protocol of ``low_latency_all_reduce`` (same scratch, same
-    per-block epochs, same grid), with rows in place of tiles: block ``b``
-    sends rows ``b, b + grid, ...`` to every rank, then sums the rows that
-    every rank sent it.  Each call writes every word of its slot, whichever
-    kernel made the call, so the two kernels may be mixed on one tensor.
-    BLOCK counts elements; a row is ``D / PACK`` words.
+    The protocol of ``low_latency_all_reduce`` (same scratch, same per-block
+    epochs, same grid): each row is cut into tiles of ``BLOCK`` elements, tile
+    ``t`` goes to block ``t % grid`` on every rank, and a block sends its tiles
+    to every rank, then sums the tiles every rank sent it.  Every call writes
+    every word of its slot, whichever kernel made it, so the two kernels may be
+    mixed on one tensor.  A block writes its tile's ``hb`` and sum of squares
+    (``partials[t]``), then counts itself in ``arrivals[row]``; the block that
+    arrives last (of a row's at most ``SEGMENTS`` tiles) adds the row's partial
+    sums in tile order and normalises the row, ``NORM_BLOCK`` elements at a
+    time, and sets the count back to zero.  No block waits for another block
+    of its rank.
     """
     DTYPE = out.dtype.element_ty
     PACK: tl.constexpr = 32 // DTYPE.primitive_bitwidth
     WORDS: tl.constexpr = BLOCK // PACK
     row_words = D // PACK
+    per_row = tl.cdiv(row_words, WORDS)
     m = rows * row_words
     lls = multicast_like(ll, ll_ptrs[:WORLD], align=16)
     e = tl.load(epochs + tl.program_id(0)) + 1
     flag = e.to(tl.int64) << 32
     slot = (e % 2) * WORLD * m
-    row = tl.program_id(0)
-    while row < rows:
-        start = 0
-        while start < row_words:
-            at = start + tl.arange(0, WORDS)
-            x = tl.load(buf.to(tl.pointer_type(tl.int32)) + row * row_words + at, mask=at < row_words)
-            sent = flag | x.to(tl.uint32).to(tl.int64)
-            tl.store(lls[slot + rank * m + row * row_words + at], sent[None, :], mask=at < row_words)
-            start += WORDS
-        row += tl.num_programs(0)
-    h_words = (residual if HAS_RESIDUAL else out).to(tl.pointer_type(tl.int32))
-    row = tl.program_id(0)
-    while row < rows:
-        squares = tl.zeros([WORDS], tl.float32)
-        start = 0
-        while start < row_words:
-            at = row * row_words + start + tl.arange(0, WORDS)
-            ok = start + tl.arange(0, WORDS) < row_words
-            low = tl.zeros([WORDS], tl.float32)
-            high = tl.zeros([WORDS], tl.float32)
-            for r in tl.static_range(WORLD):
-                got = tl.load(ll + slot + r * m + at, mask=ok, other=flag, volatile=True)
-                while tl.sum(((got >> 32) != e).to(tl.int32), axis=0) > 0:
-                    got = tl.load(ll + slot + r * m + at, mask=ok, other=flag, volatile=True)
-                x_low, x_high = unpacked(got.to(tl.int32), DTYPE)
-                low += x_low
-                high += x_high
-            if HAS_RESIDUAL:
-                r_low, r_high = unpacked(tl.load(h_words + at, mask=ok), DTYPE)
-                low += r_low
-                high += r_high
-            hb = packed(low, high, DTYPE)
-            tl.store(h_words + at, hb, mask=ok)
-            hb_low, hb_high = unpacked(hb, DTYPE)
-            squares += hb_low * hb_low + hb_high * hb_high
-            start += WORDS
-        tl.debug_barrier()  # the second pass reads what other threads of the block wrote
-        h_rows = residual if HAS_RESIDUAL else out
-        normalize_row(h_rows + row * D, weight, out + row * D, D, inverse_rms(squares, D, eps), BLOCK)
-        row += tl.num_programs(0)
+    tile = tl.program_id(0)
+    while tile < rows * per_row:
+        at = tile // per_row * row_words + tile % per_row * WORDS + tl.arange(0, WORDS)
+        ok = tile % per_row * WORDS + tl.arange(0, WORDS) < row_words
+        x = tl.load(buf.to(tl.pointer_type(tl.int32)) + at, mask=ok)
+        tl.store(lls[slot + rank * m + at], (flag | x.to(tl.uint32).to(tl.int64))[None, :], mask=ok)
+        tile += tl.num_programs(0)
+    h_rows = residual if HAS_RESIDUAL else out
+    tile = tl.program_id(0)
+    while tile < rows * per_row:
+        row = tile // per_row
+        at = row * row_words + tile % per_row * WORDS + tl.arange(0, WORDS)
+        ok = tile % per_row * WORDS + tl.arange(0, WORDS) < row_words
+        low, high = arrived_sum(ll, slot, m, at, ok, flag, e, h_rows.to(tl.pointer_type(tl.int32)), WORLD, DTYPE,
+                                HAS_RESIDUAL)
+        hb = packed(low, high, DTYPE)
+        tl.store(h_rows.to(tl.pointer_type(tl.int32)) + at, hb, mask=ok)
+        hb_low, hb_high = unpacked(hb, DTYPE)
+        tl.store(partials + tile, tl.sum(hb_low * hb_low + hb_high * hb_high, axis=0))
+        tl.debug_barrier()  # the whole block's stores come before its arrival
+        if tl.atomic_add(arrivals + row, 1, sem="acq_rel", scope="gpu") == per_row - 1:
+            tl.atomic_xchg(arrivals + row, 0, sem="relaxed", scope="gpu")
+            segments = tl.arange(0, SEGMENTS)
+            squares = tl.load(partials + row * per_row + segments, mask=segments < per_row, other=0,
+                              cache_modifier=".cg")
+            normalize_row(h_rows + row * D, weight, out + row * D, D, inverse_rms(squares, D, eps), NORM_BLOCK)
+        tile += tl.num_programs(0)
     tl.store(epochs + tl.program_id(0), e)

@@ -1,0 +1,88 @@
+"""Row-block and warp sweep of the fused all-reduce + residual + RMSNorm kernels, inside CUDA graphs.
+
+    NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \\
+        python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/sweeps/sweep_rmsnorm.py --out docs/data/bench-sweep-rmsnorm.json
+
+bf16.  For each shape, each kernel the tensor supports and each (block, warps):
+one call checked against the float32 torch reference (new residual exact,
+y within one bf16 rounding), then timed as replays of a CUDA graph of 20 calls
+(median over interleaved rounds of the slower rank).  It chooses
+``castpile.gpu.fused.rmsnorm``'s defaults (MAX_BLOCK, default_warps).
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+BENCH = Path(__file__).resolve().parents[1]  # benchmarks/, for harness and bench_rmsnorm
+sys.path[:0] = [str(BENCH), str(BENCH.parent)]
+
+import triton  # noqa: E402
+
+from bench_rmsnorm import EPS, pattern, reference  # noqa: E402
+from castpile.gpu import runtime  # noqa: E402
+from castpile.gpu.fused import rmsnorm  # noqa: E402
+from harness import graph_timed, run_header, start_ranks, stop_ranks, write_result  # noqa: E402
+
+SHAPES = [(1, 4096), (1, 8192), (4, 8192), (16, 8192), (8, 16384), (16, 16384), (256, 8192), (4096, 8192)]
+
+
+def configs(method, d):
+    """(block, warps) to try: one-shot row passes up to the whole row; low-latency tiles."""
+    if method == "low_latency":
+        return [(block, warps) for block in (512, 1024, 2048, 4096) for warps in (2, 4, 8)]
+    top = triton.next_power_of_2(d)
+    return [(block, warps) for block in (2048, 4096, 8192, 16384) if block <= top for warps in (4, 8, 16)]
+
+
+def shape_case(m, d, rank, world, dog, reps):
+    symm = runtime.symmetric_empty((m, d), torch.bfloat16)
+    dev = symm.tensor.device
+    xs = [pattern((m, d), r, dev) for r in range(world)]
+    weight = pattern((d,), 98, dev, 1, 9)
+    residual = pattern((m, d), 99, dev)
+    out = torch.empty_like(symm.tensor)
+    methods = rmsnorm.METHODS if symm.low_latency is not None else ("one_shot",)
+    fns, ok = {}, {}
+    for method in methods:
+        for block, warps in configs(method, d):
+            name = f"{method}-{block}-{warps}"
+            symm.tensor.copy_(xs[rank])
+            mine = residual.clone()
+            torch.cuda.synchronize()
+            dist.barrier()
+            rmsnorm.all_reduce_residual_rmsnorm(symm, mine, weight, EPS, out, method=method, block=block,
+                                                num_warps=warps)
+            torch.cuda.synchronize()
+            expect_residual, expect_y = reference(sum(x.float() for x in xs), residual, weight)
+            close = (out.float() - expect_y.float()).abs() <= 2 ** -7 * expect_y.float().abs() + 1e-30
+            ok[name] = bool(torch.equal(mine, expect_residual) and close.all())
+            fns[name] = (lambda method=method, block=block, warps=warps: rmsnorm.all_reduce_residual_rmsnorm(
+                symm, mine, weight, EPS, out, method=method, block=block, num_warps=warps))
+    graph = graph_timed(fns, 10 if m * d <= 1 << 21 else 2, reps, dog)
+    return {"rows": m, "D": d, "correct": ok, "graph_us": graph, "best": min(graph, key=graph.get)}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="docs/data/bench-sweep-rmsnorm.json")
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--timeout", type=float, default=120)
+    args = parser.parse_args(argv)
+    rank, world, dev, dog = start_ranks(args.timeout)
+    result = run_header(dev, world_size=world, dtype="bf16", reps=args.reps, rows=[])
+    for m, d in SHAPES:
+        row = shape_case(m, d, rank, world, dog, args.reps)
+        result["rows"].append(row)
+        if rank == 0:
+            print(json.dumps(row), flush=True)
+            write_result(args.out, result)
+    stop_ranks()
+
+
+if __name__ == "__main__":
+    main()
