@@ -43,8 +43,8 @@ def all_reduce_residual_rmsnorm(symm, residual: torch.Tensor, weight: torch.Tens
     the tensor supports.  ``block`` (a power of two): elements of a row per
     pass of the one-shot kernel (default: the row, up to :data:`MAX_BLOCK`), or
     per tile of the low-latency kernel (default: :data:`LOW_LATENCY_TILE` words);
-    ``num_warps``: the launch's (default: 4 for the low-latency kernel, else
-    :func:`default_warps`).  ``barrier=False`` drops the
+    ``num_warps``: the launch's (default: 8 for the low-latency kernel, else
+    :func:`default_warps`; the fastest in docs/data/bench-sweep-rmsnorm.json).  ``barrier=False`` drops the
     one-shot kernel's barriers (for tests that show they are needed).
     """
     _check("all_reduce_residual_rmsnorm", symm, weight, residual=residual)
@@ -103,7 +103,7 @@ def _fused(name, symm, residual, weight, eps, out, method, block, num_warps, bar
     tensors = {"weight": weight, "out": out} if residual is None else {"residual": residual, "weight": weight,
                                                                       "out": out}
     placeholder = weight if residual is None else residual  # bound where the kernel reads no residual
-    options = {"num_warps": (4 if method == "low_latency" else default_warps(block)) if num_warps is None else num_warps}
+    options = {"num_warps": (8 if method == "low_latency" else default_warps(block)) if num_warps is None else num_warps}
 
     def bind_for(given, **extra):
         common = dict(rank=symm.rank, rows=rows, D=d, eps=eps, WORLD=symm.world_size, BLOCK=block,
