@@ -31,6 +31,8 @@ KERNELS = [
     ("allreduce_oneshot", "allreduce_oneshot",
      {"out": "*bf16", "dev_ptrs": P, "n": I32, "WORLD": 4, "BLOCK": 1024}),
     ("allreduce_oneshot", "allreduce_oneshot", {"out": "*fp32", "dev_ptrs": P, "n": I32, "WORLD": 3, "BLOCK": 512}),
+    ("allreduce_rmsnorm", "allreduce_rmsnorm", {"x": "*bf16", "dev_ptrs": P, "residual": "*bf16", "weight": "*bf16",
+                                                "out": "*bf16", "D": I32, "eps": "fp32", "WORLD": 2, "BLOCK": 8192}),
     ("allgather", "allgather",
      {"out": "*bf16", "dev_ptrs": "*u64", "n": I32, "WORLD": 8, "CHUNK": 1024, "BLOCK": 256}),
     ("atomics", "histogram",

@@ -253,3 +253,21 @@ def test_atomic_cas(outdir, strategy, world):
         expected = b.clone()
         expected[slot] = ticket if b[slot] == 0 else b[slot]
         assert torch.equal(o, expected)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("world", [1, 2, 3, 4])
+def test_allreduce_rmsnorm(outdir, strategy, world):
+    """Rows of 40 in one padded block: the new residual exact, y within fp32 rounding of float64 torch."""
+    rows, d, eps = 3, 40, 1e-5
+    xs = [values((rows, d), torch.float32, 10 + w) for w in range(world)]
+    residual = values((rows, d), torch.float32, 99)
+    weight = values((d,), torch.float32, 98, 1, 8) / 4
+    out = torch.full((rows, d), float("nan"))
+    mine = residual.clone()
+    kernel = sample(outdir, "allreduce_rmsnorm", strategy).allreduce_rmsnorm
+    kernel[(rows,)](xs[0], table(xs), mine, weight, out, d, eps, WORLD=world, BLOCK=64)
+    h = torch.stack(xs).double().sum(0) + residual.double()
+    y = h / torch.sqrt((h * h).mean(-1, keepdim=True) + eps) * weight.double()
+    assert torch.equal(mine, h.float())
+    torch.testing.assert_close(out.double(), y, rtol=1e-5, atol=1e-6)
