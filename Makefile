@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test snapshots generated bench-cpu clean
+.PHONY: venv demo test snapshots generated bench-cpu plots clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,10 @@ snapshots: $(STAMP)
 
 generated: $(STAMP)
 	$(BIN)/python scripts/regenerate.py
+
+plots: $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[plot]'
+	$(BIN)/python benchmarks/plot.py docs/data/bench-rmsnorm.json docs/data/bench-rmsnorm.png --title "all-reduce + residual + RMSNorm, 2 x H200, bf16"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

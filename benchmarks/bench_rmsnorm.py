@@ -95,7 +95,7 @@ def check(symm, rank, world, calls, dog):
 def shape_case(m, d, rank, world, group_name, dog, reps, calls):
     symm = runtime.symmetric_empty((m, d), torch.bfloat16)
     dev = symm.tensor.device
-    row = {"rows": m, "D": d, "bytes": m * d * 2, "method": "one_shot" if symm.low_latency is None else "low_latency",
+    row = {"rows": m, "D": d, "label": f"{m} x {d}", "bytes": m * d * 2, "method": "one_shot" if symm.low_latency is None else "low_latency",
            "check": check(symm, rank, world, calls, dog)}
     x = symm.tensor
     x.copy_(pattern((m, d), rank, dev))
