@@ -78,7 +78,7 @@ def _pair_ranks(e, carry, EB: tl.constexpr):
 @triton.jit
 def moe_route(topk_idx, hist, T, K: tl.constexpr, E: tl.constexpr, EL: tl.constexpr, WORLD: tl.constexpr,
               TB: tl.constexpr):
-    """Count this block's routes: ``hist[b, x]``, its (token, slot) pairs of expert x; ``hist[b, E + d]``, its rows for d.
+    """Count block b's routes: ``hist[b, x]``, its (token, slot) pairs of expert x; ``hist[b, E + d]``, its rows for d.
 
     Local (no peer access).  ``moe_dispatch`` turns the rows of all blocks into
     prefix sums, so that every block knows where its rows go without waiting
@@ -168,7 +168,7 @@ def moe_dispatch(x, topk_idx, topk_weights, hist, sends, recv_x, recv_x_ptrs, me
         dst = multicast_like(recv_x, x_base + at * (ROW * XBYTES), shape=(H,), ptr_mask=go > 0, align=16)
         for h0 in range(0, H, HB):
             cols = h0 + tl.arange(0, HB)
-            row = tl.load(x + t[:, None] * H + cols[None, :], mask=(t < hi)[:, None] & (cols < H)[None, :])
+            row = tl.load(x + t.to(tl.int64)[:, None] * H + cols[None, :], mask=(t < hi)[:, None] & (cols < H)[None, :])
             dst[cols] = row[None, :, :]
         info = multicast_like(meta, meta_base + at * (M * 4), shape=(M,), ptr_mask=go > 0)
         info[0] = t[None, :]

@@ -78,7 +78,7 @@ def _pair_ranks(e, carry, EB: tl.constexpr):
 @triton.jit
 def moe_route(topk_idx, hist, T, K: tl.constexpr, E: tl.constexpr, EL: tl.constexpr, WORLD: tl.constexpr,
               TB: tl.constexpr):
-    """Count this block's routes: ``hist[b, x]``, its (token, slot) pairs of expert x; ``hist[b, E + d]``, its rows for d.
+    """Count block b's routes: ``hist[b, x]``, its (token, slot) pairs of expert x; ``hist[b, E + d]``, its rows for d.
 
     Local (no peer access).  ``moe_dispatch`` turns the rows of all blocks into
     prefix sums, so that every block knows where its rows go without waiting
@@ -168,7 +168,7 @@ def moe_dispatch(x, topk_idx, topk_weights, hist, sends, recv_x, recv_x_ptrs, me
         dst = x_base + at * (ROW * XBYTES); dst_mask = go > 0
         for h0 in range(0, H, HB):
             cols = h0 + tl.arange(0, HB)
-            row = tl.load(x + t[:, None] * H + cols[None, :], mask=(t < hi)[:, None] & (cols < H)[None, :])
+            row = tl.load(x + t.to(tl.int64)[:, None] * H + cols[None, :], mask=(t < hi)[:, None] & (cols < H)[None, :])
             _castpile_store_gather(dst, dst.numel, dst_mask, recv_x, cols, (cols >= 0) & (cols < H), row[None, :, :], align=16)
         info = meta_base + at * (M * 4); info_mask = go > 0
         _castpile_store_gather(info, info.numel, info_mask, meta, 0, (0 < M), t[None, :])
