@@ -198,15 +198,19 @@ def test_combine_matches_torch(case):
 
 
 def test_the_edge_cases_happen(case):
-    """The routing really has a rank that receives nothing from a source, and a token deduplicated to one row."""
+    """The routing really has ranks that receive nothing from a source, tokens with every expert on one rank (one
+    row, there only) and tokens sent nowhere."""
     name, _, data, _, outs = case
-    world, _, _, topk, _, _, _, skip = CASES[name]
-    for c, (_, idx, _) in enumerate(data):
+    world, tokens, _, topk, _, _, _, skip = CASES[name]
+    for c in range(len(data)):
         for s, d in (skip or {}).items():
             assert outs[d][c]["recv_counts"][s] == 0
-        for r in range(world):  # token 0 of source r: topk experts on rank 0, one row there
+        for r in range(world):  # token 0 of source r: its topk experts all on rank 0
             assert outs[0][c]["recv_src_token"][r, 0] == 0
             assert (outs[0][c]["recv_topk_idx"][r, 0] >= 0).sum() == topk
+            for d in range(world):
+                received = outs[d][c]["recv_src_token"][r, :outs[d][c]["recv_counts"][r]].tolist()
+                assert tokens - 1 not in received and (d == 0 or 0 not in received), (c, r, d)
 
 
 def test_grouped_rows_group_by_expert(case):
