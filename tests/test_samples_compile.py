@@ -35,6 +35,8 @@ KERNELS = [
                                                 "out": "*bf16", "D": I32, "eps": "fp32", "WORLD": 2, "BLOCK": 8192}),
     ("allgather", "allgather",
      {"out": "*bf16", "dev_ptrs": "*u64", "n": I32, "WORLD": 8, "CHUNK": 1024, "BLOCK": 256}),
+    ("moe_dispatch", "dispatch_rows", {"x": "*bf16", "dests": "*i32", "rows": "*i32", "buf_ptrs": P, "example": "*bf16",
+                                       "n": I32, "H": 7168, "WORLD": 2, "TB": 8, "HB": 1024}),
     ("atomics", "histogram",
      {"keys": "*i32", "n": I32, "dev_ptrs": P, "NBINS": I32, "WORLD": 4, "BLOCK": 256}),
     ("atomics", "peak", {"x": "*fp32", "n": I32, "dev_ptrs": P, "WORLD": 8, "BLOCK": 256}),

@@ -93,6 +93,11 @@ class LowLatencyScratch:
     slots: Scratch
     epochs: torch.Tensor
     words: int
+    #: The fused RMSNorm's per-tile sums of squares and per-row arrival counts (this rank's own; ``words``
+    #: entries each, enough for any tiling; the counts start and end every call at zero).  Allocated with
+    #: the scratch, never on a call, so that calls can be captured in CUDA graphs (cudagraph trees too).
+    tile_sums: torch.Tensor
+    row_arrivals: torch.Tensor
 
 
 def low_latency_words(tensor: torch.Tensor) -> int | None:
@@ -238,7 +243,9 @@ def _low_latency_scratch(words: int, world_size: int, sms: int, device, group) -
     epochs = torch.zeros(low_latency_blocks(words, sms), dtype=torch.int32, device=device)
     torch.cuda.synchronize(device)
     dist.barrier(group)  # no peer may write into slots before every rank has zeroed its own
-    return LowLatencyScratch(slots=slots, epochs=epochs, words=words)
+    return LowLatencyScratch(slots=slots, epochs=epochs, words=words,
+                             tile_sums=torch.zeros(words, dtype=torch.float32, device=device),
+                             row_arrivals=torch.zeros(words, dtype=torch.int32, device=device))
 
 
 def check_agreement(metas: list) -> None:

@@ -116,7 +116,9 @@ def _low_latency_scratch(world_size: int, like: torch.Tensor) -> list:
     if words is None:
         return [None] * world_size
     blocks = low_latency_blocks(words, SIM_LOW_LATENCY_BLOCKS)
-    return [LowLatencyScratch(slots=s, epochs=shared_empty((blocks,), torch.int32).zero_(), words=words)
+    return [LowLatencyScratch(slots=s, epochs=shared_empty((blocks,), torch.int32).zero_(), words=words,
+                              tile_sums=torch.zeros(words, dtype=torch.float32),
+                              row_arrivals=torch.zeros(words, dtype=torch.int32))
             for s in symmetric_scratch(world_size, (2 * world_size * words,), torch.int64)]
 
 

@@ -115,11 +115,9 @@ def _fused(name, symm, residual, weight, eps, out, method, block, num_warps, bar
                         **held, ONE_PASS=block >= d, BARRIER=barrier, **common)
         scratch = symm.low_latency
         per_row = triton.cdiv(d, block)
-        # This launch's own tile sums and arrival counts (the counts go back to zero after every call).
-        partials = torch.empty(rows * per_row, dtype=torch.float32, device=x.device)
-        arrivals = torch.zeros(rows, dtype=torch.int32, device=x.device)
         return bind(_k.low_latency_rmsnorm, (scratch.epochs.numel(),), x, scratch.slots.tensor, scratch.slots.ptrs,
-                    scratch.epochs, partials, arrivals, **held, SEGMENTS=triton.next_power_of_2(per_row),
+                    scratch.epochs, scratch.tile_sums, scratch.row_arrivals, **held,
+                    SEGMENTS=triton.next_power_of_2(per_row),
                     NORM_BLOCK=min(triton.next_power_of_2(d), LOW_LATENCY_NORM_BLOCK), **common)
 
     issue(symm.launches, (name, method, block, options["num_warps"], eps, barrier), bind_for, tensors, owned, x)
