@@ -257,31 +257,24 @@ def moe_combine(expert_out, out, slot_positions, sends, meta, ranges, comb, comb
             token = tl.load(meta + r * M, mask=live, other=0)
             back = peer + (rank * T + token).to(tl.int64) * (ROW * XBYTES); back_mask = (live
 )
-            slots = tl.arange(0, triton.next_power_of_2(K))[None, :]
-            at = tl.load(slot_positions + r[:, None] * K + slots, mask=live[:, None] & (slots < K), other=-1)
-            w = tl.load(meta + r[:, None] * M + 1 + 2 * K + slots, mask=live[:, None] & (slots < K), other=0)
             for h0 in range(0, H, HB):
                 cols = h0 + tl.arange(0, HB)
-                _castpile_store_gather(back, back.numel, back_mask, comb, cols, (cols >= 0) & (cols < H), _partial(expert_out, at, w.to(tl.float32, bitcast=True), cols, H, K), align=16)
+                _castpile_store_gather(back, back.numel, back_mask, comb, cols, (cols >= 0) & (cols < H), _partial(expert_out, slot_positions, meta, r, live, cols, H, K), align=16)
             p += TB
     barrier(pad, pad_ptrs, rank, WORLD, True)  # block b of every rank has pushed its partials for these tokens
     _sum_partials(comb, sends, out, T, H, ROW, WORLD, TB, HB)
 
 
 @triton.jit
-def _partial(expert_out, at, w, cols, H: tl.constexpr, K: tl.constexpr):
-    """(rows, cols) fp32 partials: over slots k in order, weight ``w[:, k]`` times expert row ``at[:, k]`` (-1: none).
-
-    ``at`` and ``w`` are (rows, K padded) tiles loaded once per row tile; column k is picked out in registers.
-    """
-    acc = tl.zeros([at.shape[0], cols.shape[0]], tl.float32)
-    slots = tl.arange(0, at.shape[1])[None, :]
+def _partial(expert_out, slot_positions, meta, r, live, cols, H: tl.constexpr, K: tl.constexpr):
+    """(rows, cols) fp32 partials of received rows ``r``: over slots k in order, weight k times its expert's row."""
+    acc = tl.zeros([r.shape[0], cols.shape[0]], tl.float32)
     for k in tl.static_range(K):
-        row = tl.sum(tl.where(slots == k, at, 0), axis=1)
-        weight = tl.sum(tl.where(slots == k, w, 0.0), axis=1)
-        v = tl.load(expert_out + row.to(tl.int64)[:, None] * H + cols[None, :],
-                    mask=(row >= 0)[:, None] & (cols < H)[None, :], other=0)
-        acc += tl.where(row >= 0, weight, 0)[:, None] * v.to(tl.float32)
+        at = tl.load(slot_positions + r * K + k, mask=live, other=-1)
+        w = tl.load(meta + r * (1 + 3 * K) + 1 + 2 * K + k, mask=live, other=0).to(tl.float32, bitcast=True)
+        v = tl.load(expert_out + at.to(tl.int64)[:, None] * H + cols[None, :],
+                    mask=(at >= 0)[:, None] & (cols < H)[None, :], other=0)
+        acc += tl.where(at >= 0, w, 0)[:, None] * v.to(tl.float32)
     return acc
 
 
