@@ -24,6 +24,7 @@ GENERATED = [
     ("benchmarks/kernels/barrier_kernels.py", "benchmarks/kernels/generated/barrier_kernels_loop.py", "loop"),
     ("castpile/gpu/fused/moe_kernels.py", "castpile/gpu/fused/moe_kernels_triton.py", "gather"),
     ("castpile/gpu/fused/rmsnorm_kernels.py", "castpile/gpu/fused/rmsnorm_kernels_triton.py", "loop"),
+    ("castpile/gpu/fused/tp_gemm_kernels.py", "castpile/gpu/fused/tp_gemm_kernels_triton.py", "loop"),
 ]
 
 

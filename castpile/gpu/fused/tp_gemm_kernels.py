@@ -1,0 +1,315 @@
+"""Tensor-parallel GEMMs overlapped with their communication, written with castpile multicast tensors.
+
+Three kernels share one persistent GEMM core (:func:`tile_product`: a BM x BN
+tile of ``A @ B`` accumulated in fp32, K in BK steps, operands through TMA
+descriptors when ``TMA``, else masked pointer loads; :func:`tile_position`: the
+grouped tile order that keeps GROUP_M row tiles on the same columns for L2
+reuse).  Every kernel's grid is at most one block per SM and each block walks
+tiles ``pid, pid + grid, ...``.
+
+- :func:`matmul`: ``C = A @ B`` alone (the GEMM the fused kernels are held against).
+- :func:`all_gather_matmul`: ``C = all_gather(A) @ B``.  The gathered A [W * Ms, K]
+  is a symmetric buffer whose rows ``rank * Ms ...`` this rank filled before the
+  call.  Blocks ``0 .. COMM_BLOCKS - 1`` push this rank's shard into every peer's
+  buffer chunk by chunk (``chunk_rows`` rows) and raise one flag per
+  (source, chunk, GEMM block) on that peer; the other blocks compute tiles in an
+  order that starts with the local shard and goes on with the shards of ranks
+  ``rank + 1, rank + 2, ...``, waiting (and resetting) the flags of the chunks a
+  tile's group of row tiles covers before reading them.  Every GEMM block consumes
+  every flag it was sent, so flags end at zero.
+- :func:`matmul_reduce_scatter`: ``out = rows chunk `rank` of sum_r A_r @ B_r``.
+  Tile j of owner o's rows is computed by block ``(o * T + j) % grid`` on every
+  rank (T tiles per owner), which does the tiles of the other owners first
+  (owner ``rank + 1`` first) and pushes each, rounded to the dtype, into the
+  owner's scratch slot for this source, raising that tile's flag there; then it
+  does its own rows' tiles, and for each waits for the peers' partial tiles and
+  adds them, in rank order, in fp32, to its own rounded partial.
+
+Why this shape (see also ``tp_gemm.py``): one kernel per op (no second stream);
+communication blocks take the lowest program ids, so they are scheduled first and
+never wait for GEMM blocks, and a block only ever waits for blocks of other ranks:
+for the all-gather, peers' communication blocks (which wait only for each other);
+for the reduce-scatter, the block with its own program id on each peer (which
+pushes everything it owes before it waits for anything).  That keeps a grid of at
+most one block per SM free of deadlock on a GPU and lets the Triton interpreter,
+which runs a rank's blocks one after another, run the kernels in the simulator.
+
+Synchronisation: the all-gather's communication blocks start with the barrier of
+``collectives/kernels.py`` among themselves (a peer's previous GEMM has finished
+reading its buffer before anyone writes into it); the reduce-scatter starts with
+it in every block (block b of the owner has consumed the previous call's tiles
+that block b of each peer is about to overwrite).  Signals are releases and waits
+acquires at system scope, each behind ``tl.debug_barrier()`` so the whole block's
+stores and loads are ordered; ``PROXY_FENCE`` adds ``fence.proxy.async.global``
+after a wait, before TMA (the async proxy) reads what peers wrote (set on GPUs;
+the interpreter has no inline assembly).
+
+Loop bounds are constexprs (``K``) or ``while`` loops: the Triton interpreter's
+``range`` takes no runtime bound, and a ``for`` over a constexpr is what Triton's
+software pipeliner overlaps (``num_stages``).  Regenerate the plain-Triton module
+after editing: ``make generated``.
+"""
+
+from typing import TYPE_CHECKING
+
+import triton
+import triton.language as tl
+
+from castpile.gpu.collectives.kernels_triton import barrier
+
+if TYPE_CHECKING:
+    import castpile
+    from castpile import multicast_like
+
+
+# -- the GEMM core ---------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def tile_position(t, tiles_m, tiles_n, GROUP_M: tl.constexpr):
+    """Row and column tile of linear tile ``t``: groups of GROUP_M row tiles sweep the columns together."""
+    per_group = GROUP_M * tiles_n
+    first = t // per_group * GROUP_M
+    size = tl.minimum(tiles_m - first, GROUP_M)
+    return first + t % per_group % size, t % per_group // size
+
+
+@triton.jit
+def operand(ptr, rows, cols: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, TMA: tl.constexpr):
+    """A row-major [rows, cols] matrix to read BR x BC tiles of: a TMA descriptor, or the pointer itself."""
+    if TMA:
+        return tl.make_tensor_descriptor(ptr, shape=[rows, cols], strides=[cols, 1], block_shape=[BR, BC])
+    else:
+        return ptr
+
+
+@triton.jit
+def load_tile(src, r0, c0, rows, cols: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, TMA: tl.constexpr):
+    """Tile ``[r0:r0+BR, c0:c0+BC]`` of a row-major [rows, cols] matrix, zero outside (``src`` from :func:`operand`)."""
+    if TMA:
+        return src.load([r0, c0])
+    else:
+        r = r0 + tl.arange(0, BR)
+        c = c0 + tl.arange(0, BC)
+        return tl.load(src + r[:, None].to(tl.int64) * cols + c[None, :], mask=(r < rows)[:, None] & (c < cols)[None, :],
+                       other=0)
+
+
+@triton.jit
+def tile_product(a_src, b_src, r0, c0, a_rows, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                 BK: tl.constexpr, TMA: tl.constexpr):
+    """fp32 ``A[r0:r0+BM, :] @ B[:, c0:c0+BN]`` for A [a_rows, K] and B [K, N]; rows at or past ``a_rows`` read 0."""
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in range(tl.cdiv(K, BK)):
+        a = load_tile(a_src, r0, k * BK, a_rows, K, BM, BK, TMA)
+        b = load_tile(b_src, k * BK, c0, K, N, BK, BN, TMA)
+        acc = tl.dot(a, b, acc)
+    return acc
+
+
+@triton.jit
+def store_tile(dst, tile, r0, c0, rows, N, BM: tl.constexpr, BN: tl.constexpr, TMA: tl.constexpr):
+    """``dst[r0:r0+BM, c0:c0+BN] = tile`` (rounded to dst's dtype) within [rows, N]; ``dst`` from :func:`operand`."""
+    if TMA:
+        dst.store([r0, c0], tile.to(dst.dtype))
+    else:
+        r = r0 + tl.arange(0, BM)
+        c = c0 + tl.arange(0, BN)
+        tl.store(dst + r[:, None].to(tl.int64) * N + c[None, :], tile.to(dst.dtype.element_ty),
+                 mask=(r < rows)[:, None] & (c < N)[None, :])
+
+
+@triton.jit
+def proxy_fence(PROXY_FENCE: tl.constexpr):
+    """Order this thread's earlier generic-proxy accesses before its later TMA reads (``fence.proxy.async.global``)."""
+    if PROXY_FENCE:
+        tl.inline_asm_elementwise("fence.proxy.async.global; mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False,
+                                  pack=1)
+
+
+@triton.jit
+def matmul(a, b, c, M, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+           GROUP_M: tl.constexpr, TMA: tl.constexpr):
+    """``c = a @ b`` (a [M, K], b [K, N], c [M, N], row-major), persistent: block p computes tiles p, p + grid, ..."""
+    a_src = operand(a, M, K, BM, BK, TMA)
+    b_src = operand(b, K, N, BK, BN, TMA)
+    c_dst = operand(c, M, N, BM, BN, TMA)
+    tiles_m = tl.cdiv(M, BM)
+    tiles_n = tl.cdiv(N, BN)
+    t = tl.program_id(0)
+    while t < tiles_m * tiles_n:
+        pm, pn = tile_position(t, tiles_m, tiles_n, GROUP_M)
+        acc = tile_product(a_src, b_src, pm * BM, pn * BN, M, N, K, BM, BN, BK, TMA)
+        store_tile(c_dst, acc, pm * BM, pn * BN, M, N, BM, BN, TMA)
+        t += tl.num_programs(0)
+
+
+# -- all-gather + GEMM -----------------------------------------------------------------------------------------
+
+
+@triton.jit
+def push_shard(a, a_peers, flags, flag_peers, pad, pad_ptrs, rank, Ms, chunk_rows, consumers, K: tl.constexpr,
+               WORLD: tl.constexpr, COMM_BLOCKS: tl.constexpr, COPY_BLOCK: tl.constexpr, CONSUMERS: tl.constexpr):
+    """Communication block ``pid``: chunks pid, pid + COMM_BLOCKS, ... of this rank's shard to every peer.
+
+    A chunk is ``chunk_rows`` rows of the shard (rows ``rank * Ms ...`` of the
+    gathered buffer ``a``): contiguous words, copied COPY_BLOCK at a time with
+    the next piece's load in flight while this one is stored into every peer's
+    buffer (``a_peers``: the peers' buffers, nearest rank first).  Then flag
+    ``(rank, chunk, g)`` is raised on every peer for each of its ``consumers``
+    GEMM blocks g.
+    """
+    barrier(pad, pad_ptrs, rank, WORLD, True)  # every peer's previous GEMM is done with its buffer
+    peers = multicast_like(a, a_peers[:WORLD - 1], align=16)
+    peer_flags = multicast_like(flags, flag_peers[:WORLD - 1])
+    g = tl.arange(0, CONSUMERS)
+    chunks = tl.cdiv(Ms, chunk_rows)
+    shard = tl.cast(rank, tl.int64) * Ms * K
+    c = tl.program_id(0)
+    while c < chunks:
+        start = shard + tl.cast(c * chunk_rows, tl.int64) * K
+        end = shard + tl.cast(tl.minimum(c * chunk_rows + chunk_rows, Ms), tl.int64) * K
+        offs = start + tl.arange(0, COPY_BLOCK)
+        x = tl.load(a + offs, mask=offs < end)
+        while start < end:
+            nxt = offs + COPY_BLOCK
+            y = tl.load(a + nxt, mask=nxt < end)
+            tl.store(peers[offs], x[None, :], mask=offs < end)
+            x = y
+            offs = nxt
+            start += COPY_BLOCK
+        tl.debug_barrier()  # the whole block's stores come before the flags
+        castpile.signal(peer_flags[(rank * chunks + c) * consumers + g], value=1, mask=g < consumers)
+        c += COMM_BLOCKS
+
+
+@triton.jit
+def gathered_tiles(a, b, out, flags, rank, Ms, N, chunk_rows, K: tl.constexpr, WORLD: tl.constexpr,
+                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
+                   COMM_BLOCKS: tl.constexpr, TMA: tl.constexpr, TMA_STORE: tl.constexpr, PROXY_FENCE: tl.constexpr):
+    """GEMM block ``g = pid - COMM_BLOCKS`` of ``grid - COMM_BLOCKS``: tiles g, g + that, ... in arrival order.
+
+    Virtual row tile ``v`` is row tile ``v % row_tiles`` of shard ``(rank + v //
+    row_tiles) % WORLD``: the local shard first.  Chunks are numbered in the same
+    order (the local shard's first, never waited for); before a tile, the block
+    waits for every chunk up to the last one its group of row tiles covers, so
+    the count of chunks it has waited for only grows.  At the end it waits for
+    the rest, so that every flag it was sent is reset.
+    """
+    g = tl.program_id(0) - COMM_BLOCKS
+    consumers = tl.num_programs(0) - COMM_BLOCKS
+    M = WORLD * Ms
+    a_src = operand(a, M, K, BM, BK, TMA)
+    b_src = operand(b, K, N, BK, BN, TMA)
+    out_dst = operand(out, M, N, BM, BN, TMA_STORE)
+    row_tiles = tl.cdiv(Ms, BM)
+    tiles_m = WORLD * row_tiles
+    tiles_n = tl.cdiv(N, BN)
+    chunks = tl.cdiv(Ms, chunk_rows)
+    ready = chunks
+    t = g
+    while t < tiles_m * tiles_n:
+        v, pn = tile_position(t, tiles_m, tiles_n, GROUP_M)
+        last = tl.minimum(t // (GROUP_M * tiles_n) * GROUP_M + GROUP_M, tiles_m) - 1
+        need = last // row_tiles * chunks + (tl.minimum(last % row_tiles * BM + BM, Ms) - 1) // chunk_rows + 1
+        if ready < need:
+            while ready < need:
+                src = (rank + ready // chunks) % WORLD
+                castpile.wait(flags + (src * chunks + ready % chunks) * consumers + g + tl.arange(0, 1))
+                ready += 1
+            tl.debug_barrier()  # what the waiting threads acquired, every thread may read
+            proxy_fence(PROXY_FENCE)
+        shard = (rank + v // row_tiles) % WORLD
+        local = v % row_tiles * BM
+        acc = tile_product(a_src, b_src, shard * Ms + local, pn * BN, shard * Ms + Ms, N, K, BM, BN, BK, TMA)
+        if TMA_STORE:  # shards are whole tiles
+            store_tile(out_dst, acc, shard * Ms + local, pn * BN, M, N, BM, BN, True)
+        else:
+            store_tile(out + tl.cast(shard, tl.int64) * Ms * N, acc, local, pn * BN, Ms, N, BM, BN, False)
+        t += consumers
+    while ready < WORLD * chunks:
+        src = (rank + ready // chunks) % WORLD
+        castpile.wait(flags + (src * chunks + ready % chunks) * consumers + g + tl.arange(0, 1))
+        ready += 1
+
+
+@triton.jit
+def all_gather_matmul(a, a_peers, b, out, flags, flag_peers, pad, pad_ptrs, rank, Ms, N, chunk_rows,
+                      K: tl.constexpr, WORLD: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                      GROUP_M: tl.constexpr, COMM_BLOCKS: tl.constexpr, COPY_BLOCK: tl.constexpr,
+                      CONSUMERS: tl.constexpr, TMA: tl.constexpr, TMA_STORE: tl.constexpr,
+                      PROXY_FENCE: tl.constexpr):
+    """``out = all_gather(shards) @ b``: the first COMM_BLOCKS blocks push this rank's shard, the rest multiply.
+
+    ``a`` [WORLD * Ms, K]: this rank's gathered buffer (symmetric; its shard
+    already in rows ``rank * Ms ...``); ``a_peers``/``flag_peers``: the peers'
+    buffer and flag addresses, rank + 1 first; ``flags`` int32 [WORLD * chunks *
+    consumers]; ``pad``: the communication blocks' barrier slots.
+    """
+    if tl.program_id(0) < COMM_BLOCKS:
+        push_shard(a, a_peers, flags, flag_peers, pad, pad_ptrs, rank, Ms, chunk_rows,
+                   tl.num_programs(0) - COMM_BLOCKS, K, WORLD, COMM_BLOCKS, COPY_BLOCK, CONSUMERS)
+    else:
+        gathered_tiles(a, b, out, flags, rank, Ms, N, chunk_rows, K, WORLD, BM, BN, BK, GROUP_M, COMM_BLOCKS, TMA,
+                       TMA_STORE, PROXY_FENCE)
+
+
+# -- GEMM + reduce-scatter -------------------------------------------------------------------------------------
+
+
+@triton.jit
+def matmul_reduce_scatter(a, b, out, scratch, scratch_ptrs, flags, flag_ptrs, pad, pad_ptrs, rank, Ms, N,
+                          K: tl.constexpr, WORLD: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                          GROUP_M: tl.constexpr, TMA: tl.constexpr):
+    """``out`` [Ms, N] = rows ``rank * Ms ...`` of the sum over ranks of ``a @ b`` (a [WORLD * Ms, K], b [K, N]).
+
+    ``scratch`` [WORLD - 1, Ms, N] (symmetric): slot ``(source - owner - 1) %
+    WORLD`` holds that source's partial of the owner's rows; ``flags`` int32
+    [WORLD - 1, T]: one per (slot, tile), raised by the source, reset by the
+    owner.  Owners are visited ``rank + 1, rank + 2, ..., rank``: every tile
+    another rank owns is pushed before this block waits for anything.
+    """
+    barrier(pad, pad_ptrs, rank, WORLD, True)  # block pid of every owner is done with the previous call's slots
+    M = WORLD * Ms
+    a_src = operand(a, M, K, BM, BK, TMA)
+    b_src = operand(b, K, N, BK, BN, TMA)
+    out_dst = operand(out, Ms, N, BM, BN, TMA)
+    row_tiles = tl.cdiv(Ms, BM)
+    tiles_n = tl.cdiv(N, BN)
+    T = row_tiles * tiles_n
+    G = tl.num_programs(0)
+    pid = tl.program_id(0)
+    slots = tl.arange(0, triton.next_power_of_2(WORLD - 1))
+    for step in tl.static_range(1, WORLD + 1):
+        owner = (rank + step) % WORLD
+        t = owner * T + (pid - owner * T % G + G) % G  # this block's first tile of the owner's rows
+        while t < owner * T + T:
+            j = t - owner * T
+            pm, pn = tile_position(j, row_tiles, tiles_n, GROUP_M)
+            r0 = pm * BM
+            c0 = pn * BN
+            part = tile_product(a_src, b_src, owner * Ms + r0, c0, owner * Ms + Ms, N, K, BM, BN, BK, TMA)
+            part = part.to(out.dtype.element_ty)
+            rows = r0 + tl.arange(0, BM)
+            cols = c0 + tl.arange(0, BN)
+            if step < WORLD:
+                slot = (rank - owner - 1 + WORLD) % WORLD
+                dest = multicast_like(scratch, tl.load(scratch_ptrs + owner + tl.arange(0, 1)), shape=(WORLD - 1, Ms, N),
+                                      align=16)
+                dest[slot, rows[:, None], cols[None, :]] = part[None, :, :]
+                tl.debug_barrier()  # the whole tile is stored before its flag rises
+                flag = multicast_like(flags, tl.load(flag_ptrs + owner + tl.arange(0, 1)))
+                castpile.signal(flag[slot * T + j + tl.arange(0, 1)], value=1)
+            else:
+                castpile.wait(flags + slots * T + j, mask=slots < WORLD - 1)
+                tl.debug_barrier()  # every thread may read what the waiting threads acquired
+                total = tl.zeros((BM, BN), tl.float32)
+                ok = (rows < Ms)[:, None] & (cols < N)[None, :]
+                for src in tl.static_range(WORLD):
+                    if src == rank:
+                        total += part.to(tl.float32)
+                    else:
+                        at = ((src - rank - 1 + WORLD) % WORLD * Ms + rows[:, None]).to(tl.int64) * N + cols[None, :]
+                        total += tl.load(scratch + at, mask=ok, other=0, cache_modifier=".cg").to(tl.float32)
+                store_tile(out_dst, total, r0, c0, Ms, N, BM, BN, TMA)
+            t += G

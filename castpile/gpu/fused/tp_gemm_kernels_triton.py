@@ -1,0 +1,516 @@
+"""Tensor-parallel GEMMs overlapped with their communication, written with castpile multicast tensors.
+
+Three kernels share one persistent GEMM core (:func:`tile_product`: a BM x BN
+tile of ``A @ B`` accumulated in fp32, K in BK steps, operands through TMA
+descriptors when ``TMA``, else masked pointer loads; :func:`tile_position`: the
+grouped tile order that keeps GROUP_M row tiles on the same columns for L2
+reuse).  Every kernel's grid is at most one block per SM and each block walks
+tiles ``pid, pid + grid, ...``.
+
+- :func:`matmul`: ``C = A @ B`` alone (the GEMM the fused kernels are held against).
+- :func:`all_gather_matmul`: ``C = all_gather(A) @ B``.  The gathered A [W * Ms, K]
+  is a symmetric buffer whose rows ``rank * Ms ...`` this rank filled before the
+  call.  Blocks ``0 .. COMM_BLOCKS - 1`` push this rank's shard into every peer's
+  buffer chunk by chunk (``chunk_rows`` rows) and raise one flag per
+  (source, chunk, GEMM block) on that peer; the other blocks compute tiles in an
+  order that starts with the local shard and goes on with the shards of ranks
+  ``rank + 1, rank + 2, ...``, waiting (and resetting) the flags of the chunks a
+  tile's group of row tiles covers before reading them.  Every GEMM block consumes
+  every flag it was sent, so flags end at zero.
+- :func:`matmul_reduce_scatter`: ``out = rows chunk `rank` of sum_r A_r @ B_r``.
+  Tile j of owner o's rows is computed by block ``(o * T + j) % grid`` on every
+  rank (T tiles per owner), which does the tiles of the other owners first
+  (owner ``rank + 1`` first) and pushes each, rounded to the dtype, into the
+  owner's scratch slot for this source, raising that tile's flag there; then it
+  does its own rows' tiles, and for each waits for the peers' partial tiles and
+  adds them, in rank order, in fp32, to its own rounded partial.
+
+Why this shape (see also ``tp_gemm.py``): one kernel per op (no second stream);
+communication blocks take the lowest program ids, so they are scheduled first and
+never wait for GEMM blocks, and a block only ever waits for blocks of other ranks:
+for the all-gather, peers' communication blocks (which wait only for each other);
+for the reduce-scatter, the block with its own program id on each peer (which
+pushes everything it owes before it waits for anything).  That keeps a grid of at
+most one block per SM free of deadlock on a GPU and lets the Triton interpreter,
+which runs a rank's blocks one after another, run the kernels in the simulator.
+
+Synchronisation: the all-gather's communication blocks start with the barrier of
+``collectives/kernels.py`` among themselves (a peer's previous GEMM has finished
+reading its buffer before anyone writes into it); the reduce-scatter starts with
+it in every block (block b of the owner has consumed the previous call's tiles
+that block b of each peer is about to overwrite).  Signals are releases and waits
+acquires at system scope, each behind ``tl.debug_barrier()`` so the whole block's
+stores and loads are ordered; ``PROXY_FENCE`` adds ``fence.proxy.async.global``
+after a wait, before TMA (the async proxy) reads what peers wrote (set on GPUs;
+the interpreter has no inline assembly).
+
+Loop bounds are constexprs (``K``) or ``while`` loops: the Triton interpreter's
+``range`` takes no runtime bound, and a ``for`` over a constexpr is what Triton's
+software pipeliner overlaps (``num_stages``).  Regenerate the plain-Triton module
+after editing: ``make generated``.
+"""
+
+from typing import TYPE_CHECKING
+
+import triton
+import triton.language as tl
+
+from castpile.gpu.collectives.kernels_triton import barrier
+
+if TYPE_CHECKING:
+    import castpile
+    from castpile import multicast_like
+
+
+# -- the GEMM core ---------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def tile_position(t, tiles_m, tiles_n, GROUP_M: tl.constexpr):
+    """Row and column tile of linear tile ``t``: groups of GROUP_M row tiles sweep the columns together."""
+    per_group = GROUP_M * tiles_n
+    first = t // per_group * GROUP_M
+    size = tl.minimum(tiles_m - first, GROUP_M)
+    return first + t % per_group % size, t % per_group // size
+
+
+@triton.jit
+def operand(ptr, rows, cols: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, TMA: tl.constexpr):
+    """A row-major [rows, cols] matrix to read BR x BC tiles of: a TMA descriptor, or the pointer itself."""
+    if TMA:
+        return tl.make_tensor_descriptor(ptr, shape=[rows, cols], strides=[cols, 1], block_shape=[BR, BC])
+    else:
+        return ptr
+
+
+@triton.jit
+def load_tile(src, r0, c0, rows, cols: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, TMA: tl.constexpr):
+    """Tile ``[r0:r0+BR, c0:c0+BC]`` of a row-major [rows, cols] matrix, zero outside (``src`` from :func:`operand`)."""
+    if TMA:
+        return src.load([r0, c0])
+    else:
+        r = r0 + tl.arange(0, BR)
+        c = c0 + tl.arange(0, BC)
+        return tl.load(src + r[:, None].to(tl.int64) * cols + c[None, :], mask=(r < rows)[:, None] & (c < cols)[None, :],
+                       other=0)
+
+
+@triton.jit
+def tile_product(a_src, b_src, r0, c0, a_rows, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                 BK: tl.constexpr, TMA: tl.constexpr):
+    """fp32 ``A[r0:r0+BM, :] @ B[:, c0:c0+BN]`` for A [a_rows, K] and B [K, N]; rows at or past ``a_rows`` read 0."""
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in range(tl.cdiv(K, BK)):
+        a = load_tile(a_src, r0, k * BK, a_rows, K, BM, BK, TMA)
+        b = load_tile(b_src, k * BK, c0, K, N, BK, BN, TMA)
+        acc = tl.dot(a, b, acc)
+    return acc
+
+
+@triton.jit
+def store_tile(dst, tile, r0, c0, rows, N, BM: tl.constexpr, BN: tl.constexpr, TMA: tl.constexpr):
+    """``dst[r0:r0+BM, c0:c0+BN] = tile`` (rounded to dst's dtype) within [rows, N]; ``dst`` from :func:`operand`."""
+    if TMA:
+        dst.store([r0, c0], tile.to(dst.dtype))
+    else:
+        r = r0 + tl.arange(0, BM)
+        c = c0 + tl.arange(0, BN)
+        tl.store(dst + r[:, None].to(tl.int64) * N + c[None, :], tile.to(dst.dtype.element_ty),
+                 mask=(r < rows)[:, None] & (c < N)[None, :])
+
+
+@triton.jit
+def proxy_fence(PROXY_FENCE: tl.constexpr):
+    """Order this thread's earlier generic-proxy accesses before its later TMA reads (``fence.proxy.async.global``)."""
+    if PROXY_FENCE:
+        tl.inline_asm_elementwise("fence.proxy.async.global; mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False,
+                                  pack=1)
+
+
+@triton.jit
+def matmul(a, b, c, M, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+           GROUP_M: tl.constexpr, TMA: tl.constexpr):
+    """``c = a @ b`` (a [M, K], b [K, N], c [M, N], row-major), persistent: block p computes tiles p, p + grid, ..."""
+    a_src = operand(a, M, K, BM, BK, TMA)
+    b_src = operand(b, K, N, BK, BN, TMA)
+    c_dst = operand(c, M, N, BM, BN, TMA)
+    tiles_m = tl.cdiv(M, BM)
+    tiles_n = tl.cdiv(N, BN)
+    t = tl.program_id(0)
+    while t < tiles_m * tiles_n:
+        pm, pn = tile_position(t, tiles_m, tiles_n, GROUP_M)
+        acc = tile_product(a_src, b_src, pm * BM, pn * BN, M, N, K, BM, BN, BK, TMA)
+        store_tile(c_dst, acc, pm * BM, pn * BN, M, N, BM, BN, TMA)
+        t += tl.num_programs(0)
+
+
+# -- all-gather + GEMM -----------------------------------------------------------------------------------------
+
+
+@triton.jit
+def push_shard(a, a_peers, flags, flag_peers, pad, pad_ptrs, rank, Ms, chunk_rows, consumers, K: tl.constexpr,
+               WORLD: tl.constexpr, COMM_BLOCKS: tl.constexpr, COPY_BLOCK: tl.constexpr, CONSUMERS: tl.constexpr):
+    """Communication block ``pid``: chunks pid, pid + COMM_BLOCKS, ... of this rank's shard to every peer.
+
+    A chunk is ``chunk_rows`` rows of the shard (rows ``rank * Ms ...`` of the
+    gathered buffer ``a``): contiguous words, copied COPY_BLOCK at a time with
+    the next piece's load in flight while this one is stored into every peer's
+    buffer (``a_peers``: the peers' buffers, nearest rank first).  Then flag
+    ``(rank, chunk, g)`` is raised on every peer for each of its ``consumers``
+    GEMM blocks g.
+    """
+    barrier(pad, pad_ptrs, rank, WORLD, True)  # every peer's previous GEMM is done with its buffer
+    peers = a_peers
+    peer_flags = flag_peers
+    g = tl.arange(0, CONSUMERS)
+    chunks = tl.cdiv(Ms, chunk_rows)
+    shard = tl.cast(rank, tl.int64) * Ms * K
+    c = tl.program_id(0)
+    while c < chunks:
+        start = shard + tl.cast(c * chunk_rows, tl.int64) * K
+        end = shard + tl.cast(tl.minimum(c * chunk_rows + chunk_rows, Ms), tl.int64) * K
+        offs = start + tl.arange(0, COPY_BLOCK)
+        x = tl.load(a + offs, mask=offs < end)
+        while start < end:
+            nxt = offs + COPY_BLOCK
+            y = tl.load(a + nxt, mask=nxt < end)
+            _castpile_store_loop(peers, WORLD - 1, None, a, offs, None, x[None, :], offs < end, align=16)
+            x = y
+            offs = nxt
+            start += COPY_BLOCK
+        tl.debug_barrier()  # the whole block's stores come before the flags
+        _castpile_signal(peer_flags, WORLD - 1, None, flags, consumers*(c + chunks*rank) + g, None, 1, None, g < consumers)
+        c += COMM_BLOCKS
+
+
+@triton.jit
+def gathered_tiles(a, b, out, flags, rank, Ms, N, chunk_rows, K: tl.constexpr, WORLD: tl.constexpr,
+                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
+                   COMM_BLOCKS: tl.constexpr, TMA: tl.constexpr, TMA_STORE: tl.constexpr, PROXY_FENCE: tl.constexpr):
+    """GEMM block ``g = pid - COMM_BLOCKS`` of ``grid - COMM_BLOCKS``: tiles g, g + that, ... in arrival order.
+
+    Virtual row tile ``v`` is row tile ``v % row_tiles`` of shard ``(rank + v //
+    row_tiles) % WORLD``: the local shard first.  Chunks are numbered in the same
+    order (the local shard's first, never waited for); before a tile, the block
+    waits for every chunk up to the last one its group of row tiles covers, so
+    the count of chunks it has waited for only grows.  At the end it waits for
+    the rest, so that every flag it was sent is reset.
+    """
+    g = tl.program_id(0) - COMM_BLOCKS
+    consumers = tl.num_programs(0) - COMM_BLOCKS
+    M = WORLD * Ms
+    a_src = operand(a, M, K, BM, BK, TMA)
+    b_src = operand(b, K, N, BK, BN, TMA)
+    out_dst = operand(out, M, N, BM, BN, TMA_STORE)
+    row_tiles = tl.cdiv(Ms, BM)
+    tiles_m = WORLD * row_tiles
+    tiles_n = tl.cdiv(N, BN)
+    chunks = tl.cdiv(Ms, chunk_rows)
+    ready = chunks
+    t = g
+    while t < tiles_m * tiles_n:
+        v, pn = tile_position(t, tiles_m, tiles_n, GROUP_M)
+        last = tl.minimum(t // (GROUP_M * tiles_n) * GROUP_M + GROUP_M, tiles_m) - 1
+        need = last // row_tiles * chunks + (tl.minimum(last % row_tiles * BM + BM, Ms) - 1) // chunk_rows + 1
+        if ready < need:
+            while ready < need:
+                src = (rank + ready // chunks) % WORLD
+                _castpile_wait_flags(flags + (src * chunks + ready % chunks) * consumers + g + tl.arange(0, 1))
+                ready += 1
+            tl.debug_barrier()  # what the waiting threads acquired, every thread may read
+            proxy_fence(PROXY_FENCE)
+        shard = (rank + v // row_tiles) % WORLD
+        local = v % row_tiles * BM
+        acc = tile_product(a_src, b_src, shard * Ms + local, pn * BN, shard * Ms + Ms, N, K, BM, BN, BK, TMA)
+        if TMA_STORE:  # shards are whole tiles
+            store_tile(out_dst, acc, shard * Ms + local, pn * BN, M, N, BM, BN, True)
+        else:
+            store_tile(out + tl.cast(shard, tl.int64) * Ms * N, acc, local, pn * BN, Ms, N, BM, BN, False)
+        t += consumers
+    while ready < WORLD * chunks:
+        src = (rank + ready // chunks) % WORLD
+        _castpile_wait_flags(flags + (src * chunks + ready % chunks) * consumers + g + tl.arange(0, 1))
+        ready += 1
+
+
+@triton.jit
+def all_gather_matmul(a, a_peers, b, out, flags, flag_peers, pad, pad_ptrs, rank, Ms, N, chunk_rows,
+                      K: tl.constexpr, WORLD: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                      GROUP_M: tl.constexpr, COMM_BLOCKS: tl.constexpr, COPY_BLOCK: tl.constexpr,
+                      CONSUMERS: tl.constexpr, TMA: tl.constexpr, TMA_STORE: tl.constexpr,
+                      PROXY_FENCE: tl.constexpr):
+    """``out = all_gather(shards) @ b``: the first COMM_BLOCKS blocks push this rank's shard, the rest multiply.
+
+    ``a`` [WORLD * Ms, K]: this rank's gathered buffer (symmetric; its shard
+    already in rows ``rank * Ms ...``); ``a_peers``/``flag_peers``: the peers'
+    buffer and flag addresses, rank + 1 first; ``flags`` int32 [WORLD * chunks *
+    consumers]; ``pad``: the communication blocks' barrier slots.
+    """
+    if tl.program_id(0) < COMM_BLOCKS:
+        push_shard(a, a_peers, flags, flag_peers, pad, pad_ptrs, rank, Ms, chunk_rows,
+                   tl.num_programs(0) - COMM_BLOCKS, K, WORLD, COMM_BLOCKS, COPY_BLOCK, CONSUMERS)
+    else:
+        gathered_tiles(a, b, out, flags, rank, Ms, N, chunk_rows, K, WORLD, BM, BN, BK, GROUP_M, COMM_BLOCKS, TMA,
+                       TMA_STORE, PROXY_FENCE)
+
+
+# -- GEMM + reduce-scatter -------------------------------------------------------------------------------------
+
+
+@triton.jit
+def matmul_reduce_scatter(a, b, out, scratch, scratch_ptrs, flags, flag_ptrs, pad, pad_ptrs, rank, Ms, N,
+                          K: tl.constexpr, WORLD: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                          GROUP_M: tl.constexpr, TMA: tl.constexpr):
+    """``out`` [Ms, N] = rows ``rank * Ms ...`` of the sum over ranks of ``a @ b`` (a [WORLD * Ms, K], b [K, N]).
+
+    ``scratch`` [WORLD - 1, Ms, N] (symmetric): slot ``(source - owner - 1) %
+    WORLD`` holds that source's partial of the owner's rows; ``flags`` int32
+    [WORLD - 1, T]: one per (slot, tile), raised by the source, reset by the
+    owner.  Owners are visited ``rank + 1, rank + 2, ..., rank``: every tile
+    another rank owns is pushed before this block waits for anything.
+    """
+    barrier(pad, pad_ptrs, rank, WORLD, True)  # block pid of every owner is done with the previous call's slots
+    M = WORLD * Ms
+    a_src = operand(a, M, K, BM, BK, TMA)
+    b_src = operand(b, K, N, BK, BN, TMA)
+    out_dst = operand(out, Ms, N, BM, BN, TMA)
+    row_tiles = tl.cdiv(Ms, BM)
+    tiles_n = tl.cdiv(N, BN)
+    T = row_tiles * tiles_n
+    G = tl.num_programs(0)
+    pid = tl.program_id(0)
+    slots = tl.arange(0, triton.next_power_of_2(WORLD - 1))
+    for step in tl.static_range(1, WORLD + 1):
+        owner = (rank + step) % WORLD
+        t = owner * T + (pid - owner * T % G + G) % G  # this block's first tile of the owner's rows
+        while t < owner * T + T:
+            j = t - owner * T
+            pm, pn = tile_position(j, row_tiles, tiles_n, GROUP_M)
+            r0 = pm * BM
+            c0 = pn * BN
+            part = tile_product(a_src, b_src, owner * Ms + r0, c0, owner * Ms + Ms, N, K, BM, BN, BK, TMA)
+            part = part.to(out.dtype.element_ty)
+            rows = r0 + tl.arange(0, BM)
+            cols = c0 + tl.arange(0, BN)
+            if step < WORLD:
+                slot = (rank - owner - 1 + WORLD) % WORLD
+                dest = tl.load(scratch_ptrs + owner + tl.arange(0, 1)); dest_shape0 = (WORLD - 1
+)
+                _castpile_store_loop(dest, dest.numel, None, scratch, Ms*N*slot + N*rows[:, None] + cols[None, :], (slot >= 0) & (slot < dest_shape0) & (rows[:, None] >= 0) & (rows[:, None] < Ms) & (cols[None, :] >= 0) & (cols[None, :] < N), part[None, :, :], align=16)
+                tl.debug_barrier()  # the whole tile is stored before its flag rises
+                flag = tl.load(flag_ptrs + owner + tl.arange(0, 1))
+                _castpile_signal(flag, flag.numel, None, flags, T*slot + j + tl.arange(0, 1), None, 1)
+            else:
+                _castpile_wait_flags(flags + slots * T + j, 1, 0, slots < WORLD - 1)
+                tl.debug_barrier()  # every thread may read what the waiting threads acquired
+                total = tl.zeros((BM, BN), tl.float32)
+                ok = (rows < Ms)[:, None] & (cols < N)[None, :]
+                for src in tl.static_range(WORLD):
+                    if src == rank:
+                        total += part.to(tl.float32)
+                    else:
+                        at = ((src - rank - 1 + WORLD) % WORLD * Ms + rows[:, None]).to(tl.int64) * N + cols[None, :]
+                        total += tl.load(scratch + at, mask=ok, other=0, cache_modifier=".cg").to(tl.float32)
+                store_tile(out_dst, total, r0, c0, Ms, N, BM, BN, TMA)
+            t += G
+
+
+# ---- castpile 0.2.0 helpers: generated, called by the rewritten accesses above ----
+import triton
+import triton.language as tl
+
+
+@triton.constexpr_function
+def _castpile_leading_ones(shape, r):
+    """True when the first ``r`` extents of ``shape`` are all 1."""
+    return all(int(s) == 1 for s in list(shape)[:r])
+
+
+@triton.jit
+def _castpile_prepend(x, r: tl.constexpr):
+    """``x`` with ``r`` leading unit dims."""
+    for _ in tl.static_range(r):
+        x = tl.expand_dims(x, 0)
+    return x
+
+
+@triton.jit
+def _castpile_positions(src, count: tl.constexpr, offs):
+    """Flat stack positions, shape P + (1,) * len(I)."""
+    if src.dtype.is_ptr():
+        pos = tl.arange(0, triton.next_power_of_2(count))
+    else:
+        pos = tl.reshape(tl.arange(0, count), src.shape)
+    for _ in tl.static_range(len(offs.shape)):
+        pos = tl.expand_dims(pos, len(pos.shape))
+    return pos
+
+
+@triton.jit
+def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
+    """Typed pointer to buffer ``p`` of the stack (``align`` bytes aligned if given), and whether it is valid."""
+    ptr_ty = tl.pointer_type(example.dtype.element_ty)
+    if src.dtype.is_ptr():
+        ptr = tl.load(src + p).to(ptr_ty)
+        valid = True
+    else:
+        pos = tl.reshape(tl.arange(0, src.numel), src.shape)
+        ptr = tl.sum(tl.where(pos == p, src, 0)).to(ptr_ty)
+        if smask is None:
+            valid = True
+        else:
+            valid = tl.sum(tl.where(pos == p, smask.to(tl.int32), 0)) != 0
+    if align is not None:
+        ptr = tl.multiple_of(ptr, align)
+    return ptr, valid
+
+
+@triton.jit
+def _castpile_lane_mask(valid, mask, offs, user_mask=None):
+    """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element masks.
+
+    Always a fresh tensor of the offsets' shape: Triton 3.6's interpreter reads atomic
+    operands as contiguous arrays, so a broadcast or Python-bool mask would be misread.
+    """
+    lanes = tl.full(offs.shape, 1, tl.int1) & valid
+    if mask is not None:
+        lanes = lanes & mask
+    if user_mask is not None:
+        lanes = lanes & user_mask
+    return lanes
+
+
+@triton.jit
+def _castpile_slice(v, pos, p: tl.constexpr, offs):
+    """The part of ``v`` (broadcast to P + I) that belongs to buffer ``p``."""
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    if len(v.shape) <= len(offs.shape):
+        return v
+    elif _castpile_leading_ones(v.shape, len(v.shape) - len(offs.shape)):
+        return tl.reshape(v, v.shape[len(v.shape) - len(offs.shape):])
+    else:
+        full = tl.where(pos == p, v, tl.zeros_like(v))
+        for _ in tl.static_range(R):
+            full = tl.sum(full, axis=0)
+        return full
+
+
+@triton.jit
+def _castpile_offsets(offs):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
+    return offs + tl.zeros((), tl.int32)
+
+
+@triton.jit
+def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
+                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None):
+    """Store ``value`` (broadcast to P + I), one buffer at a time."""
+    offs = _castpile_offsets(offs)
+    pos = _castpile_positions(src, count, offs)
+    dtype = example.dtype.element_ty
+    value = tl.cast(value, dtype)
+    for p in tl.static_range(count):
+        peer, valid = _castpile_peer(src, smask, p, example, align)
+        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, bounds, offs, mask),
+                 cache_modifier=cache_modifier, eviction_policy=eviction_policy)
+
+
+@triton.jit
+def _castpile_cas(ptrs, mask, example, cmp, value, sem: tl.constexpr, scope: tl.constexpr):
+    """``tl.atomic_cas`` that leaves masked-off lanes alone.
+
+    ``tl.atomic_cas`` has no mask: masked-off lanes are pointed at ``example``
+    (memory the kernel owns) and swap a value for itself, which never changes it.
+    """
+    cmp = _castpile_full(cmp, ptrs, example)
+    value = _castpile_full(value, ptrs, example)
+    if mask is None:
+        return tl.atomic_cas(ptrs, cmp, value, sem=sem, scope=scope)
+    else:
+        return tl.atomic_cas(tl.where(mask, ptrs, example), tl.where(mask, cmp, value), value, sem=sem, scope=scope)
+
+
+@triton.jit
+def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None, user_mask=None):
+    """The P + I pointer tensor of an access and its mask (never ``None``): ``mask`` and ``user_mask`` (shape I) ANDed in."""
+    offs = _castpile_offsets(offs)
+    ptr_ty = tl.pointer_type(example.dtype.element_ty)
+    if src.dtype.is_ptr():
+        rows = tl.arange(0, triton.next_power_of_2(count))
+        valid = rows < count
+        tile = tl.load(src + rows, mask=valid, other=0)
+    else:
+        tile = src
+        if smask is None:
+            valid = tl.full(src.shape, 1, tl.int1)
+        else:
+            valid = smask
+    ptrs = tile.to(ptr_ty)
+    if align is not None:
+        # Inline: multiple_of must annotate a value made here, not a parameter.
+        if len(ptrs.shape) == 1:
+            ptrs = tl.multiple_of(ptrs, [align])
+        elif len(ptrs.shape) == 2:
+            ptrs = tl.multiple_of(ptrs, [align, align])
+        elif len(ptrs.shape) == 3:
+            ptrs = tl.multiple_of(ptrs, [align, align, align])
+    for _ in tl.static_range(len(offs.shape)):
+        ptrs = tl.expand_dims(ptrs, len(ptrs.shape))
+        valid = tl.expand_dims(valid, len(valid.shape))
+    R: tl.constexpr = len(ptrs.shape) - len(offs.shape)
+    ptrs = ptrs + _castpile_prepend(offs, R)
+    if mask is not None:
+        valid = valid & _castpile_prepend(mask, R)
+    if user_mask is not None:
+        valid = valid & _castpile_prepend(user_mask, R)
+    return ptrs, tl.broadcast_to(valid, ptrs.shape) & tl.full(ptrs.shape, 1, tl.int1)
+
+
+@triton.jit
+def _castpile_full(value, ptrs, example):
+    """``value`` cast to the buffers' type and broadcast (NumPy-style) to the shape of ``ptrs``."""
+    value = tl.cast(value, example.dtype.element_ty)
+    value = tl.broadcast_to(_castpile_prepend(value, len(ptrs.shape) - len(value.shape)), ptrs.shape)
+    # A select materialises the broadcast: Triton 3.6's interpreter reads atomic operands as
+    # contiguous arrays (compiled code is unaffected; the select folds away).
+    return tl.where(tl.full(ptrs.shape, 1, tl.int1), value, value)
+
+
+@triton.jit
+def _castpile_signal(src, count: tl.constexpr, smask, example, offs, bounds, value=1, wait_for=None, mask=None,
+                     sem: tl.constexpr = tl.constexpr("release"), scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None):
+    """Set every addressed flag to ``value``.
+
+    Without ``wait_for``: one atomic exchange.  With it: a compare-and-swap
+    ``wait_for`` -> ``value``, retried on the lanes that have not succeeded yet
+    (lanes that succeeded are masked off and stop touching their flag).
+    """
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
+    dtype = example.dtype.element_ty
+    if wait_for is None:
+        tl.atomic_xchg(ptrs, tl.cast(value, dtype), mask=valid, sem=sem, scope=scope)
+    else:
+        pending = valid
+        while tl.sum(pending.to(tl.int32)) > 0:
+            old = _castpile_cas(ptrs, pending, example, wait_for, value, sem, scope)
+            pending = pending & (old != tl.cast(wait_for, dtype))
+
+
+@triton.jit
+def _castpile_wait_flags(ptrs, value=1, reset=0, mask=None, sem: tl.constexpr = tl.constexpr("acquire"),
+                         scope: tl.constexpr = tl.constexpr("sys")):
+    """Spin until every flag at ``ptrs`` equals ``value``, then set it to ``reset``.
+
+    A lane reads its flag with an atomic (``sem``, ``scope``) until it sees
+    ``value``, resets it and is masked off from then on.
+    """
+    dtype = ptrs.dtype.element_ty
+    if mask is None:
+        pending = tl.full(ptrs.shape, 1, tl.int1)
+    else:
+        pending = tl.broadcast_to(mask, ptrs.shape) & tl.full(ptrs.shape, 1, tl.int1)
+    while tl.sum(pending.to(tl.int32)) > 0:
+        seen = tl.atomic_add(ptrs, tl.zeros(ptrs.shape, dtype), mask=pending, sem=sem, scope=scope)
+        arrived = pending & (seen == tl.cast(value, dtype))
+        tl.atomic_xchg(ptrs, tl.cast(reset, dtype) + tl.zeros(ptrs.shape, dtype), mask=arrived, sem=sem, scope=scope)
+        pending = pending & ~arrived

@@ -1,0 +1,252 @@
+"""Tensor-parallel GEMMs (castpile.gpu.fused.tp_gemm) in the CPU simulator, against torch references.
+
+Data are small integers, so every product and sum is exact in fp32 (and in bf16
+for the bf16 case): results must equal torch's bit for bit.  Tiles of 16 on
+shapes that are not whole tiles (shards of 24 rows, K = 40, N = 48 with 32-wide
+column tiles) exercise the edges; both operand paths (TMA descriptors, pointer
+loads) run.  The simulator runs fp32 only: the Triton 3.6 interpreter's ``tl.dot``
+multiplies bf16 operands as their raw 16-bit patterns.
+"""
+
+import os
+
+os.environ["TRITON_INTERPRET"] = "1"
+
+import random
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from castpile.gpu import sim
+from castpile.gpu.fused import tp_gemm
+from compile_sm90 import Job, compile_for_sm90
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARD, K, N = 24, 40, 48
+TILES = {"tma": tp_gemm.GemmConfig(16, 32, 16, 2, 4, 2, tma=True),
+         "pointers": tp_gemm.GemmConfig(16, 32, 16, 2, 4, 2, tma=False)}
+
+
+def ints(gen, *shape, dtype=torch.float32):
+    return torch.randint(-3, 4, shape, generator=gen).to(dtype)
+
+
+# -- the GEMM alone --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", sorted(TILES))
+@pytest.mark.parametrize("m,k,n,blocks", [(40, 40, 48, 3), (16, 16, 32, 1), (72, 24, 40, 5)])
+def test_matmul_matches_torch(path, m, k, n, blocks):
+    """Ragged M, K and N, more tiles than blocks (the persistent loop) or exactly one; fp32 exact."""
+    gen = torch.Generator().manual_seed(m * 1000 + k + n)
+    a, b = ints(gen, m, k), ints(gen, k, n)
+    out = torch.full((m, n), float("nan"))
+    assert tp_gemm.matmul(a, b, out, config=TILES[path], blocks=blocks) is out
+    assert torch.equal(out, a @ b)
+
+
+def test_default_config():
+    assert tp_gemm.default_config(4096).block_n == 256 and tp_gemm.default_config(256).block_n == 128
+
+
+# -- all-gather + GEMM -----------------------------------------------------------------------------------------
+
+
+def _ag_states(world, path, **options):
+    options = {"blocks": 4, "comm_blocks": 2, "chunk_rows": 8, "copy_block": 64, **options}
+    states = tp_gemm.AllGatherMatmul.create_all(world, m=world * SHARD, k=K, n=N, dtype=torch.float32,
+                                                config=TILES[path], **options)
+    for s in states:
+        s.gathered.tensor.fill_(float("nan"))  # whatever a GEMM block reads before its chunk arrived shows
+    return states
+
+
+def _ag_run(states, world, calls, seed):
+    """``calls`` back-to-back calls on every rank, new data each, ranks out of step; (outputs, inputs) per call."""
+    gen = torch.Generator().manual_seed(seed)
+    data = [([ints(gen, SHARD, K) for _ in range(world)], [ints(gen, K, N) for _ in range(world)])
+            for _ in range(calls)]
+
+    def body(rank):
+        rng = random.Random(seed * 31 + rank)
+        state, outs = states[rank], []
+        for call, (shards, bs) in enumerate(data):
+            time.sleep(rng.uniform(0, 0.2))
+            out = torch.full((world * SHARD, N), float("nan"))
+            if call % 2:  # the shard written where it is gathered, no copy
+                state.a_shard.copy_(shards[rank])
+                tp_gemm.all_gather_matmul(state, None, bs[rank], out)
+            else:
+                tp_gemm.all_gather_matmul(state, shards[rank], bs[rank], out)
+            outs.append((out, state.gathered.tensor.clone()))
+        return outs
+
+    return sim.run(body, world, timeout=600), data
+
+
+@pytest.mark.parametrize("path", sorted(TILES))
+@pytest.mark.parametrize("world", [2, 3, 4])
+def test_all_gather_matmul_matches_torch(world, path):
+    """Three calls in a row with fresh data, random skew; flags and barrier slots zero afterwards."""
+    states = _ag_states(world, path)
+    outs, data = _ag_run(states, world, 3, seed=world)
+    for call, (shards, bs) in enumerate(data):
+        a = torch.cat(shards)
+        for rank in range(world):
+            out, gathered = outs[rank][call]
+            assert torch.equal(gathered, a), f"call {call}: rank {rank}'s gathered A"
+            assert torch.equal(out, a @ bs[rank]), f"call {call}: rank {rank}"
+    for s in states:
+        assert int(s.flags.tensor.abs().sum()) == 0 and int(s.pad.tensor.abs().sum()) == 0
+
+
+@pytest.mark.parametrize("options", [
+    {"chunk_rows": 5, "comm_blocks": 3, "blocks": 5},    # chunks cut across row tiles, several per block
+    {"chunk_rows": 24, "comm_blocks": 1, "blocks": 2},   # one chunk per shard, one GEMM block
+    {"chunk_rows": 16, "comm_blocks": 2, "blocks": 9},   # more GEMM blocks than tiles: the grid shrinks
+], ids=["small-chunks", "one-chunk", "spare-blocks"])
+def test_all_gather_chunking(options):
+    world = 3
+    states = _ag_states(world, "tma", **options)
+    assert states[0].consumers == min(options["blocks"] - options["comm_blocks"], world * 2 * 2)
+    outs, data = _ag_run(states, world, 2, seed=17)
+    for call, (shards, bs) in enumerate(data):
+        for rank in range(world):
+            assert torch.equal(outs[rank][call][0], torch.cat(shards) @ bs[rank]), (call, rank)
+    assert all(int(s.flags.tensor.abs().sum()) == 0 for s in states)
+
+
+def test_all_gather_waits_for_a_late_rank():
+    """Rank 1 calls a second late: rank 0 must wait for its shard (its buffer starts NaN), not read ahead."""
+    world = 2
+    states = _ag_states(world, "tma")
+    gen = torch.Generator().manual_seed(3)
+    shards, b = [ints(gen, SHARD, K) for _ in range(world)], ints(gen, K, N)
+
+    def body(rank):
+        if rank == 1:
+            time.sleep(1.0)
+        return tp_gemm.all_gather_matmul(states[rank], shards[rank], b)
+
+    for out in sim.run(body, world, timeout=300):
+        assert torch.equal(out, torch.cat(shards) @ b)
+
+
+# -- GEMM + reduce-scatter -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", sorted(TILES))
+@pytest.mark.parametrize("world,blocks", [(2, 4), (2, 3), (3, 5), (4, 3)])
+def test_matmul_reduce_scatter_matches_torch(world, blocks, path):
+    """Three calls with fresh data and random skew; grids that divide the tiles and grids that do not.
+
+    Reference: each rank's product rounded to the dtype (exact here), summed
+    over ranks, rows chunk ``rank``.  Scratch starts NaN: a tile read before it
+    arrived shows.
+    """
+    m = world * SHARD
+    states = tp_gemm.MatmulReduceScatter.create_all(world, m=m, k=K, n=N, dtype=torch.float32, config=TILES[path],
+                                                    blocks=blocks)
+    assert states[0].blocks == blocks
+    for s in states:
+        s.scratch.tensor.fill_(float("nan"))
+    gen = torch.Generator().manual_seed(100 + world * 10 + blocks)
+    data = [([ints(gen, m, K) for _ in range(world)], [ints(gen, K, N) for _ in range(world)]) for _ in range(3)]
+
+    def body(rank):
+        rng = random.Random(rank + 7 * world)
+        outs = []
+        for a_s, b_s in data:
+            time.sleep(rng.uniform(0, 0.2))
+            out = torch.full((SHARD, N), float("nan"))
+            tp_gemm.matmul_reduce_scatter(states[rank], a_s[rank], b_s[rank], out)
+            outs.append(out)
+        return outs
+
+    outs = sim.run(body, world, timeout=600)
+    for call, (a_s, b_s) in enumerate(data):
+        total = sum(a_s[r] @ b_s[r] for r in range(world))
+        for rank in range(world):
+            assert torch.equal(outs[rank][call], total[rank * SHARD:(rank + 1) * SHARD]), (call, rank)
+    for s in states:
+        assert int(s.flags.tensor.abs().sum()) == 0 and int(s.pad.tensor.abs().sum()) == 0
+
+
+# -- arguments -------------------------------------------------------------------------------------------------
+
+
+def test_bad_arguments_are_reported():
+    with pytest.raises(ValueError, match="m \\(10\\) a multiple of world_size \\(4\\)"):
+        tp_gemm.AllGatherMatmul.create_all(4, m=10, k=8, n=8)
+    with pytest.raises(ValueError, match="at least 2 ranks"):
+        tp_gemm.MatmulReduceScatter.create_all(1, m=8, k=8, n=8)
+    ag = tp_gemm.AllGatherMatmul.create_all(2, m=32, k=16, n=16, dtype=torch.float32)[0]
+    with pytest.raises(ValueError, match="b must be a contiguous torch.float32 tensor of shape \\(16, 16\\)"):
+        tp_gemm.all_gather_matmul(ag, None, torch.ones(16, 8))
+    with pytest.raises(ValueError, match="a_shard must be"):
+        tp_gemm.all_gather_matmul(ag, torch.ones(8, 16), torch.ones(16, 16))
+    rs = tp_gemm.MatmulReduceScatter.create_all(2, m=32, k=16, n=16, dtype=torch.float32)[0]
+    with pytest.raises(ValueError, match="a must be"):
+        tp_gemm.matmul_reduce_scatter(rs, torch.ones(32, 16).t(), torch.ones(16, 16))
+    with pytest.raises(ValueError, match="out must be"):
+        tp_gemm.matmul_reduce_scatter(rs, torch.ones(32, 16), torch.ones(16, 16), torch.ones(32, 16))
+    # Rows that are not whole 16 bytes cannot be TMA descriptors: the pointer path is taken.
+    assert not tp_gemm.AllGatherMatmul.create_all(2, m=32, k=6, n=16, dtype=torch.float32)[0].config.tma
+
+
+# -- sm_90 ------------------------------------------------------------------------------------------------------
+
+MODULE = "castpile.gpu.fused.tp_gemm_kernels_triton"
+TILE = {"BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8}
+
+
+def _job(kernel, signature, constexprs, name):
+    """A compile job with the specialisation the JIT gives 16-byte aligned pointers and sizes that are multiples of 16."""
+    aligned = {i: [["tt.divisibility", 16]] for i, (p, t) in enumerate(signature.items())
+               if t.startswith("*") or p in ("M", "N", "Ms", "chunk_rows")}
+    return Job(MODULE, kernel, signature, constexprs, attrs=aligned, name=name)
+
+
+def test_kernels_compile_for_sm90(tmp_path):
+    """bf16 at the benchmark's sizes, TMA and pointer operands, rank 1 (which the JIT makes a constexpr)."""
+    jobs = []
+    mm = {"a": "*bf16", "b": "*bf16", "c": "*bf16", "M": "i32", "N": "i32", **dict.fromkeys(
+        ("K", "BM", "BN", "BK", "GROUP_M", "TMA"), "constexpr")}
+    for tma in (True, False):
+        jobs.append(_job("matmul", mm, {"K": 8192, **TILE, "TMA": tma}, f"matmul-{'tma' if tma else 'pointers'}"))
+    ag = {"a": "*bf16", "a_peers": "*i64", "b": "*bf16", "out": "*bf16", "flags": "*i32", "flag_peers": "*i64",
+          "pad": "*i32", "pad_ptrs": "*i64", "rank": "i32", "Ms": "i32", "N": "i32", "chunk_rows": "i32"}
+    ag_const = {"K": 8192, "WORLD": 2, **TILE, "COMM_BLOCKS": 4, "COPY_BLOCK": tp_gemm.COPY_BLOCK, "CONSUMERS": 128}
+    rs = {"a": "*bf16", "b": "*bf16", "out": "*bf16", "scratch": "*bf16", "scratch_ptrs": "*i64", "flags": "*i32",
+          "flag_ptrs": "*i64", "pad": "*i32", "pad_ptrs": "*i64", "rank": "i32", "Ms": "i32", "N": "i32"}
+    for rank in (0, 1):
+        sig = dict(ag, rank="constexpr") if rank else ag
+        flags = {"TMA": True, "TMA_STORE": True, "PROXY_FENCE": True}
+        extra = {"rank": 1} if rank else {}
+        jobs.append(_job("all_gather_matmul", {**sig, **dict.fromkeys([*ag_const, *flags], "constexpr")},
+                         {**ag_const, **flags, **extra}, f"ag-tma-rank{rank}"))
+        sig = dict(rs, rank="constexpr") if rank else rs
+        jobs.append(_job("matmul_reduce_scatter", {**sig, **dict.fromkeys(("K", "WORLD", *TILE, "TMA"), "constexpr")},
+                         {"K": 4096, "WORLD": 2, **TILE, "TMA": True, **extra}, f"rs-tma-rank{rank}"))
+    flags = {"TMA": False, "TMA_STORE": False, "PROXY_FENCE": False}
+    jobs.append(_job("all_gather_matmul", {**ag, **dict.fromkeys([*ag_const, *flags], "constexpr")},
+                     {**ag_const, "WORLD": 4, **flags}, "ag-pointers-w4"))
+    jobs.append(_job("matmul_reduce_scatter", {**rs, **dict.fromkeys(("K", "WORLD", *TILE, "TMA"), "constexpr")},
+                     {"K": 4096, "WORLD": 4, **TILE, "TMA": False}, "rs-pointers-w4"))
+    results = compile_for_sm90(jobs, tmp_path)
+    assert all(r.ok for r in results.values()), {n: r.error for n, r in results.items() if not r.ok}
+    ptx = {name: r.ptx.read_text() for name, r in results.items()}
+    for name, text in ptx.items():
+        assert "wgmma.mma_async" in text, f"{name}: tensor-core MMA"
+        tma = "pointers" not in name
+        assert ("cp.async.bulk.tensor.2d" in text) == tma, f"{name}: operands through TMA"
+        if not tma:
+            assert "cp.async.cg.shared.global" in text, f"{name}: pipelined pointer loads"
+        if not name.startswith("matmul"):
+            assert "atom.global.release.sys.cas" in text, f"{name}: the barrier"
+            assert "atom.global.sys.release.exch" in text and "atom.global.sys.acquire" in text, f"{name}: flags"
+            assert "st.global.v4" in text, f"{name}: 16-byte stores to peers"
+    for name in ("ag-tma-rank0", "ag-tma-rank1"):
+        assert "fence.proxy.async.global" in ptx[name]
