@@ -33,6 +33,7 @@ generated: $(STAMP)
 plots: $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[plot]'
 	$(BIN)/python benchmarks/plot.py docs/data/bench-rmsnorm.json docs/data/bench-rmsnorm.png --title "all-reduce + residual + RMSNorm, 2 x H200, bf16"
+	$(BIN)/python benchmarks/plot.py docs/data/bench-moe.json docs/data/bench-moe.png --x tokens --title "MoE dispatch / combine, H 7168, top-8 of 64, 2 x H200"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

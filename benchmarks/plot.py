@@ -2,10 +2,11 @@
 
     pip install '.[plot]'
     python benchmarks/plot.py docs/data/bench-rmsnorm.json docs/data/bench-rmsnorm.png
+    python benchmarks/plot.py docs/data/bench-moe.json docs/data/bench-moe.png --x tokens
 
-Reads a result file whose ``rows`` each carry ``bytes`` (or ``label`` for
-the x axis), ``graph_us`` and/or ``eager_us`` (method -> microseconds), and
-draws one panel per timing mode, log-log.
+Reads a result file whose ``rows`` each carry the x value (``--x``, default
+``bytes``; a row's ``label``, if any, names its tick), ``graph_us`` and/or
+``eager_us`` (method -> microseconds), and draws one panel per timing mode, log-log.
 """
 
 import argparse
@@ -20,11 +21,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 MODES = {"graph_us": "inside CUDA graphs", "eager_us": "eager"}
 
 
-def plot(result: dict, title: str, path: Path) -> None:
+def plot(result: dict, title: str, path: Path, x_key: str = "bytes") -> None:
     rows = result["rows"]
     modes = [m for m in MODES if any(m in r for r in rows)]
     fig, axes = plt.subplots(1, len(modes), figsize=(6.5 * len(modes), 4.5), squeeze=False)
-    x = [r["bytes"] for r in rows]
+    x = [r[x_key] for r in rows]
     for ax, mode in zip(axes[0], modes):
         methods = list(dict.fromkeys(k for r in rows for k in r.get(mode, {})))
         for method in methods:
@@ -33,8 +34,9 @@ def plot(result: dict, title: str, path: Path) -> None:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xticks(x)
-        ax.set_xticklabels([r.get("label") or _size(r["bytes"]) for r in rows], rotation=45, ha="right")
-        ax.set_xlabel("bytes per rank")
+        ax.set_xticklabels([r.get("label") or (_size(r[x_key]) if x_key == "bytes" else str(r[x_key])) for r in rows],
+                           rotation=45, ha="right")
+        ax.set_xlabel("bytes per rank" if x_key == "bytes" else f"{x_key} per rank")
         ax.set_ylabel("µs per call (median)")
         ax.set_title(f"{title}: {MODES[mode]}")
         ax.grid(True, which="both", alpha=0.3)
@@ -55,9 +57,10 @@ def main(argv=None):
     parser.add_argument("result", type=Path)
     parser.add_argument("png", type=Path)
     parser.add_argument("--title", default=None)
+    parser.add_argument("--x", default="bytes", help="the rows' key for the x axis")
     args = parser.parse_args(argv)
     result = json.loads(args.result.read_text())
-    plot(result, args.title or args.result.stem, args.png)
+    plot(result, args.title or args.result.stem, args.png, args.x)
 
 
 if __name__ == "__main__":
