@@ -55,9 +55,8 @@ def test_default_config():
 
 
 def _ag_states(world, path, **options):
-    options = {"blocks": 4, "comm_blocks": 2, "chunk_rows": 8, "copy_block": 64, **options}
-    states = tp_gemm.AllGatherMatmul.create_all(world, m=world * SHARD, k=K, n=N, dtype=torch.float32,
-                                                config=TILES[path], **options)
+    options = {"blocks": 4, "comm_blocks": 2, "chunk_rows": 8, "copy_block": 64, "config": TILES[path], **options}
+    states = tp_gemm.AllGatherMatmul.create_all(world, m=world * SHARD, k=K, n=N, dtype=torch.float32, **options)
     for s in states:
         s.gathered.tensor.fill_(float("nan"))  # whatever a GEMM block reads before its chunk arrived shows
     return states
@@ -106,7 +105,9 @@ def test_all_gather_matmul_matches_torch(world, path):
     {"chunk_rows": 5, "comm_blocks": 3, "blocks": 5},    # chunks cut across row tiles, several per block
     {"chunk_rows": 24, "comm_blocks": 1, "blocks": 2},   # one chunk per shard, one GEMM block
     {"chunk_rows": 16, "comm_blocks": 2, "blocks": 9},   # more GEMM blocks than tiles: the grid shrinks
-], ids=["small-chunks", "one-chunk", "spare-blocks"])
+    {"chunk_rows": 8, "comm_blocks": 2, "blocks": 5,     # groups of row tiles that straddle shards
+     "config": tp_gemm.GemmConfig(16, 32, 16, 8, 4, 2)},
+], ids=["small-chunks", "one-chunk", "spare-blocks", "straddling-groups"])
 def test_all_gather_chunking(options):
     world = 3
     states = _ag_states(world, "tma", **options)
@@ -213,12 +214,14 @@ def test_kernels_compile_for_sm90(tmp_path):
     """bf16 at the benchmark's sizes, TMA and pointer operands, rank 1 (which the JIT makes a constexpr)."""
     jobs = []
     mm = {"a": "*bf16", "b": "*bf16", "c": "*bf16", "M": "i32", "N": "i32", **dict.fromkeys(
-        ("K", "BM", "BN", "BK", "GROUP_M", "TMA"), "constexpr")}
+        ("K", "BM", "BN", "BK", "GROUP_M", "TMA", "FLATTEN"), "constexpr")}
     for tma in (True, False):
-        jobs.append(_job("matmul", mm, {"K": 8192, **TILE, "TMA": tma}, f"matmul-{'tma' if tma else 'pointers'}"))
+        for flatten in (False, True):
+            jobs.append(_job("matmul", mm, {"K": 8192, **TILE, "TMA": tma, "FLATTEN": flatten},
+                             f"matmul-{'tma' if tma else 'pointers'}{'-flat' if flatten else ''}"))
     ag = {"a": "*bf16", "a_peers": "*i64", "b": "*bf16", "out": "*bf16", "flags": "*i32", "flag_peers": "*i64",
           "pad": "*i32", "pad_ptrs": "*i64", "rank": "i32", "Ms": "i32", "N": "i32", "chunk_rows": "i32"}
-    ag_const = {"K": 8192, "WORLD": 2, **TILE, "COMM_BLOCKS": 4, "COPY_BLOCK": tp_gemm.COPY_BLOCK, "CONSUMERS": 128}
+    ag_const = {"K": 8192, "WORLD": 2, **TILE, "COMM_BLOCKS": 4, "COPY_BLOCK": tp_gemm.COPY_PER_WARP * 4, "CONSUMERS": 128}
     rs = {"a": "*bf16", "b": "*bf16", "out": "*bf16", "scratch": "*bf16", "scratch_ptrs": "*i64", "flags": "*i32",
           "flag_ptrs": "*i64", "pad": "*i32", "pad_ptrs": "*i64", "rank": "i32", "Ms": "i32", "N": "i32"}
     for rank in (0, 1):

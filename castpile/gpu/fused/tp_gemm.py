@@ -64,8 +64,9 @@ from . import tp_gemm_kernels_triton as _k
 
 #: Grid of the simulator's kernels (several blocks, so that tiles and chunks are spread over blocks).
 SIM_BLOCKS = 4
-#: Elements copied per step by a communication block (the next step's load is in flight during the store).
-COPY_BLOCK = 16384
+#: Elements copied per step by a communication block, per warp (the next step's load is in flight during the
+#: store; 8 warps move 64 KB of bf16 a step, 64 registers a thread for each of the two steps).
+COPY_PER_WARP = 4096
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,8 @@ class GemmConfig:
     num_warps: int = 8
     num_stages: int = 3
     tma: bool = True
+    #: :func:`matmul` only: a flattened tile loop (epilogue under the next tile's loads); GPUs only.
+    flatten: bool = False
 
     def options(self) -> dict:
         """The kernels' tile constexprs and launch options."""
@@ -158,7 +161,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *,
 
     def bind_for(tensors, **extra):
         return bind(_k.matmul, grid, tensors["a"], tensors["b"], tensors["c"], m, n, K=k, TMA=config.tma,
-                    **config.options(), **extra)
+                    FLATTEN=config.flatten, **config.options(), **extra)
 
     key = (m, n, k, a.dtype, a.device, config, grid)
     issue(_GEMM_LAUNCHES, key, bind_for, {"a": a, "b": b, "c": out}, False, out)
@@ -303,7 +306,7 @@ def _ag_plan(world_size, m, k, n, dtype, device, config=None, blocks=None, comm_
     if chunk_rows is None:
         chunk_rows = max(1, min(config.block_m, triton.cdiv(ms, 2 * comm_blocks)))
     if copy_block is None:
-        copy_block = COPY_BLOCK if device.type == "cuda" else 64
+        copy_block = COPY_PER_WARP * config.num_warps if device.type == "cuda" else 64
     return dict(world_size=world_size, m=m, k=k, n=n, dtype=dtype, config=config, comm_blocks=comm_blocks,
                 consumers=consumers, chunk_rows=chunk_rows, copy_block=copy_block)
 
@@ -437,5 +440,5 @@ def _rotated(ptrs: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
     return ptrs[[(rank + 1 + i) % world_size for i in range(world_size - 1)]].contiguous()
 
 
-__all__ = ["AllGatherMatmul", "COPY_BLOCK", "GemmConfig", "MatmulReduceScatter", "SIM_BLOCKS", "all_gather_matmul",
+__all__ = ["AllGatherMatmul", "COPY_PER_WARP", "GemmConfig", "MatmulReduceScatter", "SIM_BLOCKS", "all_gather_matmul",
            "default_config", "matmul", "matmul_reduce_scatter"]

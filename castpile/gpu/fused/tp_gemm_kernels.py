@@ -15,7 +15,7 @@ tiles ``pid, pid + grid, ...``.
   (source, chunk, GEMM block) on that peer; the other blocks compute tiles in an
   order that starts with the local shard and goes on with the shards of ranks
   ``rank + 1, rank + 2, ...``, waiting (and resetting) the flags of the chunks a
-  tile's group of row tiles covers before reading them.  Every GEMM block consumes
+  tile covers before reading them.  Every GEMM block consumes
   every flag it was sent, so flags end at zero.
 - :func:`matmul_reduce_scatter`: ``out = rows chunk `rank` of sum_r A_r @ B_r``.
   Tile j of owner o's rows is computed by block ``(o * T + j) % grid`` on every
@@ -98,7 +98,11 @@ def load_tile(src, r0, c0, rows, cols: tl.constexpr, BR: tl.constexpr, BC: tl.co
 @triton.jit
 def tile_product(a_src, b_src, r0, c0, a_rows, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
                  BK: tl.constexpr, TMA: tl.constexpr):
-    """fp32 ``A[r0:r0+BM, :] @ B[:, c0:c0+BN]`` for A [a_rows, K] and B [K, N]; rows at or past ``a_rows`` read 0."""
+    """fp32 ``A[r0:r0+BM, :] @ B[:, c0:c0+BN]`` for A [?, K] and B [K, N].
+
+    Rows at or past ``a_rows`` read as 0 through pointers; a TMA descriptor has
+    its own bounds (the matrix's), so there they read whatever is there.
+    """
     acc = tl.zeros((BM, BN), tl.float32)
     for k in range(tl.cdiv(K, BK)):
         a = load_tile(a_src, r0, k * BK, a_rows, K, BM, BK, TMA)
@@ -129,19 +133,35 @@ def proxy_fence(PROXY_FENCE: tl.constexpr):
 
 @triton.jit
 def matmul(a, b, c, M, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-           GROUP_M: tl.constexpr, TMA: tl.constexpr):
-    """``c = a @ b`` (a [M, K], b [K, N], c [M, N], row-major), persistent: block p computes tiles p, p + grid, ..."""
+           GROUP_M: tl.constexpr, TMA: tl.constexpr, FLATTEN: tl.constexpr = False):
+    """``c = a @ b`` (a [M, K], b [K, N], c [M, N], row-major), persistent: block p computes tiles p, p + grid, ...
+
+    ``FLATTEN``: the tile loop is a ``tl.range(..., flatten=True)``, which lets the
+    pipeliner run one tile's epilogue under the next tile's loads (GPUs only:
+    the interpreter's ``range`` takes no runtime bounds).
+    """
     a_src = operand(a, M, K, BM, BK, TMA)
     b_src = operand(b, K, N, BK, BN, TMA)
     c_dst = operand(c, M, N, BM, BN, TMA)
     tiles_m = tl.cdiv(M, BM)
     tiles_n = tl.cdiv(N, BN)
-    t = tl.program_id(0)
-    while t < tiles_m * tiles_n:
-        pm, pn = tile_position(t, tiles_m, tiles_n, GROUP_M)
-        acc = tile_product(a_src, b_src, pm * BM, pn * BN, M, N, K, BM, BN, BK, TMA)
-        store_tile(c_dst, acc, pm * BM, pn * BN, M, N, BM, BN, TMA)
-        t += tl.num_programs(0)
+    if FLATTEN:
+        for t in tl.range(tl.program_id(0), tiles_m * tiles_n, tl.num_programs(0), flatten=True):
+            matmul_tile(a_src, b_src, c_dst, t, tiles_m, tiles_n, M, N, K, BM, BN, BK, GROUP_M, TMA)
+    else:
+        t = tl.program_id(0)
+        while t < tiles_m * tiles_n:
+            matmul_tile(a_src, b_src, c_dst, t, tiles_m, tiles_n, M, N, K, BM, BN, BK, GROUP_M, TMA)
+            t += tl.num_programs(0)
+
+
+@triton.jit
+def matmul_tile(a_src, b_src, c_dst, t, tiles_m, tiles_n, M, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                BK: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr):
+    """Tile ``t`` of :func:`matmul`."""
+    pm, pn = tile_position(t, tiles_m, tiles_n, GROUP_M)
+    acc = tile_product(a_src, b_src, pm * BM, pn * BN, M, N, K, BM, BN, BK, TMA)
+    store_tile(c_dst, acc, pm * BM, pn * BN, M, N, BM, BN, TMA)
 
 
 # -- all-gather + GEMM -----------------------------------------------------------------------------------------
@@ -191,10 +211,14 @@ def gathered_tiles(a, b, out, flags, rank, Ms, N, chunk_rows, K: tl.constexpr, W
 
     Virtual row tile ``v`` is row tile ``v % row_tiles`` of shard ``(rank + v //
     row_tiles) % WORLD``: the local shard first.  Chunks are numbered in the same
-    order (the local shard's first, never waited for); before a tile, the block
-    waits for every chunk up to the last one its group of row tiles covers, so
-    the count of chunks it has waited for only grows.  At the end it waits for
-    the rest, so that every flag it was sent is reset.
+    order (the local shard's first, never waited for).  The block counts the
+    chunks it has waited for (``ready``, which only grows): before a tile it
+    waits for every chunk up to the last one the tile's rows cover.  Chunks
+    arrive about in that order, so waiting for the earlier ones costs little; a
+    group of row tiles may straddle shards (at M = 256, tiles of the local and
+    the remote shard alternate, so the two blocks that read a column of B read
+    it together).  At the end it waits for the rest, so that every flag it was
+    sent is reset.
     """
     g = tl.program_id(0) - COMM_BLOCKS
     consumers = tl.num_programs(0) - COMM_BLOCKS
@@ -210,8 +234,7 @@ def gathered_tiles(a, b, out, flags, rank, Ms, N, chunk_rows, K: tl.constexpr, W
     t = g
     while t < tiles_m * tiles_n:
         v, pn = tile_position(t, tiles_m, tiles_n, GROUP_M)
-        last = tl.minimum(t // (GROUP_M * tiles_n) * GROUP_M + GROUP_M, tiles_m) - 1
-        need = last // row_tiles * chunks + (tl.minimum(last % row_tiles * BM + BM, Ms) - 1) // chunk_rows + 1
+        need = v // row_tiles * chunks + (tl.minimum(v % row_tiles * BM + BM, Ms) - 1) // chunk_rows + 1
         if ready < need:
             while ready < need:
                 src = (rank + ready // chunks) % WORLD
