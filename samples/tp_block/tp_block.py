@@ -32,6 +32,7 @@ rounds interleaved, medians of the slower rank (benchmarks/harness.py).
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -45,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]
 
 from castpile.gpu import ops, runtime  # noqa: E402
-from harness import run_header, start_ranks, stop_ranks, timed, write_result  # noqa: E402
+from harness import run_header, start_ranks, timed, write_result  # noqa: E402
 
 D, HEADS, HEAD_DIM, FFN, CACHE, EPS = 4096, 32, 128, 14336, 1024, 1e-5
 DECODE, PREFILL = (1, 8, 64), 4096
@@ -72,6 +73,9 @@ class Shard:
         self.norm2 = (1 + 0.1 * torch.randn(D, generator=gen, device=dev)).to(torch.bfloat16)
         self.k_cache = full(1, heads, CACHE, HEAD_DIM) * 50
         self.v_cache = full(1, heads, CACHE, HEAD_DIM) * 50
+        for t in vars(self).values():  # weights, as a module's parameters are: CUDA graphs must not copy them per call
+            if isinstance(t, torch.Tensor):
+                torch._dynamo.mark_static_address(t)
 
 
 def attention(w: Shard, n: torch.Tensor, decode: bool) -> torch.Tensor:
@@ -184,7 +188,7 @@ def main(argv=None):
     parser.add_argument("--out", default="docs/data/tp-block.json")
     parser.add_argument("--tokens", type=int, nargs="+", default=[*DECODE, PREFILL])
     parser.add_argument("--reps", type=int, default=7)
-    parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--timeout", type=float, default=120)
     args = parser.parse_args(argv)
     rank, world, dev, dog = start_ranks(args.timeout)
     torch._inductor.config._micro_pipeline_tp = True
@@ -199,7 +203,10 @@ def main(argv=None):
         if rank == 0:
             print(json.dumps(row), flush=True)
             write_result(args.out, result)
-    stop_ranks()
+    # Not harness.stop_ranks: on the 2 x H200 host its closing barrier after torch's async-TP graphs hung (a
+    # first run's watchdog fired there, after every row was written); rank 0 wrote the results before this.
+    torch.cuda.synchronize()
+    os._exit(0)
 
 
 if __name__ == "__main__":
