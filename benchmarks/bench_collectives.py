@@ -27,7 +27,6 @@ benchmarks/harness.py's, shared with the other scripts.
 """
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -46,7 +45,7 @@ from castpile.gpu.collectives import kernels_triton as lib  # noqa: E402
 from castpile.gpu.launch import bind  # noqa: E402
 from harness import (GRAPH_CALLS, TORCHRUN, bound_one_shot, bound_two_shot, fill_pattern, graph_timed,  # noqa: E402
                      host_times, max_abs_error, pad_blocks, pattern_sum, start_ranks, stop_ranks, timed,
-                     tuned_config, write_result)
+                     record_row, tuned_config)
 
 SIZES = [4 << 10, 32 << 10, 256 << 10, 2 << 20, 32 << 20, 64 << 20]
 
@@ -159,11 +158,7 @@ def main(argv=None):
         "dtype": "bf16", "rows": [],
     }
     for nbytes in SIZES:
-        row = size_case(nbytes, rank, world, sms, group_name, dog, args.reps)
-        result["rows"].append(row)
-        if rank == 0:
-            print(json.dumps(row), flush=True)
-            write_result(args.out, result)
+        record_row(result, size_case(nbytes, rank, world, sms, group_name, dog, args.reps), rank, args.out)
     stop_ranks()
 
 

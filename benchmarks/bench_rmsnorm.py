@@ -21,7 +21,6 @@ bf16, D = 4096..16384, M = 1..8192 rows.  For each shape:
 """
 
 import argparse
-import json
 import random
 import sys
 import time
@@ -37,7 +36,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from castpile.gpu import collectives, runtime  # noqa: E402
 from castpile.gpu.fused import rmsnorm  # noqa: E402
-from harness import graph_timed, run_header, start_ranks, stop_ranks, timed, write_result  # noqa: E402
+from harness import graph_timed, record_row, run_header, start_ranks, stop_ranks, timed  # noqa: E402
 
 SHAPES = [(1, 4096), (1, 8192), (4, 8192), (16, 8192), (16, 16384), (64, 8192), (256, 8192), (1024, 8192),
           (4096, 8192), (8192, 8192)]
@@ -139,11 +138,7 @@ def main(argv=None):
     shapes = SHAPES if args.shapes is None else [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")]
     result = run_header(dev, world_size=world, dtype="bf16", eps=EPS, reps=args.reps, rows=[])
     for m, d in shapes:
-        row = shape_case(m, d, rank, world, group_name, dog, args.reps, args.calls)
-        result["rows"].append(row)
-        if rank == 0:
-            print(json.dumps(row), flush=True)
-            write_result(args.out, result)
+        record_row(result, shape_case(m, d, rank, world, group_name, dog, args.reps, args.calls), rank, args.out)
     stop_ranks()
 
 

@@ -15,7 +15,7 @@ Several ranks under torchrun (one process per GPU):
     :func:`host_times`, :func:`run_header`.
 Both:
     :func:`fill_pattern` / :func:`pattern_sum` (integer data whose bf16 sums are
-    exact), :func:`max_abs_error`, :func:`write_result`.
+    exact), :func:`max_abs_error`, :func:`write_result`, :func:`record_row`.
 Bound launches of the library's all-reduce kernels at a chosen launch shape
 (bench_collectives.py, sweeps/sweep_small.py, sweeps/sweep_large.py):
     :func:`bound_one_shot`, :func:`bound_two_shot`, :func:`tuned_config`,
@@ -200,6 +200,14 @@ def write_result(path, result: dict):
     """``result`` as indented JSON at ``path`` (its folder made if missing)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(result, indent=1) + "\n")
+
+
+def record_row(result: dict, row: dict, rank: int, path) -> None:
+    """Append ``row`` to ``result["rows"]``; rank 0 prints it and rewrites the result file (a run cut short keeps its rows)."""
+    result["rows"].append(row)
+    if rank == 0:
+        print(json.dumps(row), flush=True)
+        write_result(path, result)
 
 
 # Bound all-reduce launches ------------------------------------------------------------------------------------

@@ -11,7 +11,6 @@ y within one bf16 rounding), then timed as replays of a CUDA graph of 20 calls
 """
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -26,7 +25,7 @@ import triton  # noqa: E402
 from bench_rmsnorm import EPS, pattern, reference  # noqa: E402
 from castpile.gpu import runtime  # noqa: E402
 from castpile.gpu.fused import rmsnorm  # noqa: E402
-from harness import graph_timed, run_header, start_ranks, stop_ranks, write_result  # noqa: E402
+from harness import graph_timed, record_row, run_header, start_ranks, stop_ranks  # noqa: E402
 
 SHAPES = [(1, 4096), (1, 8192), (4, 8192), (16, 8192), (8, 16384), (16, 16384), (256, 8192), (4096, 8192)]
 
@@ -76,11 +75,7 @@ def main(argv=None):
     rank, world, dev, dog = start_ranks(args.timeout)
     result = run_header(dev, world_size=world, dtype="bf16", reps=args.reps, rows=[])
     for m, d in SHAPES:
-        row = shape_case(m, d, rank, world, dog, args.reps)
-        result["rows"].append(row)
-        if rank == 0:
-            print(json.dumps(row), flush=True)
-            write_result(args.out, result)
+        record_row(result, shape_case(m, d, rank, world, dog, args.reps), rank, args.out)
     stop_ranks()
 
 

@@ -31,7 +31,6 @@ rounds interleaved, medians of the slower rank (benchmarks/harness.py).
 """
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -46,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]
 
 from castpile.gpu import ops, runtime  # noqa: E402
-from harness import run_header, start_ranks, timed, write_result  # noqa: E402
+from harness import record_row, run_header, start_ranks, timed  # noqa: E402
 
 D, HEADS, HEAD_DIM, FFN, CACHE, EPS = 4096, 32, 128, 14336, 1024, 1e-5
 DECODE, PREFILL = (1, 8, 64), 4096
@@ -198,11 +197,7 @@ def main(argv=None):
                                                      "decode_cache": CACHE}, compile='fullgraph=True, mode="reduce-overhead"',
                         reps=args.reps, rows=[])
     for tokens in args.tokens:
-        row = case(tokens, weights, rank, world, group, dog, args.reps)
-        result["rows"].append(row)
-        if rank == 0:
-            print(json.dumps(row), flush=True)
-            write_result(args.out, result)
+        record_row(result, case(tokens, weights, rank, world, group, dog, args.reps), rank, args.out)
     # Not harness.stop_ranks: on the 2 x H200 host its closing barrier after torch's async-TP graphs hung (a
     # first run's watchdog fired there, after every row was written); rank 0 wrote the results before this.
     torch.cuda.synchronize()
