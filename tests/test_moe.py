@@ -308,3 +308,32 @@ def test_kernels_compile_for_sm90(tmp_path):
         ptx = results[name].ptx.read_text()
         assert "atom.global.release.sys.cas" in ptx and "atom.global.sys.acquire" in ptx, name
         assert "st.global.v4" in ptx, f"{name}: rows are stored 16 bytes at a time (align=16)"
+
+
+@pytest.mark.parametrize("strategy", castpile.STRATEGIES)
+def test_the_combine_sample_pushes_weighted_partials_to_their_sources(tmp_path, strategy):
+    """samples/moe_combine.py: every received row's partial lands at (me, token) of its source's buffer, nothing else."""
+    src = ROOT / "samples" / "moe_combine.py"
+    path = tmp_path / f"moe_combine_{strategy}.py"
+    path.write_bytes(castpile.transpile(src.read_bytes(), str(src), strategy=strategy))
+    sample = import_file(path, f"moe_combine_{strategy}")
+    world, me, tokens, n, hidden, topk, pairs = 3, 1, 6, 7, 20, 3, 9
+    gen = torch.Generator().manual_seed(5)
+    expert_out = torch.randint(-9, 10, (pairs, hidden), generator=gen).float()
+    slots = torch.randint(-1, pairs, (n, topk), generator=gen).int()
+    weights = torch.randint(1, 9, (n, topk), generator=gen).float() / 8
+    sources = torch.randperm(world * tokens, generator=gen)[:n]  # distinct (rank, token) pairs
+    src_rank, src_token = (sources // tokens).int(), (sources % tokens).int()
+    bufs = [torch.full((world * tokens, hidden), 99.0) for _ in range(world)]
+    ptrs = torch.tensor([b.data_ptr() for b in bufs], dtype=torch.int64)
+    sample.combine_rows[(3,)](expert_out, slots, weights, src_rank, src_token, ptrs, bufs[0], me, n, tokens,
+                              H=hidden, K=topk, RB=4, HB=16)
+    expected = [torch.full((world * tokens, hidden), 99.0) for _ in range(world)]
+    for r in range(n):
+        partial = torch.zeros(hidden)
+        for k in range(topk):
+            if slots[r, k] >= 0:
+                partial += weights[r, k] * expert_out[slots[r, k]]
+        expected[src_rank[r]][me * tokens + src_token[r]] = partial
+    for got, want in zip(bufs, expected):
+        assert torch.equal(got, want)
