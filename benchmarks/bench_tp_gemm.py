@@ -280,7 +280,8 @@ def first_working(problem, errors, dog):
 
 def shape_case(op, m, k, n, rank, world, group_name, dog, args):
     config = args.config or tp_gemm.default_config(m)
-    problem = Problem(op, m, k, n, rank, world, group_name, config, args.ag_options if op == "all_gather_matmul" else {})
+    options = args.ag_options if op == "all_gather_matmul" else {}
+    problem = Problem(op, m, k, n, rank, world, group_name, config, options)
     row = {"op": op, "M": m, "K": k, "N": n, "label": f"{m} x {k} x {n}", "k_per_rank": problem.kl, "errors": {}}
     dog.tick(f"{op} {m}x{k}x{n} start")
     works = first_working(problem, row["errors"], dog)
@@ -309,7 +310,7 @@ def shape_case(op, m, k, n, rank, world, group_name, dog, args):
 
 
 def targets(m, us, fraction):
-    """The issue's targets where the numbers exist: M = 256 1.25x NCCL + cuBLAS; M >= 4096 <= 1.08x cuBLAS, GEMM >= 90%."""
+    """The issue's targets where measured: M = 256 1.25x NCCL + cuBLAS; M >= 4096 <= 1.08x cuBLAS, GEMM >= 90%."""
     out = {}
     fused = us.get("castpile_fused")
     if fused is not None and m <= 256 and "nccl_cublas" in us:

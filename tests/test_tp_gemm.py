@@ -103,7 +103,7 @@ def test_all_gather_matmul_matches_torch(world, path):
 
 @pytest.mark.parametrize("options", [
     {"chunk_rows": 5, "comm_blocks": 3, "blocks": 5},    # chunks cut across row tiles, several per block
-    {"chunk_rows": 24, "comm_blocks": 1, "blocks": 2},   # one chunk per shard, one GEMM block
+    {"chunk_rows": 24, "comm_blocks": 2, "blocks": 3},   # one chunk per shard (one sender idles), one GEMM block
     {"chunk_rows": 16, "comm_blocks": 2, "blocks": 9},   # more GEMM blocks than tiles: the grid shrinks
     {"chunk_rows": 8, "comm_blocks": 2, "blocks": 5,     # groups of row tiles that straddle shards
      "config": tp_gemm.GemmConfig(16, 32, 16, 8, 4, 2)},
@@ -204,7 +204,7 @@ TILE = {"BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8}
 
 
 def _job(kernel, signature, constexprs, name):
-    """A compile job with the specialisation the JIT gives 16-byte aligned pointers and sizes that are multiples of 16."""
+    """A compile job specialised as the JIT does 16-byte aligned pointers and sizes that are multiples of 16."""
     aligned = {i: [["tt.divisibility", 16]] for i, (p, t) in enumerate(signature.items())
                if t.startswith("*") or p in ("M", "N", "Ms", "chunk_rows")}
     return Job(MODULE, kernel, signature, constexprs, attrs=aligned, name=name)
@@ -221,7 +221,8 @@ def test_kernels_compile_for_sm90(tmp_path):
                              f"matmul-{'tma' if tma else 'pointers'}{'-flat' if flatten else ''}"))
     ag = {"a": "*bf16", "a_peers": "*i64", "b": "*bf16", "out": "*bf16", "flags": "*i32", "flag_peers": "*i64",
           "pad": "*i32", "pad_ptrs": "*i64", "rank": "i32", "Ms": "i32", "N": "i32", "chunk_rows": "i32"}
-    ag_const = {"K": 8192, "WORLD": 2, **TILE, "COMM_BLOCKS": 4, "COPY_BLOCK": tp_gemm.COPY_PER_WARP * 4, "CONSUMERS": 128}
+    ag_const = {"K": 8192, "WORLD": 2, **TILE, "COMM_BLOCKS": 4, "COPY_BLOCK": tp_gemm.COPY_PER_WARP * 4,
+                "CONSUMERS": 128}
     rs = {"a": "*bf16", "b": "*bf16", "out": "*bf16", "scratch": "*bf16", "scratch_ptrs": "*i64", "flags": "*i32",
           "flag_ptrs": "*i64", "pad": "*i32", "pad_ptrs": "*i64", "rank": "i32", "Ms": "i32", "N": "i32"}
     for rank in (0, 1):

@@ -12,7 +12,8 @@ and the GEMM they are built on::
 ``all_gather_matmul`` is ``torch.ops.symm_mem.fused_all_gather_matmul(a_shard, [b],
 gather_dim=0, ...)``'s product, ``matmul_reduce_scatter`` is
 ``fused_matmul_reduce_scatter(a, b, "sum", scatter_dim=0, ...)``; inputs are
-contiguous row-major bf16 (fp16 and fp32 work too), accumulation fp32.
+contiguous row-major bf16 (fp16 works too; fp32 multiplies in TF32 on GPUs, as
+``tl.dot`` does by default), accumulation fp32.
 
 Design (the kernels' docstrings have the protocol).  One kernel per op, one
 launch per call, no second stream:
@@ -33,6 +34,15 @@ launch per call, no second stream:
   as it finishes each of its own, in rank order, in fp32.  No separate reduction
   pass and no extra read of the partial results: by the time a rank reaches its
   own rows the peers have long sent them (they computed them first).
+
+Why one kernel rather than a copy kernel (or the copy engines, as torch's and
+kraken's fused ops use) on a second stream: the communication is castpile
+multicast stores and flags, which need SMs; in one launch the communication
+blocks are the lowest program ids of a grid of at most one block per SM, so they
+run whatever the GEMM blocks wait for, and nothing outside the kernel (streams,
+events, host waits) needs to be right for a call to finish or to be captured in a
+CUDA graph.  The price is a few SMs for the all-gather's senders (4 of 132 by
+default; the GEMM tiles at the benchmark's sizes divide evenly over the other 128).
 
 State (flags, barrier slots, buffers) is allocated collectively and zeroed by
 ``alloc`` (:func:`castpile.gpu.runtime.symmetric_scratch` on GPUs,

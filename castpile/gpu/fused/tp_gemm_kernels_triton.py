@@ -15,8 +15,8 @@ tiles ``pid, pid + grid, ...``.
   (source, chunk, GEMM block) on that peer; the other blocks compute tiles in an
   order that starts with the local shard and goes on with the shards of ranks
   ``rank + 1, rank + 2, ...``, waiting (and resetting) the flags of the chunks a
-  tile covers before reading them.  Every GEMM block consumes
-  every flag it was sent, so flags end at zero.
+  tile covers before reading them.  Every GEMM block consumes every flag it was
+  sent, so flags end at zero.
 - :func:`matmul_reduce_scatter`: ``out = rows chunk `rank` of sum_r A_r @ B_r``.
   Tile j of owner o's rows is computed by block ``(o * T + j) % grid`` on every
   rank (T tiles per owner), which does the tiles of the other owners first
@@ -44,9 +44,10 @@ stores and loads are ordered; ``PROXY_FENCE`` adds ``fence.proxy.async.global``
 after a wait, before TMA (the async proxy) reads what peers wrote (set on GPUs;
 the interpreter has no inline assembly).
 
-Loop bounds are constexprs (``K``) or ``while`` loops: the Triton interpreter's
-``range`` takes no runtime bound, and a ``for`` over a constexpr is what Triton's
-software pipeliner overlaps (``num_stages``).  Regenerate the plain-Triton module
+Loop bounds are constexprs (``K``) or ``while`` loops: the Triton 3.6 interpreter's
+``range`` takes no runtime bound (its scalars are 1-element arrays, which numpy 2
+will not turn into ints), and a ``for`` over a constexpr is what Triton's software
+pipeliner overlaps (``num_stages``).  Regenerate the plain-Triton module
 after editing: ``make generated``.
 """
 
@@ -91,8 +92,8 @@ def load_tile(src, r0, c0, rows, cols: tl.constexpr, BR: tl.constexpr, BC: tl.co
     else:
         r = r0 + tl.arange(0, BR)
         c = c0 + tl.arange(0, BC)
-        return tl.load(src + r[:, None].to(tl.int64) * cols + c[None, :], mask=(r < rows)[:, None] & (c < cols)[None, :],
-                       other=0)
+        ok = (r < rows)[:, None] & (c < cols)[None, :]
+        return tl.load(src + r[:, None].to(tl.int64) * cols + c[None, :], mask=ok, other=0)
 
 
 @triton.jit
@@ -290,52 +291,80 @@ def matmul_reduce_scatter(a, b, out, scratch, scratch_ptrs, flags, flag_ptrs, pa
     WORLD`` holds that source's partial of the owner's rows; ``flags`` int32
     [WORLD - 1, T]: one per (slot, tile), raised by the source, reset by the
     owner.  Owners are visited ``rank + 1, rank + 2, ..., rank``: every tile
-    another rank owns is pushed before this block waits for anything.
+    another rank owns is pushed and flagged before this block waits for anything.
+    A tile's flag rises after the next tile is computed, just before that one
+    is stored: the release then finds the tile's stores long arrived instead of
+    waiting for them.
     """
     barrier(pad, pad_ptrs, rank, WORLD, True)  # block pid of every owner is done with the previous call's slots
-    M = WORLD * Ms
-    a_src = operand(a, M, K, BM, BK, TMA)
+    a_src = operand(a, WORLD * Ms, K, BM, BK, TMA)
     b_src = operand(b, K, N, BK, BN, TMA)
     out_dst = operand(out, Ms, N, BM, BN, TMA)
     row_tiles = tl.cdiv(Ms, BM)
     tiles_n = tl.cdiv(N, BN)
     T = row_tiles * tiles_n
-    G = tl.num_programs(0)
-    pid = tl.program_id(0)
-    slots = tl.arange(0, triton.next_power_of_2(WORLD - 1))
-    for step in tl.static_range(1, WORLD + 1):
+    for step in tl.static_range(1, WORLD):
         owner = (rank + step) % WORLD
-        t = owner * T + (pid - owner * T % G + G) % G  # this block's first tile of the owner's rows
+        slot = WORLD - 1 - step  # this rank's slot on the owner
+        pending = -1
+        t = first_tile(owner, T)
         while t < owner * T + T:
             j = t - owner * T
-            pm, pn = tile_position(j, row_tiles, tiles_n, GROUP_M)
-            r0 = pm * BM
-            c0 = pn * BN
-            part = tile_product(a_src, b_src, owner * Ms + r0, c0, owner * Ms + Ms, N, K, BM, BN, BK, TMA)
-            part = part.to(out.dtype.element_ty)
+            r0, c0, part = owner_tile(a_src, b_src, owner, j, row_tiles, tiles_n, Ms, N, K, BM, BN, BK, GROUP_M, TMA)
+            if pending >= 0:
+                raise_flag(flags, flag_ptrs, owner, slot * T + pending)
+            dest = tl.load(scratch_ptrs + owner + tl.arange(0, 1)); dest_shape0 = (WORLD - 1
+)
             rows = r0 + tl.arange(0, BM)
             cols = c0 + tl.arange(0, BN)
-            if step < WORLD:
-                slot = (rank - owner - 1 + WORLD) % WORLD
-                dest = tl.load(scratch_ptrs + owner + tl.arange(0, 1)); dest_shape0 = (WORLD - 1
-)
-                _castpile_store_loop(dest, dest.numel, None, scratch, Ms*N*slot + N*rows[:, None] + cols[None, :], (slot >= 0) & (slot < dest_shape0) & (rows[:, None] >= 0) & (rows[:, None] < Ms) & (cols[None, :] >= 0) & (cols[None, :] < N), part[None, :, :], align=16)
-                tl.debug_barrier()  # the whole tile is stored before its flag rises
-                flag = tl.load(flag_ptrs + owner + tl.arange(0, 1))
-                _castpile_signal(flag, flag.numel, None, flags, T*slot + j + tl.arange(0, 1), None, 1)
+            _castpile_store_loop(dest, dest.numel, None, scratch, Ms*N*slot + N*rows[:, None] + cols[None, :], (slot >= 0) & (slot < dest_shape0) & (rows[:, None] >= 0) & (rows[:, None] < Ms) & (cols[None, :] >= 0) & (cols[None, :] < N), part.to(out.dtype.element_ty)[None, :, :], align=16)
+            pending = j
+            t += tl.num_programs(0)
+        if pending >= 0:
+            raise_flag(flags, flag_ptrs, owner, slot * T + pending)
+    slots = tl.arange(0, triton.next_power_of_2(WORLD - 1))
+    t = first_tile(rank, T)
+    while t < rank * T + T:
+        j = t - rank * T
+        r0, c0, part = owner_tile(a_src, b_src, rank, j, row_tiles, tiles_n, Ms, N, K, BM, BN, BK, GROUP_M, TMA)
+        _castpile_wait_flags(flags + slots * T + j, 1, 0, slots < WORLD - 1)
+        tl.debug_barrier()  # every thread may read what the waiting threads acquired
+        rows = r0 + tl.arange(0, BM)
+        cols = c0 + tl.arange(0, BN)
+        ok = (rows < Ms)[:, None] & (cols < N)[None, :]
+        total = tl.zeros((BM, BN), tl.float32)
+        for src in tl.static_range(WORLD):
+            if src == rank:
+                total += part.to(out.dtype.element_ty).to(tl.float32)
             else:
-                _castpile_wait_flags(flags + slots * T + j, 1, 0, slots < WORLD - 1)
-                tl.debug_barrier()  # every thread may read what the waiting threads acquired
-                total = tl.zeros((BM, BN), tl.float32)
-                ok = (rows < Ms)[:, None] & (cols < N)[None, :]
-                for src in tl.static_range(WORLD):
-                    if src == rank:
-                        total += part.to(tl.float32)
-                    else:
-                        at = ((src - rank - 1 + WORLD) % WORLD * Ms + rows[:, None]).to(tl.int64) * N + cols[None, :]
-                        total += tl.load(scratch + at, mask=ok, other=0, cache_modifier=".cg").to(tl.float32)
-                store_tile(out_dst, total, r0, c0, Ms, N, BM, BN, TMA)
-            t += G
+                at = ((src - rank - 1 + WORLD) % WORLD * Ms + rows[:, None]).to(tl.int64) * N + cols[None, :]
+                total += tl.load(scratch + at, mask=ok, other=0, cache_modifier=".cg").to(tl.float32)
+        store_tile(out_dst, total, r0, c0, Ms, N, BM, BN, TMA)
+        t += tl.num_programs(0)
+
+
+@triton.jit
+def first_tile(owner, T):
+    """This block's first tile of owner's rows: tile j of owner o is tile ``o * T + j`` dealt round-robin to blocks."""
+    G = tl.num_programs(0)
+    return owner * T + (tl.program_id(0) - owner * T % G + G) % G
+
+
+@triton.jit
+def owner_tile(a_src, b_src, owner, j, row_tiles, tiles_n, Ms, N, K: tl.constexpr, BM: tl.constexpr,
+               BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr):
+    """Tile j of the owner's rows of this rank's ``a @ b``: (first row within the owner's rows, first column, fp32)."""
+    pm, pn = tile_position(j, row_tiles, tiles_n, GROUP_M)
+    acc = tile_product(a_src, b_src, owner * Ms + pm * BM, pn * BN, owner * Ms + Ms, N, K, BM, BN, BK, TMA)
+    return pm * BM, pn * BN, acc
+
+
+@triton.jit
+def raise_flag(flags, flag_ptrs, owner, index):
+    """Set flag ``index`` on rank ``owner`` (release, system scope), after every store of the block so far."""
+    tl.debug_barrier()
+    flag = tl.load(flag_ptrs + owner + tl.arange(0, 1))
+    _castpile_signal(flag, flag.numel, None, flags, index + tl.arange(0, 1), None, 1)
 
 
 # ---- castpile 0.2.0 helpers: generated, called by the rewritten accesses above ----
