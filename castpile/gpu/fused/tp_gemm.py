@@ -178,11 +178,75 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *,
     return out
 
 
+class _CollectiveState:
+    """``create`` / ``create_all`` of the ops' states: the launch shape (``_plan``), then the symmetric buffers."""
+
+    @classmethod
+    def create(cls, rank: int, world_size: int, *, m: int, k: int, n: int, dtype: torch.dtype = torch.bfloat16,
+               alloc=None, **options):
+        """This rank's state (collective: every rank calls it with the same arguments but ``rank``).
+
+        ``alloc(shape, dtype)`` returns this rank's zeroed symmetric :class:`Scratch`
+        (default :func:`castpile.gpu.runtime.symmetric_scratch`); ``options`` are the
+        class's (its docstring).
+        """
+        alloc = runtime.symmetric_scratch if alloc is None else alloc
+        plan = cls._plan(world_size, m, k, n, dtype, torch.device("cuda", torch.cuda.current_device()), **options)
+        return cls(rank, **plan, **{name: alloc(shape, dt) for name, (shape, dt) in cls._buffers(plan).items()})
+
+    @classmethod
+    def create_all(cls, world_size: int, *, m: int, k: int, n: int, dtype: torch.dtype = torch.bfloat16, alloc=None,
+                   **options) -> list:
+        """Every rank's state at once, for the CPU simulator (call before ``sim.run``).
+
+        ``alloc(world_size, shape, dtype)`` returns one :class:`Scratch` per rank (default
+        :func:`castpile.gpu.sim.symmetric_scratch`); ``blocks`` defaults to :data:`SIM_BLOCKS`.
+        """
+        if alloc is None:
+            from .. import sim
+
+            alloc = sim.symmetric_scratch
+        options.setdefault("blocks", SIM_BLOCKS)
+        plan = cls._plan(world_size, m, k, n, dtype, torch.device("cpu"), **options)
+        buffers = {name: alloc(world_size, shape, dt) for name, (shape, dt) in cls._buffers(plan).items()}
+        return [cls(r, **plan, **{name: s[r] for name, s in buffers.items()}) for r in range(world_size)]
+
+
 # -- all-gather + GEMM -----------------------------------------------------------------------------------------
 
 
+def _ag_plan(world_size, m, k, n, dtype, device, config=None, blocks=None, comm_blocks=None, chunk_rows=None,
+             copy_block=None) -> dict:
+    """Check the sizes and choose the launch shape (the same on every rank)."""
+    _check_sizes("AllGatherMatmul", world_size, m, k, n)
+    ms = m // world_size
+    config = _checked_config(config or default_config(m), k, n, dtype)
+    if blocks is None:
+        blocks = _sms(device)
+    if comm_blocks is None:
+        comm_blocks = 4 if device.type == "cuda" else 1
+    comm_blocks = max(1, min(comm_blocks, ms))
+    tiles = world_size * triton.cdiv(ms, config.block_m) * triton.cdiv(n, config.block_n)
+    consumers = max(1, min(blocks - comm_blocks, tiles))
+    if chunk_rows is None:
+        chunk_rows = max(1, min(config.block_m, triton.cdiv(ms, 2 * comm_blocks)))
+    if copy_block is None:
+        copy_block = COPY_PER_WARP * config.num_warps if device.type == "cuda" else 64
+    return dict(world_size=world_size, m=m, k=k, n=n, dtype=dtype, config=config, comm_blocks=comm_blocks,
+                consumers=consumers, chunk_rows=chunk_rows, copy_block=copy_block)
+
+
+def _ag_buffers(plan: dict) -> dict:
+    """The symmetric buffers of :class:`AllGatherMatmul`: name -> (shape, dtype)."""
+    w, m = plan["world_size"], plan["m"]
+    chunks = triton.cdiv(m // w, plan["chunk_rows"])
+    return {"gathered": ((m, plan["k"]), plan["dtype"]),
+            "flags": ((w * chunks * plan["consumers"],), torch.int32),
+            "pad": ((plan["comm_blocks"] * w,), torch.int32)}
+
+
 @dataclass(eq=False, repr=False)
-class AllGatherMatmul:
+class AllGatherMatmul(_CollectiveState):
     """One rank's state for :func:`all_gather_matmul`.
 
     Symmetric (peers write into them): ``gathered`` [m, k] (the shards, rank r's
@@ -191,7 +255,18 @@ class AllGatherMatmul:
     communication blocks' barrier).  ``peers`` / ``flag_peers``: the other ranks'
     buffer and flag addresses, rank + 1 first.  The grid is ``comm_blocks +
     consumers`` blocks.
+
+    ``create(rank, world_size, m=, k=, n=, dtype=bf16, alloc=None, **options)``:
+    ``m`` rows of the gathered A (a multiple of ``world_size``), B is [k, n].
+    ``options``: ``config`` (a :class:`GemmConfig`; default :func:`default_config`),
+    ``blocks`` (the grid: default one per SM), ``comm_blocks`` (default 4),
+    ``chunk_rows`` (rows per flag; default: at most a row tile, and at least two
+    chunks per communication block where the shard allows), ``copy_block``
+    (elements per copy step; default :data:`COPY_PER_WARP` per warp).
     """
+
+    _plan = staticmethod(_ag_plan)
+    _buffers = staticmethod(_ag_buffers)
 
     rank: int
     world_size: int
@@ -233,41 +308,6 @@ class AllGatherMatmul:
     def chunks(self) -> int:
         return triton.cdiv(self.shard_rows, self.chunk_rows)
 
-    @classmethod
-    def create(cls, rank: int, world_size: int, *, m: int, k: int, n: int, dtype: torch.dtype = torch.bfloat16,
-               alloc=None, **options) -> AllGatherMatmul:
-        """This rank's state (collective: every rank calls it with the same arguments but ``rank``).
-
-        ``m``: rows of the gathered A (a multiple of ``world_size``); ``k``, ``n``: B is
-        [k, n].  ``alloc(shape, dtype)`` returns this rank's zeroed symmetric
-        :class:`Scratch` (default :func:`castpile.gpu.runtime.symmetric_scratch`).
-        ``options``: ``config`` (a :class:`GemmConfig`; default :func:`default_config`),
-        ``blocks`` (the grid: default one per SM), ``comm_blocks`` (default 4),
-        ``chunk_rows`` (rows per flag; default: at most a row tile, and at least two
-        chunks per communication block where the shard allows), ``copy_block``.
-        """
-        alloc = runtime.symmetric_scratch if alloc is None else alloc
-        device = torch.device("cuda", torch.cuda.current_device())
-        plan = _ag_plan(world_size, m, k, n, dtype, device, **options)
-        return cls(rank, **plan, **{name: alloc(shape, dt) for name, (shape, dt) in _ag_buffers(plan).items()})
-
-    @classmethod
-    def create_all(cls, world_size: int, *, m: int, k: int, n: int, dtype: torch.dtype = torch.bfloat16, alloc=None,
-                   **options) -> list[AllGatherMatmul]:
-        """Every rank's state at once, for the CPU simulator (call before ``sim.run``).
-
-        ``alloc(world_size, shape, dtype)`` returns one :class:`Scratch` per rank (default
-        :func:`castpile.gpu.sim.symmetric_scratch`); ``blocks`` defaults to :data:`SIM_BLOCKS`.
-        """
-        if alloc is None:
-            from .. import sim
-
-            alloc = sim.symmetric_scratch
-        options.setdefault("blocks", SIM_BLOCKS)
-        plan = _ag_plan(world_size, m, k, n, dtype, torch.device("cpu"), **options)
-        buffers = {name: alloc(world_size, shape, dt) for name, (shape, dt) in _ag_buffers(plan).items()}
-        return [cls(r, **plan, **{name: s[r] for name, s in buffers.items()}) for r in range(world_size)]
-
 
 def all_gather_matmul(state: AllGatherMatmul, a_shard: torch.Tensor | None, b: torch.Tensor,
                       out: torch.Tensor | None = None) -> torch.Tensor:
@@ -300,48 +340,41 @@ def all_gather_matmul(state: AllGatherMatmul, a_shard: torch.Tensor | None, b: t
     return out
 
 
-def _ag_plan(world_size, m, k, n, dtype, device, config=None, blocks=None, comm_blocks=None, chunk_rows=None,
-             copy_block=None) -> dict:
-    """Check the sizes and choose the launch shape (the same on every rank)."""
-    _check_sizes("AllGatherMatmul", world_size, m, k, n)
-    ms = m // world_size
-    config = _checked_config(config or default_config(m), k, n, dtype)
-    if blocks is None:
-        blocks = _sms(device)
-    if comm_blocks is None:
-        comm_blocks = 4 if device.type == "cuda" else 1
-    comm_blocks = max(1, min(comm_blocks, ms))
-    tiles = world_size * triton.cdiv(ms, config.block_m) * triton.cdiv(n, config.block_n)
-    consumers = max(1, min(blocks - comm_blocks, tiles))
-    if chunk_rows is None:
-        chunk_rows = max(1, min(config.block_m, triton.cdiv(ms, 2 * comm_blocks)))
-    if copy_block is None:
-        copy_block = COPY_PER_WARP * config.num_warps if device.type == "cuda" else 64
-    return dict(world_size=world_size, m=m, k=k, n=n, dtype=dtype, config=config, comm_blocks=comm_blocks,
-                consumers=consumers, chunk_rows=chunk_rows, copy_block=copy_block)
-
-
-def _ag_buffers(plan: dict) -> dict:
-    """The symmetric buffers of :class:`AllGatherMatmul`: name -> (shape, dtype)."""
-    w, m = plan["world_size"], plan["m"]
-    chunks = triton.cdiv(m // w, plan["chunk_rows"])
-    return {"gathered": ((m, plan["k"]), plan["dtype"]),
-            "flags": ((w * chunks * plan["consumers"],), torch.int32),
-            "pad": ((plan["comm_blocks"] * w,), torch.int32)}
-
-
 # -- GEMM + reduce-scatter -------------------------------------------------------------------------------------
 
 
+def _rs_plan(world_size, m, k, n, dtype, device, config=None, blocks=None) -> dict:
+    _check_sizes("MatmulReduceScatter", world_size, m, k, n)
+    config = _checked_config(config or default_config(m), k, n, dtype)
+    tiles = world_size * _tiles(m // world_size, n, config)
+    blocks = max(1, min(_sms(device) if blocks is None else blocks, tiles))
+    return dict(world_size=world_size, m=m, k=k, n=n, dtype=dtype, config=config, blocks=blocks)
+
+
+def _rs_buffers(plan: dict) -> dict:
+    """The symmetric buffers of :class:`MatmulReduceScatter`: name -> (shape, dtype)."""
+    w, ms, n = plan["world_size"], plan["m"] // plan["world_size"], plan["n"]
+    return {"scratch": ((w - 1, ms, n), plan["dtype"]),
+            "flags": (((w - 1) * _tiles(ms, n, plan["config"]),), torch.int32),
+            "pad": ((plan["blocks"] * w,), torch.int32)}
+
+
 @dataclass(eq=False, repr=False)
-class MatmulReduceScatter:
+class MatmulReduceScatter(_CollectiveState):
     """One rank's state for :func:`matmul_reduce_scatter`.
 
     Symmetric: ``scratch`` [W - 1, m / W, n] (slot ``(source - rank - 1) % W``
     receives that source's partial of this rank's rows), ``flags`` int32
     [(W - 1) * tiles] (one per slot and tile of this rank's rows), ``pad`` int32
     [blocks * W] (the barrier every block starts with).
+
+    ``create(rank, world_size, m=, k=, n=, dtype=bf16, alloc=None, **options)``:
+    ``k`` is this rank's share of the reduction (a is [m, k], b [k, n]);
+    ``options``: ``config``, ``blocks`` (default one per SM, at most one per tile).
     """
+
+    _plan = staticmethod(_rs_plan)
+    _buffers = staticmethod(_rs_buffers)
 
     rank: int
     world_size: int
@@ -363,32 +396,6 @@ class MatmulReduceScatter:
     @property
     def shard_rows(self) -> int:
         return self.m // self.world_size
-
-    @classmethod
-    def create(cls, rank: int, world_size: int, *, m: int, k: int, n: int, dtype: torch.dtype = torch.bfloat16,
-               alloc=None, **options) -> MatmulReduceScatter:
-        """This rank's state (collective); ``k`` is this rank's share of the reduction (a is [m, k], b [k, n]).
-
-        ``alloc`` as in :meth:`AllGatherMatmul.create`; ``options``: ``config``,
-        ``blocks`` (default one per SM, at most one per tile).
-        """
-        alloc = runtime.symmetric_scratch if alloc is None else alloc
-        device = torch.device("cuda", torch.cuda.current_device())
-        plan = _rs_plan(world_size, m, k, n, dtype, device, **options)
-        return cls(rank, **plan, **{name: alloc(shape, dt) for name, (shape, dt) in _rs_buffers(plan).items()})
-
-    @classmethod
-    def create_all(cls, world_size: int, *, m: int, k: int, n: int, dtype: torch.dtype = torch.bfloat16, alloc=None,
-                   **options) -> list[MatmulReduceScatter]:
-        """Every rank's state at once, for the CPU simulator (as :meth:`AllGatherMatmul.create_all`)."""
-        if alloc is None:
-            from .. import sim
-
-            alloc = sim.symmetric_scratch
-        options.setdefault("blocks", SIM_BLOCKS)
-        plan = _rs_plan(world_size, m, k, n, dtype, torch.device("cpu"), **options)
-        buffers = {name: alloc(world_size, shape, dt) for name, (shape, dt) in _rs_buffers(plan).items()}
-        return [cls(r, **plan, **{name: s[r] for name, s in buffers.items()}) for r in range(world_size)]
 
 
 def matmul_reduce_scatter(state: MatmulReduceScatter, a: torch.Tensor, b: torch.Tensor,
@@ -414,22 +421,6 @@ def matmul_reduce_scatter(state: MatmulReduceScatter, a: torch.Tensor, b: torch.
 
     issue(state.launches, "matmul_reduce_scatter", bind_for, {"a": a, "b": b, "out": out}, False, out)
     return out
-
-
-def _rs_plan(world_size, m, k, n, dtype, device, config=None, blocks=None) -> dict:
-    _check_sizes("MatmulReduceScatter", world_size, m, k, n)
-    config = _checked_config(config or default_config(m), k, n, dtype)
-    tiles = world_size * _tiles(m // world_size, n, config)
-    blocks = max(1, min(_sms(device) if blocks is None else blocks, tiles))
-    return dict(world_size=world_size, m=m, k=k, n=n, dtype=dtype, config=config, blocks=blocks)
-
-
-def _rs_buffers(plan: dict) -> dict:
-    """The symmetric buffers of :class:`MatmulReduceScatter`: name -> (shape, dtype)."""
-    w, ms, n = plan["world_size"], plan["m"] // plan["world_size"], plan["n"]
-    return {"scratch": ((w - 1, ms, n), plan["dtype"]),
-            "flags": (((w - 1) * _tiles(ms, n, plan["config"]),), torch.int32),
-            "pad": ((plan["blocks"] * w,), torch.int32)}
 
 
 # -- shared ----------------------------------------------------------------------------------------------------
