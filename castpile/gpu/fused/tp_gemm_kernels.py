@@ -187,18 +187,16 @@ def push_shard(a, a_peers, flags, flag_peers, pad, pad_ptrs, rank, Ms, chunk_row
     chunks = tl.cdiv(Ms, chunk_rows)
     shard = tl.cast(rank, tl.int64) * Ms * K
     c = tl.program_id(0)
+    lane = tl.arange(0, COPY_BLOCK)
     while c < chunks:
-        start = shard + tl.cast(c * chunk_rows, tl.int64) * K
+        at = shard + tl.cast(c * chunk_rows, tl.int64) * K  # a scalar: the loop carries no offset tensor
         end = shard + tl.cast(tl.minimum(c * chunk_rows + chunk_rows, Ms), tl.int64) * K
-        offs = start + tl.arange(0, COPY_BLOCK)
-        x = tl.load(a + offs, mask=offs < end)
-        while start < end:
-            nxt = offs + COPY_BLOCK
-            y = tl.load(a + nxt, mask=nxt < end)
-            tl.store(peers[offs], x[None, :], mask=offs < end)
+        x = tl.load(a + at + lane, mask=lane < end - at)
+        while at < end:
+            y = tl.load(a + at + COPY_BLOCK + lane, mask=lane < end - at - COPY_BLOCK)
+            tl.store(peers[at + lane], x[None, :], mask=lane < end - at)
             x = y
-            offs = nxt
-            start += COPY_BLOCK
+            at += COPY_BLOCK
         tl.debug_barrier()  # the whole block's stores come before the flags
         castpile.signal(peer_flags[(rank * chunks + c) * consumers + g], value=1, mask=g < consumers)
         c += COMM_BLOCKS
@@ -327,6 +325,7 @@ def matmul_reduce_scatter(a, b, out, scratch, scratch_ptrs, flags, flag_ptrs, pa
     while t < rank * T + T:
         j = t - rank * T
         r0, c0, part = owner_tile(a_src, b_src, rank, j, row_tiles, tiles_n, Ms, N, K, BM, BN, BK, GROUP_M, TMA)
+        mine = part.to(out.dtype.element_ty)  # (rounded now: the fp32 tile need not stay in registers)
         castpile.wait(flags + slots * T + j, mask=slots < WORLD - 1)
         tl.debug_barrier()  # every thread may read what the waiting threads acquired
         rows = r0 + tl.arange(0, BM)
@@ -335,7 +334,7 @@ def matmul_reduce_scatter(a, b, out, scratch, scratch_ptrs, flags, flag_ptrs, pa
         total = tl.zeros((BM, BN), tl.float32)
         for src in tl.static_range(WORLD):
             if src == rank:
-                total += part.to(out.dtype.element_ty).to(tl.float32)
+                total += mine.to(tl.float32)
             else:
                 at = ((src - rank - 1 + WORLD) % WORLD * Ms + rows[:, None]).to(tl.int64) * N + cols[None, :]
                 total += tl.load(scratch + at, mask=ok, other=0, cache_modifier=".cg").to(tl.float32)
