@@ -36,6 +36,18 @@ The ops (docs/torch-ops.md has the schemas): ``all_reduce``, ``all_reduce_out``,
 ``reduce_scatter``, ``reduce_scatter_out``, and the fused ``all_reduce_rmsnorm``
 and ``all_reduce_residual_rmsnorm`` (:mod:`castpile.gpu.fused.rmsnorm`).  Sums
 only; not differentiable.
+
+The MoE dispatch and combine (:mod:`castpile.gpu.fused.moe`) take a registered
+:class:`~castpile.gpu.fused.moe.MoE` state instead (``ops.register(state)``:
+"moe1_w2"; one registry and one naming scheme, ``<kind><k>_w<world>``)::
+
+    d = moe.Dispatched(*torch.ops.castpile.moe_dispatch(x, topk_idx, topk_weights, name))   # copies
+    y = torch.ops.castpile.moe_combine(expert_out, d.slot_positions, name)
+
+``moe_dispatch`` returns copies of what the library call leaves in the state
+(one device copy of ``recv_x`` more than the library call); ``moe_combine``
+takes the dispatch's ``slot_positions`` so that a compiled graph runs the
+dispatch, and runs it first.
 """
 
 from __future__ import annotations
@@ -46,51 +58,65 @@ from collections.abc import Callable, Sequence
 import torch
 
 from . import collectives
-from .fused import rmsnorm
+from .fused import moe, rmsnorm
 
 _REGISTRY: dict[str, object] = {}
 
 
-def register(symm, name: str | None = None) -> str:
-    """Make ``symm`` reachable by the ops under ``name`` (default ``symm<k>_w<world size>``); returns the name.
+def register(state, name: str | None = None) -> str:
+    """Make ``state`` reachable by the ops under ``name``; returns the name.
 
-    The registry keeps ``symm`` (and its memory) alive until :func:`unregister`:
-    graphs captured with the ops hold its addresses.  Registering the same
-    handle again returns its name.  Call in the same order on every rank so
-    that default names agree (compiled graphs hold the name as a constant).
-    The buffer is marked as a static address for ``torch.compile``, so a
-    compiled function may take ``symm.tensor`` as an argument without CUDA
-    graphs copying it.
+    ``state`` is a :class:`~castpile.gpu.runtime.SymmetricTensor` (the
+    collectives and fused ops; default name ``symm<k>_w<world size>``) or a
+    :class:`~castpile.gpu.fused.moe.MoE` state (``moe_dispatch``,
+    ``moe_combine``; default name ``moe<k>_w<world size>``), ``k`` counting
+    this process's registrations.  The registry keeps ``state`` (and its
+    memory) alive until :func:`unregister`: graphs captured with the ops hold
+    its addresses.  Registering the same object again returns its name.  Call
+    in the same order on every rank so that default names agree (compiled
+    graphs hold the name as a constant).  A symmetric tensor's buffer is marked
+    as a static address for ``torch.compile``, so a compiled function may take
+    ``symm.tensor`` as an argument without CUDA graphs copying it.
     """
     for known, held in _REGISTRY.items():
-        if held is symm and name in (None, known):
+        if held is state and name in (None, known):
             return known
+    is_moe = isinstance(state, moe.MoE)
     if name is None:
-        name = f"symm{len(_REGISTRY)}_w{symm.world_size}"
+        name = f"{'moe' if is_moe else 'symm'}{len(_REGISTRY)}_w{state.world_size}"
         while name in _REGISTRY:
             name += "_"
     elif name in _REGISTRY:
-        raise ValueError(f"castpile.gpu.ops.register: the name {name!r} is taken by another symmetric tensor; "
+        raise ValueError(f"castpile.gpu.ops.register: the name {name!r} is taken by another registered state; "
                          "unregister it first or choose another")
-    import torch._dynamo
+    if not is_moe:
+        import torch._dynamo
 
-    torch._dynamo.mark_static_address(symm.tensor)
-    _REGISTRY[name] = symm
+        torch._dynamo.mark_static_address(state.tensor)
+    _REGISTRY[name] = state
     return name
 
 
 def unregister(name: str) -> None:
-    """Forget the symmetric tensor registered under ``name`` (graphs that use it must not run again)."""
+    """Forget the state registered under ``name`` (graphs that use it must not run again)."""
     _REGISTRY.pop(name)
 
 
 def lookup(name: str):
-    """The :class:`~castpile.gpu.runtime.SymmetricTensor` registered under ``name``."""
+    """The state registered as ``name``: a :class:`~castpile.gpu.runtime.SymmetricTensor` or a ``MoE``."""
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise KeyError(f"no symmetric tensor is registered as {name!r} in this process; call "
-                       f"castpile.gpu.ops.register(symm) first (registered: {sorted(_REGISTRY)})") from None
+        raise KeyError(f"no state is registered as {name!r} in this process; call "
+                       f"castpile.gpu.ops.register(...) first (registered: {sorted(_REGISTRY)})") from None
+
+
+def _lookup_moe(name: str) -> moe.MoE:
+    state = lookup(name)
+    if not isinstance(state, moe.MoE):
+        raise TypeError(f"{name!r} is a symmetric tensor, not a MoE state: the MoE ops take the name of a "
+                        "registered castpile.gpu.fused.moe.MoE")
+    return state
 
 
 def staged(name: str, input: torch.Tensor):
@@ -112,6 +138,8 @@ def _is_buffer(input: torch.Tensor, symm) -> bool:
 def _checked(name: str, input: torch.Tensor):
     """The symmetric tensor registered as ``name``, after checking that ``input`` can stand for its buffer."""
     symm = lookup(name)
+    if isinstance(symm, moe.MoE):
+        raise TypeError(f"{name!r} is a MoE state, not a symmetric tensor: use it with moe_dispatch and moe_combine")
     buffer = symm.tensor
     if input.shape != buffer.shape or input.dtype != buffer.dtype or input.device != buffer.device:
         raise ValueError(f"{name!r} holds a {buffer.dtype} tensor of shape {tuple(buffer.shape)} on {buffer.device}; "
@@ -272,6 +300,77 @@ def all_reduce_residual_rmsnorm(input: torch.Tensor, symm: str, residual: torch.
     return rmsnorm.all_reduce_residual_rmsnorm(staged(symm, input), residual, weight, eps, method=_method(method))
 
 
-__all__ = ["all_gather", "all_gather_out", "all_reduce", "all_reduce_", "all_reduce_out", "all_reduce_residual_rmsnorm",
-           "all_reduce_rmsnorm", "kernel_op", "lookup", "reduce_scatter", "reduce_scatter_out", "register", "staged",
-           "unregister"]
+# MoE dispatch and combine (castpile.gpu.fused.moe) ------------------------------------------------------------
+
+#: The outputs of ``moe_dispatch``, in order: the fields of :class:`~castpile.gpu.fused.moe.Dispatched`.
+DISPATCHED = tuple(moe.Dispatched.__dataclass_fields__)
+_DispatchResult = tuple[(torch.Tensor,) * len(DISPATCHED)]
+
+
+def _moe_inputs(state: str, **tensors):
+    """The MoE state registered as ``state``, after checking each tensor's shape, dtype and device against it."""
+    st = _lookup_moe(state)
+    T, H, K = st.tokens, st.hidden, st.topk
+    expected = {"x": ((T, H), (st.dtype,)), "topk_idx": ((T, K), (torch.int32, torch.int64)),
+                "topk_weights": ((T, K), (torch.float32,)), "expert_out": ((st.capacity_pairs, H), (st.dtype,)),
+                "slot_positions": ((st.world_size, T, K), (torch.int32,))}
+    device = st.recv_counts.device
+    for name, t in tensors.items():
+        shape, dtypes = expected[name]
+        if tuple(t.shape) != shape or t.dtype not in dtypes or t.device != device:
+            want = " or ".join(str(d) for d in dtypes)
+            raise ValueError(f"castpile MoE op on {state!r}: {name} must be a {want} tensor of shape {shape} on "
+                             f"{device}, got {t.dtype} {tuple(t.shape)} on {t.device}")
+    return st
+
+
+def _results(st: moe.MoE) -> list[torch.Tensor]:
+    """The library's results in the state (views of its buffers), in the order of :data:`DISPATCHED`."""
+    return [getattr(st.dispatched, f) for f in DISPATCHED]
+
+
+def _fake_moe_dispatch(x, topk_idx, topk_weights, state):
+    st = _moe_inputs(state, x=x, topk_idx=topk_idx, topk_weights=topk_weights)
+    return tuple(x.new_empty(t.shape, dtype=t.dtype) for t in _results(st))
+
+
+@kernel_op("castpile::moe_dispatch", fake=_fake_moe_dispatch)
+def moe_dispatch(x: torch.Tensor, topk_idx: torch.Tensor, topk_weights: torch.Tensor, state: str) -> _DispatchResult:
+    """:func:`castpile.gpu.fused.moe.dispatch` on the MoE state registered as ``state`` (collective).
+
+    Returns copies (new contiguous tensors) of what the call leaves in the
+    state, in the order of :data:`DISPATCHED`: ``recv_x`` [W, T, H],
+    ``recv_counts`` [W], ``expert_counts`` [E_local], ``expert_offsets``
+    [E_local + 1], ``grouped_rows`` [capacity_pairs], ``slot_positions``
+    [W, T, K], ``recv_weights`` [W, T, K] fp32, ``recv_src_token`` [W, T],
+    ``recv_topk_idx`` [W, T, K] (``recv_x`` in the state's dtype, the others
+    but the weights int32).  ``moe.Dispatched(*result)`` names them.  Inputs
+    need not be contiguous (they are made so).
+    """
+    st = _moe_inputs(state, x=x, topk_idx=topk_idx, topk_weights=topk_weights)
+    moe.dispatch(st, x.contiguous(), topk_idx.contiguous(), topk_weights.contiguous())
+    return tuple(t.clone(memory_format=torch.contiguous_format) for t in _results(st))
+
+
+def _fake_moe_combine(expert_out, slot_positions, state):
+    st = _moe_inputs(state, expert_out=expert_out, slot_positions=slot_positions)
+    return expert_out.new_empty((st.tokens, st.hidden))
+
+
+@kernel_op("castpile::moe_combine", fake=_fake_moe_combine)
+def moe_combine(expert_out: torch.Tensor, slot_positions: torch.Tensor, state: str) -> torch.Tensor:
+    """:func:`castpile.gpu.fused.moe.combine` on the MoE state registered as ``state`` (collective): [T, H].
+
+    ``expert_out`` [capacity_pairs, H] in the last dispatch's ``grouped_rows``
+    order.  ``slot_positions`` is that dispatch's output of the same name: the
+    kernel reads the state's own copy, so the argument only makes the combine
+    depend on the dispatch in a compiled graph (dispatch first, and not
+    dropped as dead code).
+    """
+    st = _moe_inputs(state, expert_out=expert_out, slot_positions=slot_positions)
+    return moe.combine(st, expert_out.contiguous())
+
+
+__all__ = ["DISPATCHED", "all_gather", "all_gather_out", "all_reduce", "all_reduce_", "all_reduce_out",
+           "all_reduce_residual_rmsnorm", "all_reduce_rmsnorm", "kernel_op", "lookup", "moe_combine", "moe_dispatch",
+           "reduce_scatter", "reduce_scatter_out", "register", "staged", "unregister"]
