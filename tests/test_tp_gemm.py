@@ -1,7 +1,7 @@
 """Tensor-parallel GEMMs (castpile.gpu.fused.tp_gemm) in the CPU simulator, against torch references.
 
-Data are small integers, so every product and sum is exact in fp32 (and in bf16
-for the bf16 case): results must equal torch's bit for bit.  Tiles of 16 on
+Data are small integers, so every product and sum is exact in fp32: results must
+equal torch's bit for bit.  Tiles of 16 on
 shapes that are not whole tiles (shards of 24 rows, K = 40, N = 48 with 32-wide
 column tiles) exercise the edges; both operand paths (TMA descriptors, pointer
 loads) run.  The simulator runs fp32 only: the Triton 3.6 interpreter's ``tl.dot``
@@ -25,14 +25,13 @@ from castpile.gpu import sim
 from castpile.gpu.fused import tp_gemm
 from compile_sm90 import Job, compile_for_sm90
 
-ROOT = Path(__file__).resolve().parents[1]
 SHARD, K, N = 24, 40, 48
 TILES = {"tma": tp_gemm.GemmConfig(16, 32, 16, 2, 4, 2, tma=True),
          "pointers": tp_gemm.GemmConfig(16, 32, 16, 2, 4, 2, tma=False)}
 
 
-def ints(gen, *shape, dtype=torch.float32):
-    return torch.randint(-3, 4, shape, generator=gen).to(dtype)
+def ints(gen, *shape):
+    return torch.randint(-3, 4, shape, generator=gen).float()
 
 
 # -- the GEMM alone --------------------------------------------------------------------------------------------
