@@ -10,6 +10,11 @@ and of every rank's signal pad.  torch's symmetric memory provides both::
     symm.tensor          # this rank's buffer (write your input here)
     symm.buffer_ptrs     # int64 (world_size,) on the GPU: every rank's buffer address
     symm.signal_pad_ptrs # int64 (world_size,) on the GPU: every rank's signal pad address
+    symm.reachable       # (True, ...): which ranks' buffers this GPU can load from and store to
+
+``backend="nvshmem"`` allocates on NVSHMEM's symmetric heap instead of torch's
+default (P2P-mapped CUDA memory): peers on other nodes then have address 0 in
+``buffer_ptrs`` and ``reachable[r]`` False (castpile.gpu.backends; docs/nvshmem.md).
 
 ``castpile.gpu.sim.symmetric_empty`` builds the same object from shared host memory,
 so code written against :class:`SymmetricTensor` runs in the CPU simulator too.
@@ -21,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+
+from . import backends
 
 #: Tensors of at most this many bytes also get the low-latency all-reduce's scratch.
 LOW_LATENCY_MAX_BYTES = 256 << 10
@@ -55,6 +62,24 @@ class SymmetricTensor:
     push_scratch: Scratch | None = None
     #: Launches the collectives bound for this tensor (castpile.gpu.collectives), by kernel and options.
     launches: dict = field(default_factory=dict, compare=False, repr=False)
+    #: The allocation backend: "cuda" (torch's default, P2P-mapped) or "nvshmem".
+    backend: str = "cuda"
+    #: Per rank of the group: True where that rank's buffer (and signal pad) is load/store addressable from this
+    #: GPU, i.e. its address in ``buffer_ptrs`` is non-zero. None at construction means every rank.
+    reachable: tuple[bool, ...] | None = None
+    #: Per rank of the group: its NVSHMEM PE (its global rank). None at construction means ``range(world_size)``.
+    pes: tuple[int, ...] | None = None
+
+    def __post_init__(self):
+        _fill(self, "reachable", (True,) * self.world_size, self.world_size)
+        _fill(self, "pes", tuple(range(self.world_size)), self.world_size)
+        if not self.reachable[self.rank]:
+            raise SymmetricMemoryError(f"rank {self.rank}'s own buffer is marked unreachable")
+
+    @property
+    def all_reachable(self) -> bool:
+        """Whether every rank's buffer is load/store addressable (what the collectives' kernels need)."""
+        return all(self.reachable)
 
 
 @dataclass(frozen=True)
@@ -63,6 +88,20 @@ class Scratch:
 
     tensor: torch.Tensor
     ptrs: torch.Tensor
+    #: Per rank: True where its copy is load/store addressable (non-zero in ``ptrs``); None means every rank.
+    reachable: tuple[bool, ...] | None = None
+
+    def __post_init__(self):
+        _fill(self, "reachable", (True,) * self.ptrs.numel(), self.ptrs.numel())
+
+
+def _fill(obj, name: str, default: tuple, length: int) -> None:
+    """Set a frozen dataclass's per-rank tuple field to ``default`` when None; check its length."""
+    value = getattr(obj, name)
+    value = default if value is None else tuple(value)
+    if len(value) != length:
+        raise SymmetricMemoryError(f"{name} has {len(value)} entries for {length} ranks")
+    object.__setattr__(obj, name, value)
 
 
 #: The pushing two-shot's chunks are whole tiles of at most this many elements.
@@ -118,17 +157,19 @@ def low_latency_blocks(words: int, cap: int) -> int:
     return max(1, min(cap, -(-words // LOW_LATENCY_BLOCK)))
 
 
-def symmetric_empty(shape, dtype: torch.dtype, device=None, group=None, push_scratch=False) -> SymmetricTensor:
+def symmetric_empty(shape, dtype: torch.dtype, device=None, group=None, push_scratch=False,
+                    backend="cuda") -> SymmetricTensor:
     """Allocate a symmetric buffer on every rank of ``group`` and rendezvous (collective).
 
     ``push_scratch=True`` also allocates the pushing two-shot all-reduce's
     scratch (about the tensor's size again), which makes ``all_reduce_two_shot``
-    about 8% faster above 4 MB on 2 x H200.
+    about 8% faster above 4 MB on 2 x H200.  ``backend`` is ``"cuda"`` (torch's
+    default symmetric memory: every peer P2P reachable) or ``"nvshmem"`` (NVSHMEM's
+    symmetric heap: peers may be remote, see ``reachable``); one per process.
     """
     from torch.distributed import _symmetric_memory as symm_mem
 
-    _require_initialized()
-    device = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
+    device = _select(backend, device, symm_mem)
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     return rendezvous(symm_mem.empty(shape, dtype=dtype, device=device), group, push_scratch=push_scratch)
 
@@ -170,7 +211,9 @@ def rendezvous(tensor: torch.Tensor, group=None, push_scratch=False) -> Symmetri
             f"rank {hdl.rank}, but the group has {dist.get_world_size(group)} with this one as "
             f"rank {dist.get_rank(group)}; rendezvous a buffer with the group it was set up for"
         )
-    offset = tensor.data_ptr() - hdl.buffer_ptrs[hdl.rank]
+    ptrs = list(hdl.buffer_ptrs)
+    reachable = backends.reachable_from_ptrs(ptrs, hdl.rank)
+    offset = tensor.data_ptr() - ptrs[hdl.rank]
     offsets: list = [None] * hdl.world_size
     dist.all_gather_object(offsets, offset, group=group)
     if len(set(offsets)) != 1:
@@ -184,7 +227,8 @@ def rendezvous(tensor: torch.Tensor, group=None, push_scratch=False) -> Symmetri
     words = low_latency_words(tensor)
     return SymmetricTensor(
         tensor=tensor,
-        buffer_ptrs=torch.tensor([p + offset for p in hdl.buffer_ptrs], dtype=torch.int64, device=tensor.device),
+        # an unreachable peer keeps address 0 (never 0 + offset): a kernel that loads from it faults at once
+        buffer_ptrs=torch.tensor([p + offset if p else 0 for p in ptrs], dtype=torch.int64, device=tensor.device),
         signal_pad=pad,
         signal_pad_ptrs=torch.tensor(list(hdl.signal_pad_ptrs), dtype=torch.int64, device=tensor.device),
         rank=hdl.rank,
@@ -193,22 +237,25 @@ def rendezvous(tensor: torch.Tensor, group=None, push_scratch=False) -> Symmetri
         handle=hdl,
         low_latency=None if words is None else _low_latency_scratch(words, hdl.world_size, sms, tensor.device, group),
         push_scratch=_push_scratch(tensor, hdl.world_size, group) if push_scratch else None,
+        backend=backends.castpile_name(symm_mem.get_backend(tensor.device) if hasattr(symm_mem, "get_backend") else None),
+        reachable=reachable,
+        pes=tuple(dist.get_global_rank(group, r) for r in range(hdl.world_size)),
     )
 
 
-def symmetric_scratch(shape, dtype: torch.dtype, device=None, group=None, zero=True) -> Scratch:
+def symmetric_scratch(shape, dtype: torch.dtype, device=None, group=None, zero=True, backend="cuda") -> Scratch:
     """A symmetric tensor on every rank of ``group`` with every rank's address of it (collective).
 
     For kernels' own state (flags, receive buffers): zeroed by default, and no
     rank returns before every rank has zeroed its copy, so peers may write into
-    it at once.  ``castpile.gpu.sim.symmetric_scratch`` is the simulator's twin.
+    it at once.  ``backend`` as for :func:`symmetric_empty`; unreachable peers have
+    address 0.  ``castpile.gpu.sim.symmetric_scratch`` is the simulator's twin.
     """
     import torch.distributed as dist
     from torch.distributed import _symmetric_memory as symm_mem
 
-    _require_initialized()
+    device = _select(backend, device, symm_mem)
     group = dist.group.WORLD if group is None else group
-    device = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     scratch = _exchanged(symm_mem.empty(shape, dtype=dtype, device=device), group)
     if zero:
@@ -223,7 +270,19 @@ def _exchanged(tensor: torch.Tensor, group) -> Scratch:
     from torch.distributed import _symmetric_memory as symm_mem
 
     hdl = symm_mem.rendezvous(tensor, group.group_name)
-    return Scratch(tensor, torch.tensor(list(hdl.buffer_ptrs), dtype=torch.int64, device=tensor.device))
+    ptrs = list(hdl.buffer_ptrs)
+    return Scratch(tensor, torch.tensor(ptrs, dtype=torch.int64, device=tensor.device),
+                   backends.reachable_from_ptrs(ptrs, hdl.rank))
+
+
+def _select(backend, device, symm_mem) -> torch.device:
+    """Check ``backend`` and make it torch's (before the first allocation); then the process group; the device."""
+    try:
+        backends.select(backend, device, symm_mem)
+    except (ValueError, RuntimeError) as exc:
+        raise SymmetricMemoryError(str(exc)) from exc
+    _require_initialized()
+    return torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
 
 
 def _push_scratch(tensor: torch.Tensor, world_size: int, group) -> Scratch:

@@ -12,6 +12,12 @@ that waits for a signal nobody sends is caught by a timeout::
         symm.tensor.copy_(inputs[rank])
         return collectives.all_reduce_one_shot(symm)
     outs = sim.run(body, 4, timeout=60)       # [rank 0's result, ..., rank 3's]
+
+Every peer is load/store reachable, as on one NVLink domain, unless ``local_world_size``
+splits the ranks into simulated nodes: then, as on torch's NVSHMEM backend, a peer on
+another node has address 0 in this rank's ``buffer_ptrs``, ``signal_pad_ptrs`` and
+scratch ``ptrs`` and ``reachable[peer]`` False (the memory stays shared, so a stand-in
+for NVSHMEM's get/put can reach it through :func:`peer_address`).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import traceback
 
 import torch
 
+from .backends import node_reachability
 from .runtime import (LowLatencyScratch, Scratch, SymmetricTensor, low_latency_blocks, low_latency_words,
                       push_scratch_elements)
 
@@ -73,20 +80,25 @@ def shared_empty(shape, dtype: torch.dtype) -> torch.Tensor:
     return flat.view(dtype).view(shape)
 
 
-def symmetric_empty(world_size: int, shape, dtype: torch.dtype, push_scratch=False) -> list[SymmetricTensor]:
+def symmetric_empty(world_size: int, shape, dtype: torch.dtype, push_scratch=False,
+                    local_world_size: int | None = None) -> list[SymmetricTensor]:
     """One :class:`SymmetricTensor` per rank, over shared host memory (call before :func:`run`).
 
     Signal pads start (and must end) all zero; ``buffer_ptrs`` and
     ``signal_pad_ptrs`` are int64 CPU tensors of the shared buffers' addresses.
     Small tensors get the low-latency all-reduce's scratch as on GPUs;
-    ``push_scratch=True`` adds the pushing two-shot's.
+    ``push_scratch=True`` adds the pushing two-shot's.  ``local_world_size=k``
+    simulates nodes of ``k`` consecutive ranks: peers on other nodes are remote
+    (address 0, ``reachable`` False) and the tensors' ``backend`` is ``"nvshmem"``.
     """
-    bufs = symmetric_scratch(world_size, shape, dtype)
-    pads = symmetric_scratch(world_size, (SIM_PAD_SLOTS,), torch.int32)
-    scratch = _low_latency_scratch(world_size, bufs[0].tensor)
+    lws = local_world_size
+    bufs = symmetric_scratch(world_size, shape, dtype, local_world_size=lws)
+    pads = symmetric_scratch(world_size, (SIM_PAD_SLOTS,), torch.int32, local_world_size=lws)
+    scratch = _low_latency_scratch(world_size, bufs[0].tensor, lws)
     pushes = [None] * world_size
     if push_scratch:
-        pushes = symmetric_scratch(world_size, (push_scratch_elements(bufs[0].tensor.numel(), world_size),), dtype)
+        pushes = symmetric_scratch(world_size, (push_scratch_elements(bufs[0].tensor.numel(), world_size),), dtype,
+                                   local_world_size=lws)
     return [
         SymmetricTensor(
             tensor=bufs[r].tensor,
@@ -98,19 +110,52 @@ def symmetric_empty(world_size: int, shape, dtype: torch.dtype, push_scratch=Fal
             max_blocks=SIM_PAD_SLOTS // world_size,
             low_latency=scratch[r],
             push_scratch=pushes[r],
+            backend="cuda" if lws is None else "nvshmem",
+            reachable=bufs[r].reachable,
         )
         for r in range(world_size)
     ]
 
 
-def symmetric_scratch(world_size: int, shape, dtype: torch.dtype) -> list[Scratch]:
-    """One zeroed shared-memory tensor per rank, each with every rank's address: ``runtime.symmetric_scratch``'s twin."""
+def symmetric_scratch(world_size: int, shape, dtype: torch.dtype, local_world_size: int | None = None) -> list[Scratch]:
+    """One zeroed shared-memory tensor per rank, each with every rank's address: ``runtime.symmetric_scratch``'s twin.
+
+    With ``local_world_size``, a rank's ``ptrs`` hold 0 for peers on other simulated nodes.
+    """
     tensors = [shared_empty(shape, dtype).zero_() for _ in range(world_size)]
-    ptrs = torch.tensor([t.data_ptr() for t in tensors], dtype=torch.int64)
-    return [Scratch(t, ptrs) for t in tensors]
+    addresses = [t.data_ptr() for t in tensors]
+    nbytes = tensors[0].numel() * dtype.itemsize
+    if nbytes:
+        _HEAP.append((tuple(addresses), nbytes))
+    out = []
+    for rank, tensor in enumerate(tensors):
+        reachable = (True,) * world_size if local_world_size is None else \
+            node_reachability(range(world_size), rank, local_world_size)
+        ptrs = torch.tensor([a if ok else 0 for a, ok in zip(addresses, reachable)], dtype=torch.int64)
+        out.append(Scratch(tensor, ptrs, reachable))
+    return out
 
 
-def _low_latency_scratch(world_size: int, like: torch.Tensor) -> list:
+#: Every symmetric allocation of this process: (each rank's address, bytes), for :func:`peer_address`.
+_HEAP: list[tuple[tuple[int, ...], int]] = []
+
+
+def peer_address(address: int, pe: int) -> int:
+    """The address, in rank ``pe``'s copy, of the byte at ``address`` in any rank's copy of a simulated symmetric tensor.
+
+    What NVSHMEM's symmetric heap gives get/put: a local address and a PE name a
+    remote byte.  ValueError for an address outside every simulated allocation.
+    """
+    for bases, nbytes in reversed(_HEAP):  # the newest first: a freed region's addresses may be reused
+        for base in bases:
+            if base <= address < base + nbytes:
+                if not 0 <= pe < len(bases):
+                    raise ValueError(f"PE {pe} is not one of the {len(bases)} simulated ranks")
+                return bases[pe] + (address - base)
+    raise ValueError(f"address {address:#x} is not in a simulated symmetric tensor")
+
+
+def _low_latency_scratch(world_size: int, like: torch.Tensor, local_world_size: int | None = None) -> list:
     """Each rank's low-latency scratch in shared memory (epochs too: they must outlive one :func:`run`)."""
     words = low_latency_words(like)
     if words is None:
@@ -119,7 +164,7 @@ def _low_latency_scratch(world_size: int, like: torch.Tensor) -> list:
     return [LowLatencyScratch(slots=s, epochs=shared_empty((blocks,), torch.int32).zero_(), words=words,
                               tile_sums=torch.zeros(words, dtype=torch.float32),
                               row_arrivals=torch.zeros(words, dtype=torch.int32))
-            for s in symmetric_scratch(world_size, (2 * world_size * words,), torch.int64)]
+            for s in symmetric_scratch(world_size, (2 * world_size * words,), torch.int64, local_world_size)]
 
 
 def run(fn, world_size: int, *, args=(), timeout: float = 60.0) -> list:
