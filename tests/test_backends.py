@@ -227,3 +227,11 @@ def test_the_modules_docstring_examples_hold():
 
     failures, attempted = doctest.testmod(backends, verbose=False)
     assert (failures, attempted) == (0, 4)
+
+
+@pytest.mark.parametrize("current", [None, "CUDA", "NCCL"])
+def test_the_default_backend_is_left_as_torch_has_it(current):
+    """backend="cuda" never calls set_backend unless NVSHMEM is in use: the runtime behaves as it did on 2 x H200."""
+    fake = FakeSymmMem(current=current)
+    assert backends.select("cuda", "cuda:0", fake) == "cuda"
+    assert fake.calls == []

@@ -90,6 +90,8 @@ def select(backend: str, device, symm_mem) -> str:
     current = get("cuda" if device is None else device) if get is not None else None
     if castpile_name(current) == backend:
         return backend
+    if backend == "cuda" and current != "NVSHMEM":
+        return backend  # torch's default, whatever it calls it: left as it is (how it ran on 2 x H200)
     try:
         symm_mem.set_backend(TORCH_NAMES[backend])
     except RuntimeError as exc:
