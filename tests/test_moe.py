@@ -256,13 +256,18 @@ def test_moe_imports_without_the_transpiler_dependencies():
     assert result.stdout.strip() == "[]"
 
 
+def _transpiled_sample(tmp_path, name, strategy):
+    """samples/NAME.py transpiled with ``strategy`` and imported from a file (Triton reads the source)."""
+    src = ROOT / "samples" / f"{name}.py"
+    path = tmp_path / f"{name}_{strategy}.py"
+    path.write_bytes(castpile.transpile(src.read_bytes(), str(src), strategy=strategy))
+    return import_file(path, f"{name}_{strategy}")
+
+
 @pytest.mark.parametrize("strategy", castpile.STRATEGIES)
 def test_the_sample_scatters_rows_by_index(tmp_path, strategy):
     """samples/moe_dispatch.py: each token row lands at its own row on every rank it goes to, nothing else is written."""
-    src = ROOT / "samples" / "moe_dispatch.py"
-    path = tmp_path / f"moe_dispatch_{strategy}.py"
-    path.write_bytes(castpile.transpile(src.read_bytes(), str(src), strategy=strategy))
-    sample = import_file(path, f"moe_dispatch_{strategy}")
+    sample = _transpiled_sample(tmp_path, "moe_dispatch", strategy)
     world, n, hidden = 3, 7, 20
     gen = torch.Generator().manual_seed(3)
     x = torch.randint(-9, 10, (n, hidden), generator=gen).float()
@@ -313,10 +318,7 @@ def test_kernels_compile_for_sm90(tmp_path):
 @pytest.mark.parametrize("strategy", castpile.STRATEGIES)
 def test_the_combine_sample_pushes_weighted_partials_to_their_sources(tmp_path, strategy):
     """samples/moe_combine.py: every received row's partial lands at (me, token) of its source's buffer, nothing else."""
-    src = ROOT / "samples" / "moe_combine.py"
-    path = tmp_path / f"moe_combine_{strategy}.py"
-    path.write_bytes(castpile.transpile(src.read_bytes(), str(src), strategy=strategy))
-    sample = import_file(path, f"moe_combine_{strategy}")
+    sample = _transpiled_sample(tmp_path, "moe_combine", strategy)
     world, me, tokens, n, hidden, topk, pairs = 3, 1, 6, 7, 20, 3, 9
     gen = torch.Generator().manual_seed(5)
     expert_out = torch.randint(-9, 10, (pairs, hidden), generator=gen).float()

@@ -178,8 +178,17 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *,
     return out
 
 
+@dataclass(eq=False, repr=False)
 class _CollectiveState:
     """``create`` / ``create_all`` of the ops' states: the launch shape (``_plan``), then the symmetric buffers."""
+
+    rank: int
+    world_size: int
+    m: int
+    k: int
+    n: int
+    dtype: torch.dtype
+    config: GemmConfig
 
     @classmethod
     def create(cls, rank: int, world_size: int, *, m: int, k: int, n: int, dtype: torch.dtype = torch.bfloat16,
@@ -268,13 +277,6 @@ class AllGatherMatmul(_CollectiveState):
     _plan = staticmethod(_ag_plan)
     _buffers = staticmethod(_ag_buffers)
 
-    rank: int
-    world_size: int
-    m: int
-    k: int
-    n: int
-    dtype: torch.dtype
-    config: GemmConfig
     comm_blocks: int
     consumers: int
     chunk_rows: int
@@ -376,13 +378,6 @@ class MatmulReduceScatter(_CollectiveState):
     _plan = staticmethod(_rs_plan)
     _buffers = staticmethod(_rs_buffers)
 
-    rank: int
-    world_size: int
-    m: int
-    k: int
-    n: int
-    dtype: torch.dtype
-    config: GemmConfig
     blocks: int
     scratch: Scratch
     flags: Scratch
