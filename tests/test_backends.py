@@ -235,3 +235,18 @@ def test_the_default_backend_is_left_as_torch_has_it(current):
     fake = FakeSymmMem(current=current)
     assert backends.select("cuda", "cuda:0", fake) == "cuda"
     assert fake.calls == []
+
+
+def test_the_library_refuses_tensors_with_remote_peers():
+    """Its kernels load and store every peer's buffer: a remote peer (address 0) would fault; refused first."""
+    from castpile.gpu import collectives
+    from castpile.gpu.fused import rmsnorm
+
+    symm = sim.symmetric_empty(2, (4, 8), torch.float32, local_world_size=1)[0]
+    calls = [lambda: collectives.all_reduce(symm), lambda: collectives.all_reduce_one_shot(symm),
+             lambda: collectives.all_reduce_two_shot(symm), lambda: collectives.all_gather(symm),
+             lambda: collectives.reduce_scatter(symm), lambda: rmsnorm.all_reduce_rmsnorm(symm, torch.ones(8))]
+    refused = r"rank 1 is not load/store reachable from rank 0 \(backend 'nvshmem'; remote ranks \[1\]\)"
+    for call in calls:
+        with pytest.raises(ValueError, match=refused):
+            call()

@@ -81,6 +81,18 @@ class SymmetricTensor:
         """Whether every rank's buffer is load/store addressable (what the collectives' kernels need)."""
         return all(self.reachable)
 
+    def require_all_reachable(self, name: str) -> None:
+        """Raise ValueError unless every rank's buffer is load/store addressable (``name``: the caller, for the message).
+
+        The library's kernels load from and store to every peer's buffer; a remote
+        peer's address is 0 and would fault.
+        """
+        if not self.all_reachable:
+            remote = [r for r, ok in enumerate(self.reachable) if not ok]
+            raise ValueError(f"{name}: rank {remote[0]} is not load/store reachable from rank {self.rank} "
+                             f"(backend {self.backend!r}; remote ranks {remote}); the library's kernels need every "
+                             "peer in one NVLink domain (docs/nvshmem.md)")
+
 
 @dataclass(frozen=True)
 class Scratch:

@@ -58,6 +58,7 @@ def _launch(symm, elements, block):
 
 def _issue(symm, key, bind_for, out=None, owned=True):
     """Issue the collective cached under ``key`` with ``out`` as its per-call tensor (if any)."""
+    symm.require_all_reachable(key if isinstance(key, str) else key[0])
     issue(symm.launches, key, bind_for, {} if out is None else {"out": out}, owned, symm.tensor)
 
 

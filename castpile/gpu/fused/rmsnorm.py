@@ -92,6 +92,7 @@ def default_warps(block: int) -> int:
 
 
 def _fused(name, symm, residual, weight, eps, out, method, block, num_warps, barrier):
+    symm.require_all_reachable(name)
     x = symm.tensor
     rows, d = x.shape
     method = _method(symm, method, name)
