@@ -223,3 +223,12 @@ def test_a_call_with_its_output_given_allocates_nothing(monkeypatch):
     rmsnorm.all_reduce_residual_rmsnorm(symm, mine, weight, EPS, out, method="low_latency")
     monkeypatch.undo()
     _check([(mine, out)], _reference(xs, residual, weight), torch.float32, "world 1")
+
+
+@pytest.mark.parametrize("method,block", [("one_shot", 24), ("one_shot", 0), ("low_latency", 1), ("low_latency", 0),
+                                          ("low_latency", 48)])
+def test_a_block_that_is_not_a_power_of_two_or_splits_a_word_is_refused(method, block):
+    """block=1 of bf16 made the low-latency kernel's tiles zero words wide: it returned garbage."""
+    symm = sim.symmetric_empty(1, (ROWS, D), torch.bfloat16)[0]
+    with pytest.raises(ValueError, match="block must be a power of two"):
+        rmsnorm.all_reduce_rmsnorm(symm, torch.ones(D, dtype=torch.bfloat16), method=method, block=block)

@@ -74,7 +74,7 @@ def _check(name, symm, weight, residual=None):
 
 def _method(symm, method, name):
     """The kernel for this tensor: the requested one, checked, or the low-latency one where it applies."""
-    rows, d = symm.tensor.shape
+    d = symm.tensor.shape[1]
     low_latency = symm.low_latency is not None and d * symm.tensor.element_size() % 4 == 0
     if method is None:
         return "low_latency" if low_latency else "one_shot"
@@ -99,6 +99,10 @@ def _fused(name, symm, residual, weight, eps, out, method, block, num_warps, bar
     if block is None:
         block = LOW_LATENCY_TILE * 4 // x.element_size() if method == "low_latency" else min(
             triton.next_power_of_2(d), MAX_BLOCK)
+    smallest = 4 // x.element_size() if method == "low_latency" else 1  # the low-latency tiles are whole words
+    if block < smallest or block & (block - 1):
+        raise ValueError(f"{name}: block must be a power of two of at least {smallest} element(s) for the {method} "
+                         f"kernel, got {block}")
     owned = out is not None
     out = output(x, out, x.shape, name)
     tensors = {"weight": weight, "out": out} if residual is None else {"residual": residual, "weight": weight,
