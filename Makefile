@@ -34,6 +34,8 @@ plots: $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[plot]'
 	$(BIN)/python benchmarks/plot.py docs/data/bench-rmsnorm.json docs/data/bench-rmsnorm.png --title "all-reduce + residual + RMSNorm, 2 x H200, bf16"
 	$(BIN)/python benchmarks/plot.py docs/data/bench-moe.json docs/data/bench-moe.png --x tokens --title "MoE dispatch / combine, H 7168, top-8 of 64, 2 x H200"
+	$(BIN)/python benchmarks/plot.py docs/data/bench-tp-gemm.json docs/data/bench-tp-gemm-ag.png --x M --xlabel "M x K x N (M: all ranks' rows)" --select op=all_gather_matmul --title "all-gather + GEMM, 2 x H200, bf16"
+	$(BIN)/python benchmarks/plot.py docs/data/bench-tp-gemm.json docs/data/bench-tp-gemm-rs.png --x M --xlabel "M x K x N (M: all ranks' rows)" --select op=matmul_reduce_scatter --title "GEMM + reduce-scatter, 2 x H200, bf16"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

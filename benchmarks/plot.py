@@ -3,10 +3,13 @@
     pip install '.[plot]'
     python benchmarks/plot.py docs/data/bench-rmsnorm.json docs/data/bench-rmsnorm.png
     python benchmarks/plot.py docs/data/bench-moe.json docs/data/bench-moe.png --x tokens
+    python benchmarks/plot.py docs/data/bench-tp-gemm.json docs/data/bench-tp-gemm-ag.png --x M \
+        --select op=all_gather_matmul
 
 Reads a result file whose ``rows`` each carry the x value (``--x``, default
 ``bytes``; a row's ``label``, if any, names its tick), ``graph_us`` and/or
 ``eager_us`` (method -> microseconds), and draws one panel per timing mode, log-log.
+``--select KEY=VALUE`` keeps the rows whose KEY is VALUE (files that mix operations).
 """
 
 import argparse
@@ -21,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 MODES = {"graph_us": "inside CUDA graphs", "eager_us": "eager"}
 
 
-def plot(result: dict, title: str, path: Path, x_key: str = "bytes") -> None:
+def plot(result: dict, title: str, path: Path, x_key: str = "bytes", x_label: str | None = None) -> None:
     rows = result["rows"]
     modes = [m for m in MODES if any(m in r for r in rows)]
     fig, axes = plt.subplots(1, len(modes), figsize=(6.5 * len(modes), 4.5), squeeze=False)
@@ -36,7 +39,7 @@ def plot(result: dict, title: str, path: Path, x_key: str = "bytes") -> None:
         ax.set_xticks(x)
         ax.set_xticklabels([r.get("label") or (_size(r[x_key]) if x_key == "bytes" else str(r[x_key])) for r in rows],
                            rotation=45, ha="right")
-        ax.set_xlabel("bytes per rank" if x_key == "bytes" else f"{x_key} per rank")
+        ax.set_xlabel(x_label or ("bytes per rank" if x_key == "bytes" else f"{x_key} per rank"))
         ax.set_ylabel("µs per call (median)")
         ax.set_title(f"{title}: {MODES[mode]}")
         ax.grid(True, which="both", alpha=0.3)
@@ -58,9 +61,16 @@ def main(argv=None):
     parser.add_argument("png", type=Path)
     parser.add_argument("--title", default=None)
     parser.add_argument("--x", default="bytes", help="the rows' key for the x axis")
+    parser.add_argument("--xlabel", default=None, help="the x axis' label (default: '<x> per rank')")
+    parser.add_argument("--select", default=None, help="KEY=VALUE: plot only the rows whose KEY is VALUE")
     args = parser.parse_args(argv)
     result = json.loads(args.result.read_text())
-    plot(result, args.title or args.result.stem, args.png, args.x)
+    if args.select:
+        key, _, value = args.select.partition("=")
+        result["rows"] = [r for r in result["rows"] if str(r.get(key)) == value]
+        if not result["rows"]:
+            parser.error(f"no row has {key} = {value}")
+    plot(result, args.title or args.result.stem, args.png, args.x, args.xlabel)
 
 
 if __name__ == "__main__":
