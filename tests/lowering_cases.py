@@ -884,6 +884,20 @@ LEFT_ALONE = [
         "    other.wait(out)\n",
     ),
     (
+        "remote= on a lookalike multicast_like and on other calls",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "import castpile\n"
+        "import other\n"
+        "\n"
+        "\n"
+        "@triton.jit\n"
+        "def k(out, table, W: tl.constexpr):\n"
+        "    bufs = other.multicast_like(out, table[:W], remote=\"nvshmem\")\n"
+        "    x = bufs[0]\n"
+        "    other.put(out, remote=\"ucx\")\n",
+    ),
+    (
         "star import",
         "import triton\n"
         "import triton.language as tl\n"
@@ -898,3 +912,38 @@ LEFT_ALONE = [
         "    wait(out)\n",
     ),
 ]
+
+
+REMOTE = 'bufs = multicast_like(out, table[:W], shape=(n,), remote="nvshmem")\n'
+# Kernels with remote="nvshmem" bindings (docs/nvshmem.md): every access calls a ``_remote`` helper,
+# under both strategies, with the table (whose header names the scratch) after the bounds mask; the
+# kernel is rebound after the helpers (REMOTE_TAIL).  They need NVSHMEM's device library to compile
+# for a GPU, so they are kept out of KERNEL_CASES (whose test compiles every case for sm_90).
+REMOTE_CASES = [
+    ("remote load", REMOTE + "x = bufs[offs]\n",
+     f"bufs = table\nx = _castpile_load_remote(bufs, W, None, out, offs, {IN_N}, table)\n"),
+    ("remote store", REMOTE + "bufs[offs] = v\n",
+     f"bufs = table\n_castpile_store_remote(bufs, W, None, out, offs, {IN_N}, table, v)\n"),
+    ("remote augmented store", REMOTE + "bufs[offs] += v\n",
+     f"bufs = table\n_castpile_store_remote(bufs, W, None, out, offs, {IN_N}, table, "
+     f"_castpile_load_remote(bufs, W, None, out, offs, {IN_N}, table) + v)\n"),
+    ("remote tl.load and tl.store with masks", REMOTE + "y = tl.load(bufs[offs], mask=offs < m, other=-1)\n"
+     "tl.store(bufs[offs], v, mask=offs < m)\n",
+     f"bufs = table\ny = _castpile_load_remote(bufs, W, None, out, offs, {IN_N}, table, offs < m, -1)\n"
+     f"_castpile_store_remote(bufs, W, None, out, offs, {IN_N}, table, v, offs < m)\n"),
+    ("remote reduction", REMOTE + "s = tl.sum(bufs[offs], axis=0)\n",
+     f'bufs = table\ns = _castpile_reduce_remote(bufs, W, None, out, offs, {IN_N}, table, "sum")\n'),
+    ("remote signal and wait", REMOTE + "castpile.signal(bufs[0], wait_for=0)\ncastpile.wait(bufs[0])\n",
+     "bufs = table\n_castpile_signal_remote(bufs, W, None, out, 0, (0 < n), table, 1, 0)\n"
+     "_castpile_wait_remote(bufs, W, None, out, 0, (0 < n), table)\n"),
+    ("remote named slice with align", 'rows = table[1:W]\npeers = multicast_like(out, rows, remote="nvshmem", align=16)\n'
+     "z = tl.max(peers[offs], axis=0)\n",
+     'rows = table + 1\npeers = rows\nz = _castpile_reduce_remote(peers, W - 1, None, out, offs, None, table, "max", align=16)\n'),
+    ("remote table expression, hoisted", 'far = multicast_like(out, (table + 2)[:C], remote="nvshmem")\nfar[offs] = v\n',
+     "far = table + 2; far_table = (table + 2)\n_castpile_store_remote(far, C, None, out, offs, None, far_table, v)\n"),
+    ("a binding without remote= next to one with it", REMOTE + 'near = multicast_like(out, table[:W])\nx = bufs[offs] + near[offs]\n',
+     {s: f"bufs = table\nnear = table\nx = _castpile_load_remote(bufs, W, None, out, offs, {IN_N}, table) + "
+         f"_castpile_load_{s}(near, W, None, out, offs, None)\n" for s in ("loop", "gather")}),
+]
+REMOTE_TAIL = "\n\nk = _castpile_remote_kernel(k)\n"
+"""How a module with a remote kernel ``k`` ends: ``k`` rebound, wrapped for NVSHMEM."""

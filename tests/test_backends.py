@@ -226,7 +226,7 @@ def test_the_modules_docstring_examples_hold():
     import doctest
 
     failures, attempted = doctest.testmod(backends, verbose=False)
-    assert (failures, attempted) == (0, 4)
+    assert (failures, attempted) == (0, 6)
 
 
 @pytest.mark.parametrize("current", [None, "CUDA", "NCCL"])
@@ -250,3 +250,48 @@ def test_the_library_refuses_tensors_with_remote_peers():
     for call in calls:
         with pytest.raises(ValueError, match=refused):
             call()
+
+
+# --- the remote_ptrs table of remote="nvshmem" kernels -----------------------------------------------------
+
+
+def test_remote_table_encodes_remote_peers_by_local_address_and_pe():
+    words = backends.remote_table([0x5000, 0, 0x7000, 0], (True, False, True, False), 0x5000, (8, 9, 10, 11),
+                                  scratch_address=0xA000, scratch_bytes=4096)
+    assert words[:2] == [0xA000, 4096]
+    assert words[2:] == [0x5000, 0x5000 | 10 << 48, 0x7000, 0x5000 | 12 << 48]  # PE 9 and 11: tags 10 and 12
+    entry = words[3]
+    assert (entry >> 48) - 1 == 9 and entry & ((1 << 48) - 1) == 0x5000  # what the kernel decodes
+
+
+def test_remote_table_refuses_what_does_not_fit():
+    with pytest.raises(ValueError, match="does not fit the 48-bit address"):
+        backends.remote_table([1 << 48, 0], (True, False), 1 << 48, (0, 1))
+    with pytest.raises(ValueError, match="PE 32767 does not fit"):
+        backends.remote_table([0x1000, 0], (True, False), 0x1000, (0, 32767))
+
+
+@pytest.mark.parametrize("world,lws", [(2, 1), (4, 2), (3, 2)])
+def test_the_simulator_publishes_remote_tables(world, lws):
+    handles = sim.symmetric_empty(world, (6,), torch.int32, local_world_size=lws)
+    for h in handles:
+        for table, ptrs, own in ((h.remote_ptrs, h.buffer_ptrs, h.tensor), (h.signal_pad_remote_ptrs, h.signal_pad_ptrs,
+                                                                               h.signal_pad)):
+            assert table.dtype == torch.int64 and table.numel() == world
+            header = torch.tensor([], dtype=torch.int64).set_(table.untyped_storage())[:2]
+            assert header.tolist() == [h.remote_scratch.data_ptr(), sim.SIM_REMOTE_SCRATCH_BYTES]
+            for r, (entry, ptr) in enumerate(zip(table.tolist(), ptrs.tolist())):
+                if h.reachable[r]:
+                    assert entry == ptr != 0
+                else:
+                    assert ptr == 0 and entry == own.data_ptr() | (r + 1) << 48
+                    assert sim.peer_address(entry & ((1 << 48) - 1), r) == (handles[r].tensor if own is h.tensor
+                                                                             else handles[r].signal_pad).data_ptr()
+
+
+def test_every_peer_reachable_needs_no_scratch():
+    """One NVLink domain: remote_ptrs is buffer_ptrs (after a header naming no scratch), as on the CUDA backend."""
+    h = sim.symmetric_empty(3, (4,), torch.float32)[1]
+    assert torch.equal(h.remote_ptrs, h.buffer_ptrs) and torch.equal(h.signal_pad_remote_ptrs, h.signal_pad_ptrs)
+    assert torch.tensor([], dtype=torch.int64).set_(h.remote_ptrs.untyped_storage())[:2].tolist() == [0, 0]
+    assert h.remote_scratch is None

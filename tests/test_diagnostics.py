@@ -99,6 +99,31 @@ CASES = [
         "bufs = multicast_like(out, table[:W], align=12)\n",
         [(0, 49, "align= must be a power-of-two integer literal (bytes)")],
     ),
+    (  # remote= names no backend castpile knows: at the value
+        "bufs = multicast_like(out, table[:W], remote='ucx')\n",
+        [(0, 50, "remote= must be the string literal 'nvshmem'")],
+    ),
+    (  # remote= not a string literal
+        "bufs = multicast_like(out, table[:W], remote=W)\n",
+        [(0, 50, "remote= must be the string literal 'nvshmem'")],
+    ),
+    (  # remote= with a tensor tile: the scratch is named by the table's header
+        "bufs = multicast_like(out, tl.load(table + offs), remote='nvshmem')\n",
+        [(0, 62, "remote= needs a table slice ptr_tile (table[lo:hi] of a remote_ptrs table): its header names "
+                 "the scratch for NVSHMEM transfers")],
+    ),
+    (  # atomics on a remote binding: at the call
+        "bufs = multicast_like(out, table[:W], remote='nvshmem')\nx = tl.atomic_add(bufs[offs], 1)\n",
+        [(1, 9, "tl.atomic_add on 'bufs', a remote= binding: NVSHMEM atomics are not among torch's Triton device "
+                "functions, and a get-modify-put would not be atomic; use castpile.signal/wait, or a binding without "
+                "remote= for peers in one NVLink domain")],
+    ),
+    (  # atomic_cas too
+        "bufs = multicast_like(out, table[:W], remote='nvshmem')\ntl.atomic_cas(bufs[offs], 0, 1)\n",
+        [(1, 5, "tl.atomic_cas on 'bufs', a remote= binding: NVSHMEM atomics are not among torch's Triton device "
+                "functions, and a get-modify-put would not be atomic; use castpile.signal/wait, or a binding without "
+                "remote= for peers in one NVLink domain")],
+    ),
     (  # block-pointer keywords on an access: at the value (inside its parentheses)
         "bufs = multicast_like(out, table[:W])\nx = tl.load(bufs[offs], boundary_check=(0,))\n",
         [(1, 45, "boundary_check= is for block pointers, not multicast accesses")],
@@ -138,6 +163,24 @@ CASES = [
 def test_each_diagnostic_is_located(body, expected):
     """Exactly the expected diagnostics, each at its line and column."""
     assert errors_of(body) == [(BODY_LINE + line, col, message) for line, col, message in expected]
+
+
+def test_a_remote_kernel_must_be_defined_at_the_top_level():
+    """castpile wraps it for NVSHMEM by its module-level name, after the last line."""
+    source = (
+        "import triton\nimport triton.language as tl\nfrom castpile import multicast_like\n\n\n"
+        "def make():\n"
+        "    @triton.jit\n"
+        "    def k(out, table, W: tl.constexpr):\n"
+        "        bufs = multicast_like(out, table[:W], remote='nvshmem')\n"
+        "        x = bufs[0]\n"
+        "    return k\n"
+    )
+    with pytest.raises(TranspileError) as info:
+        castpile.transpile(source, "kern.py")
+    assert [(d.line, d.col, d.message) for d in info.value.diagnostics] == [
+        (9, 9, "'k' has a remote= binding, so it is a kernel that castpile wraps for NVSHMEM by name: define it at "
+               "the top level of the module")]
 
 
 def test_reassigning_is_one_diagnostic():

@@ -12,7 +12,8 @@ import pytest
 
 import castpile
 from compile_sm90 import Job, compile_for_sm90
-from lowering_cases import FILE_CASES, HELPERS_MARK, KERNEL_CASES, LEFT_ALONE, expected_for, kernel_module
+from lowering_cases import (FILE_CASES, HELPERS_MARK, KERNEL_CASES, LEFT_ALONE, REMOTE_CASES, REMOTE_TAIL, expected_for,
+                            kernel_module)
 
 
 def transpile(source: str, strategy: str) -> str:
@@ -32,6 +33,16 @@ def test_kernel_lines(source, expected, strategy):
     head, _ = head_and_helpers(transpile(kernel_module(source), strategy))
     assert head.splitlines() == kernel_module(expected_for(expected, strategy)).splitlines()
     assert head == kernel_module(expected_for(expected, strategy))
+
+
+@pytest.mark.parametrize("strategy", castpile.STRATEGIES)
+@pytest.mark.parametrize("source,expected", [c[1:] for c in REMOTE_CASES], ids=[c[0] for c in REMOTE_CASES])
+def test_remote_kernel_lines(source, expected, strategy):
+    """remote="nvshmem": the same lines under both strategies, and the kernel wrapped after the helpers."""
+    out = transpile(kernel_module(source), strategy)
+    head, _ = head_and_helpers(out)
+    assert head == kernel_module(expected_for(expected, strategy))
+    assert out.endswith(REMOTE_TAIL) and out.count("_castpile_remote_kernel(") == 2  # defined, then called once
 
 
 @pytest.mark.parametrize("strategy", castpile.STRATEGIES)

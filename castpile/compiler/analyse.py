@@ -107,12 +107,25 @@ class _ModuleAnalyser(Walker):
                 p.name.value for p in params if is_constexpr_annotation(p.annotation)
             }
             found = JitBindings(node, self.resolver, constexprs, self.plan)
+            self._remote_kernel(node, found.bindings)
             self.binding_assigns |= found.assigns
             self.constexprs = found.constexprs
             self.frames.append(found.bindings)
         else:
             self.frames.append(None)
         return True
+
+    def _remote_kernel(self, node: cst.FunctionDef, bindings: dict[str, Binding]) -> None:
+        """A jit function with a ``remote=`` binding is wrapped for NVSHMEM after the module's last line: by its
+        module-level name, so it must be defined at the top level."""
+        remote = [b for b in bindings.values() if b.remote is not None]
+        if not remote:
+            return
+        if len(self.ancestors) == 1 and isinstance(self.ancestors[0], cst.Module):
+            self.plan.remote_kernels.append(node.name.value)
+        else:
+            self.error(remote[0].node, f"'{node.name.value}' has a remote= binding, so it is a kernel that castpile "
+                                       "wraps for NVSHMEM by name: define it at the top level of the module")
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.resolvers.pop()
@@ -322,6 +335,11 @@ class _ModuleAnalyser(Walker):
             return
         if access is not None:
             self._own(access)
+            if access.binding.remote is not None and op.startswith("atomic_"):
+                self.error(node, f"tl.{op} on '{access.binding.name}', a remote= binding: NVSHMEM atomics are not among "
+                                 "torch's Triton device functions, and a get-modify-put would not be atomic; use "
+                                 "castpile.signal/wait, or a binding without remote= for peers in one NVLink domain")
+                return
         used = not (isinstance(self.ancestors[-1], cst.Expr) if self.ancestors else False)
         impure = self._impure_arguments(node, positions)
         self.plan.uses[node] = CallOn(node, op, access, positions, result_used=used, impure=impure)

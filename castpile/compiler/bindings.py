@@ -14,7 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .algebra import simplify
-from .contract import BINDING_KEYWORDS, argument_positions, constexpr_ok, literal_int
+from .contract import BINDING_KEYWORDS, REMOTE_BACKENDS, argument_positions, constexpr_ok, literal_int
 from .plan import Binding, Plan, SliceAlias
 from .scopes import Resolver, is_constexpr_annotation
 from .walk import Walker
@@ -117,7 +117,22 @@ class JitBindings:
                 self.error(args["align"], "align= must be a power-of-two integer literal (bytes)")
                 ok = False
             binding.align = align
+        if "remote" in args:
+            ok = self._remote(binding, args["remote"]) and ok
         return binding if ok else None
+
+    def _remote(self, binding: Binding, value: cst.BaseExpression) -> bool:
+        """``remote="nvshmem"``: a string literal naming a backend, on a table slice."""
+        name = value.evaluated_value if isinstance(value, cst.SimpleString) else None
+        if name not in REMOTE_BACKENDS:
+            self.error(value, f"remote= must be the string literal {' or '.join(map(repr, REMOTE_BACKENDS))}")
+            return False
+        if binding.table is None:
+            self.error(value, "remote= needs a table slice ptr_tile (table[lo:hi] of a remote_ptrs table): its "
+                              "header names the scratch for NVSHMEM transfers")
+            return False
+        binding.remote = name
+        return True
 
     def _table_form(self, binding: Binding, tile: cst.Subscript, slice_: cst.Slice) -> bool:
         binding.table = tile.value

@@ -29,7 +29,9 @@ CALL_PARAMS = {  # positional parameter names after the pointer, per call
 }
 REQUIRED = {"store": ("value",), "atomic_cas": ("cmp", "val"), **{name: ("val",) for name in ATOMICS}}
 BINDING_PARAMS = ("example", "ptr_tile", "shape", "strides", "ptr_mask")
-BINDING_KEYWORDS = BINDING_PARAMS + ("align",)
+BINDING_KEYWORDS = BINDING_PARAMS + ("align", "remote")
+REMOTE_BACKENDS = ("nvshmem",)
+"""What ``multicast_like(..., remote=...)`` may name: how accesses reach buffers that loads and stores cannot."""
 
 
 def argument_positions(call: cst.Call, params: tuple[str, ...], skip: int) -> tuple[dict[str, int], list[str]]:

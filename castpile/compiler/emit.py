@@ -79,19 +79,23 @@ def _helper_sources() -> tuple[dict[str, str], dict[str, set[str]], list[str]]:
     sources, calls, order = {}, {}, []
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
-            start = node.decorator_list[0].lineno if node.decorator_list else node.lineno
-            lines = text.splitlines()[start - 1 : node.end_lineno]
-            sources[node.name] = "\n".join(lines)
-            calls[node.name] = {
-                n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id.startswith("_castpile_")
-            } - {node.name}
-            order.append(node.name)
+            name, start = node.name, node.decorator_list[0].lineno if node.decorator_list else node.lineno
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id.startswith("_castpile_"):  # a module-level name the helpers use
+            name, start = node.targets[0].id, node.lineno
+        else:
+            continue
+        sources[name] = "\n".join(text.splitlines()[start - 1 : node.end_lineno])
+        calls[name] = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id.startswith("_castpile_")} - {name}
+        order.append(name)
     return sources, calls, order
 
 
-def helpers_block(used: set[str], newline: str, prefix: str = HELPER_PREFIX) -> str:
+def helpers_block(used: set[str], newline: str, prefix: str = HELPER_PREFIX, remote_kernels: list[str] = ()) -> str:
     """The source appended to a module that calls ``used`` helpers (with their dependencies),
-    their names starting with ``prefix``."""
+    their names starting with ``prefix``; then each of ``remote_kernels`` wrapped for NVSHMEM."""
+    if remote_kernels:
+        used = used | {HELPER_PREFIX + "remote_kernel"}
     sources, calls, order = _helper_sources()
     needed, todo = set(), list(used)
     while todo:
@@ -104,6 +108,8 @@ def helpers_block(used: set[str], newline: str, prefix: str = HELPER_PREFIX) -> 
         "\n\n# ---- castpile " + VERSION + " helpers: generated, called by the rewritten accesses above ----\n"
         "import triton\nimport triton.language as tl\n\n\n" + body + "\n"
     )
+    if remote_kernels:
+        text += "\n\n" + "".join(f"{name} = {HELPER_PREFIX}remote_kernel({name})\n" for name in remote_kernels)
     return text.replace(HELPER_PREFIX, prefix).replace("\n", newline)
 
 
@@ -120,5 +126,5 @@ def emit(module: cst.Module, plan: Plan, lowering: Lowering) -> bytes:
         newline = module.default_newline
         if code and not code.endswith(newline):
             code += newline
-        code += helpers_block(lowering.helpers, newline, lowering.prefix)
+        code += helpers_block(lowering.helpers, newline, lowering.prefix, plan.remote_kernels)
     return code.encode(module.encoding)

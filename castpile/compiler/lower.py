@@ -144,6 +144,7 @@ class StackText:
     shape: tuple[str, ...] | None
     strides: tuple[str, ...] | None
     statements: list[str] = field(default_factory=list)
+    table: str | None = None  # remote= bindings: the table, whose header names the scratch for NVSHMEM
 
 
 class Lowerer:
@@ -230,7 +231,8 @@ class Lowerer:
         if binding.tile is not None and binding.ptr_mask is not None:
             smask = self.fresh(f"{binding.name}_mask")
             statements.append(f"{smask} = {self.render.text(binding.ptr_mask)}")
-        return StackText(binding.name, count, smask, example, shape, strides_, statements)
+        table = self._hoisted(binding, binding.table, "table", statements) if binding.remote else None
+        return StackText(binding.name, count, smask, example, shape, strides_, statements, table)
 
     def slice_alias(self, alias: SliceAlias) -> list[str]:
         """``tile = table[lo:hi]`` becomes ``tile = table + lo``: the start of the slice."""
@@ -262,7 +264,12 @@ class Lowerer:
 
     def _prefix(self, access: Access, where: str) -> str:
         stack = self.stack(access.binding)
-        return f"{stack.src}, {stack.count}, {stack.smask}, {stack.example}, {where}"
+        table = f", {stack.table}" if stack.table is not None else ""
+        return f"{stack.src}, {stack.count}, {stack.smask}, {stack.example}, {where}{table}"
+
+    def _kind(self, access: Access) -> str:
+        """Which helpers an access calls: the strategy's, or ``remote`` (a ``remote=`` binding, buffer by buffer)."""
+        return "remote" if access.binding.remote is not None else self.strategy
 
     def _access_prefix(self, access: Access) -> str:
         """The stack and ``offs, bounds`` of an access inside an expression."""
@@ -312,7 +319,7 @@ class Lowerer:
 
     def load(self, access: Access) -> str:
         """``bufs[idx]`` read as a value."""
-        return self._call(f"load_{self.strategy}", self._access_prefix(access), align=self._align(access))
+        return self._call(f"load_{self._kind(access)}", self._access_prefix(access), align=self._align(access))
 
     def store(self, use: Store) -> list[str]:
         """``bufs[idx] = value``: the value first, as Python evaluates it, then the indices."""
@@ -323,7 +330,7 @@ class Lowerer:
             statements.append(f"{name} = {value}")
             value = name
         prefix = self._hoisted_indices(use.access, statements)
-        statements.append(self._call(f"store_{self.strategy}", prefix, value, align=self._align(use.access)))
+        statements.append(self._call(f"store_{self._kind(use.access)}", prefix, value, align=self._align(use.access)))
         return statements
 
     def augmented_store(self, use: AugStore) -> list[str]:
@@ -331,9 +338,10 @@ class Lowerer:
         statements: list[str] = []
         prefix = self._hoisted_indices(use.access, statements)
         align = self._align(use.access)
-        loaded = self._call(f"load_{self.strategy}", prefix, align=align)
+        kind = self._kind(use.access)
+        loaded = self._call(f"load_{kind}", prefix, align=align)
         value = f"{loaded} {use.operator} {self.render.atom(use.node.value)}"
-        statements.append(self._call(f"store_{self.strategy}", prefix, value, align=align))
+        statements.append(self._call(f"store_{kind}", prefix, value, align=align))
         return statements
 
     def reduction(self, use: Reduction) -> str:
@@ -341,6 +349,8 @@ class Lowerer:
         access = use.access
         given = self._arguments(use.load, use.load_positions) if use.load is not None else {}
         helper = "reduce_loop" if self.strategy == "loop" and access.binding.table is not None else "reduce_gather"
+        if access.binding.remote is not None:
+            helper = "reduce_remote"
         return self._call(
             helper, self._access_prefix(access), f'"{use.op}"',
             *self._values(("mask", "other"), given, use.load_positions, use.load_impure),
@@ -365,5 +375,7 @@ class Lowerer:
                               align=self._align(access), keep_old=keep_old)
         if op == "atomic_cas":
             return self._call(f"atomic_cas_{s}", prefix, *values, **options, align=self._align(access), keep_old=keep_old)
+        if access.binding.remote is not None:
+            return self._call(f"{op}_remote", prefix, *values, **options, align=self._align(access))
         name = {"load": f"load_{s}", "store": f"store_{s}", "signal": "signal", "wait": "wait"}[op]
         return self._call(name, prefix, *values, **options, align=self._align(access))

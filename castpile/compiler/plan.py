@@ -18,7 +18,7 @@ import libcst as cst
 
 @dataclass(eq=False)
 class Binding:
-    """``name = multicast_like(example, ptr_tile, shape=..., strides=..., ptr_mask=...)``."""
+    """``name = multicast_like(example, ptr_tile, shape=..., strides=..., ptr_mask=..., align=..., remote=...)``."""
 
     name: str
     node: cst.Assign
@@ -32,6 +32,7 @@ class Binding:
     shape: list[cst.BaseExpression] | None = None
     strides: list[cst.BaseExpression] | None = None
     align: int | None = None
+    remote: str | None = None  # remote="nvshmem": remote peers through NVSHMEM (table form only)
 
     @property
     def ndim(self) -> int:
@@ -139,10 +140,11 @@ STATEMENTS = (Binding, SliceAlias, Store, AugStore)
 
 @dataclass
 class Plan:
-    """The uses lowering replaces (keyed by their node), the problems found, and the
+    """The uses lowering replaces (keyed by their node), the problems found, the
     words of the file (every identifier, comments and strings included), which no
-    generated name may start."""
+    generated name may start, and the kernels that emit wraps for NVSHMEM."""
 
     uses: dict[cst.CSTNode, Use] = field(default_factory=dict)
     errors: list[tuple[cst.CSTNode, str]] = field(default_factory=list)
     words: set[str] = field(default_factory=set)
+    remote_kernels: list[str] = field(default_factory=list)  # module-level jit functions with a remote= binding

@@ -149,3 +149,37 @@ def local_world_size(default: int | None = None) -> int:
             raise RuntimeError("LOCAL_WORLD_SIZE is not set: start the job with torchrun, or pass the GPUs per node")
         return default
     return int(value)
+
+
+#: A remote entry of a ``remote_ptrs`` table carries ``pe + 1`` from this bit up.
+REMOTE_TAG_SHIFT = 48
+#: Words before the entries of a ``remote_ptrs`` table: the scratch's address and size in bytes.
+REMOTE_HEADER = 2
+
+
+def remote_table(ptrs, reachable, local_address: int, pes, scratch_address: int = 0, scratch_bytes: int = 0) -> list[int]:
+    """The words of a ``remote_ptrs`` table: the header (scratch address, bytes), then one entry per rank.
+
+    A reachable rank's entry is its address (as in ``buffer_ptrs``); a remote rank's is
+    ``local_address | (pe + 1) << 48``: this rank's symmetric address of the same buffer,
+    which NVSHMEM translates for PE ``pe``. Kernels with ``remote="nvshmem"`` bindings decode
+    it (castpile/compiler/helpers.py) and reach a remote buffer through NVSHMEM get/put into
+    this rank's scratch (docs/nvshmem.md).
+
+    >>> remote_table([0x1000, 0], (True, False), 0x1000, (0, 1), 0x9000, 4096)
+    [36864, 4096, 4096, 562949953425408]
+    >>> hex(562949953425408)
+    '0x2000000001000'
+    """
+    limit = 1 << REMOTE_TAG_SHIFT
+    if not 0 < int(local_address) < limit:
+        raise ValueError(f"address {int(local_address):#x} does not fit the {REMOTE_TAG_SHIFT}-bit address of a remote entry")
+    entries = []
+    for ptr, ok, pe in zip(ptrs, reachable, pes):
+        if ok:
+            entries.append(int(ptr))
+        elif not 0 <= int(pe) < (1 << (63 - REMOTE_TAG_SHIFT)) - 1:
+            raise ValueError(f"PE {int(pe)} does not fit a remote entry's tag")
+        else:
+            entries.append(int(local_address) | (int(pe) + 1) << REMOTE_TAG_SHIFT)
+    return [int(scratch_address), int(scratch_bytes), *entries]

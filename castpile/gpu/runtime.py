@@ -69,12 +69,24 @@ class SymmetricTensor:
     reachable: tuple[bool, ...] | None = None
     #: Per rank of the group: its NVSHMEM PE (its global rank). None at construction means ``range(world_size)``.
     pes: tuple[int, ...] | None = None
+    #: The table a kernel's ``remote="nvshmem"`` binding takes (int64, on the device): ``buffer_ptrs`` where a rank is
+    #: reachable, ``local address | (pe + 1) << 48`` where it is remote, after a header naming this rank's scratch
+    #: for NVSHMEM transfers (backends.remote_table). Pass it whole; slice it in the kernel. None at construction:
+    #: built from ``buffer_ptrs`` when every rank is reachable.
+    remote_ptrs: torch.Tensor | None = None
+    #: The same for the signal pads.
+    signal_pad_remote_ptrs: torch.Tensor | None = None
+    #: This rank's scratch for NVSHMEM transfers that the remote tables name (kept alive here), or None.
+    remote_scratch: torch.Tensor | None = None
 
     def __post_init__(self):
         _fill(self, "reachable", (True,) * self.world_size, self.world_size)
         _fill(self, "pes", tuple(range(self.world_size)), self.world_size)
         if not self.reachable[self.rank]:
             raise SymmetricMemoryError(f"rank {self.rank}'s own buffer is marked unreachable")
+        for name, ptrs in (("remote_ptrs", self.buffer_ptrs), ("signal_pad_remote_ptrs", self.signal_pad_ptrs)):
+            if getattr(self, name) is None and self.all_reachable:
+                object.__setattr__(self, name, reachable_table(ptrs))
 
     @property
     def all_reachable(self) -> bool:
@@ -102,9 +114,26 @@ class Scratch:
     ptrs: torch.Tensor
     #: Per rank: True where its copy is load/store addressable (non-zero in ``ptrs``); None means every rank.
     reachable: tuple[bool, ...] | None = None
+    #: The table of a ``remote="nvshmem"`` binding (see ``SymmetricTensor.remote_ptrs``); None at construction:
+    #: built from ``ptrs`` when every rank is reachable.
+    remote_ptrs: torch.Tensor | None = None
+    #: The scratch ``remote_ptrs`` names (kept alive here), or None.
+    remote_scratch: torch.Tensor | None = None
 
     def __post_init__(self):
         _fill(self, "reachable", (True,) * self.ptrs.numel(), self.ptrs.numel())
+        if self.remote_ptrs is None and all(self.reachable):
+            object.__setattr__(self, "remote_ptrs", reachable_table(self.ptrs))
+
+
+def remote_ptrs_tensor(words: list[int], device) -> torch.Tensor:
+    """A ``remote_ptrs`` table from :func:`backends.remote_table`'s words: the entries, the header in memory before them."""
+    return torch.tensor(words, dtype=torch.int64, device=device)[backends.REMOTE_HEADER:]
+
+
+def reachable_table(ptrs: torch.Tensor) -> torch.Tensor:
+    """The ``remote_ptrs`` table of peers that are all reachable: ``ptrs`` after a header naming no scratch."""
+    return remote_ptrs_tensor([0, 0, *map(int, ptrs.tolist())], ptrs.device)
 
 
 def _fill(obj, name: str, default: tuple, length: int) -> None:
@@ -235,12 +264,17 @@ def rendezvous(tensor: torch.Tensor, group=None, push_scratch=False) -> Symmetri
         )
     pad = hdl.get_signal_pad(hdl.rank, dtype=torch.int32)
     slots = pad.numel()
+    pes = tuple(dist.get_global_rank(group, r) for r in range(hdl.world_size))
+    backend = _backend_of(tensor, symm_mem)
+    buffer_ptrs = [p + offset if p else 0 for p in ptrs]
+    remote = _remote_tables(backend, tensor.device, reachable, pes, hdl.rank,
+                            (buffer_ptrs, tensor.data_ptr()), (list(hdl.signal_pad_ptrs), pad.data_ptr()))
     sms = torch.cuda.get_device_properties(tensor.device).multi_processor_count
     words = low_latency_words(tensor)
     return SymmetricTensor(
         tensor=tensor,
         # an unreachable peer keeps address 0 (never 0 + offset): a kernel that loads from it faults at once
-        buffer_ptrs=torch.tensor([p + offset if p else 0 for p in ptrs], dtype=torch.int64, device=tensor.device),
+        buffer_ptrs=torch.tensor(buffer_ptrs, dtype=torch.int64, device=tensor.device),
         signal_pad=pad,
         signal_pad_ptrs=torch.tensor(list(hdl.signal_pad_ptrs), dtype=torch.int64, device=tensor.device),
         rank=hdl.rank,
@@ -249,10 +283,34 @@ def rendezvous(tensor: torch.Tensor, group=None, push_scratch=False) -> Symmetri
         handle=hdl,
         low_latency=None if words is None else _low_latency_scratch(words, hdl.world_size, sms, tensor.device, group),
         push_scratch=_push_scratch(tensor, hdl.world_size, group) if push_scratch else None,
-        backend=backends.castpile_name(symm_mem.get_backend(tensor.device) if hasattr(symm_mem, "get_backend") else None),
+        backend=backend,
         reachable=reachable,
-        pes=tuple(dist.get_global_rank(group, r) for r in range(hdl.world_size)),
+        pes=pes,
+        remote_ptrs=remote[0],
+        signal_pad_remote_ptrs=remote[1],
+        remote_scratch=remote[2],
     )
+
+
+#: Bytes of each NVSHMEM tensor's scratch for remote="nvshmem" transfers, split evenly among a kernel's programs.
+REMOTE_SCRATCH_BYTES = 1 << 20
+
+
+def _remote_tables(backend: str, device, reachable, pes, rank: int, *tables) -> tuple:
+    """The ``remote_ptrs`` table of each ``(ptrs, local address)`` in ``tables``, then the scratch they name.
+
+    On the NVSHMEM backend the scratch comes from the symmetric heap (NVSHMEM's remote
+    transports need the local side of a get or put registered; the heap is), allocated on
+    every rank (collective) whether or not this rank has remote peers.
+    """
+    if backend != "nvshmem":
+        return (*[None] * len(tables), None)
+    from torch.distributed import _symmetric_memory as symm_mem
+
+    scratch = symm_mem.empty(REMOTE_SCRATCH_BYTES, dtype=torch.uint8, device=device)
+    made = [remote_ptrs_tensor(backends.remote_table(ptrs, reachable, local, pes, scratch.data_ptr(), scratch.numel()),
+                               device) for ptrs, local in tables]
+    return (*made, scratch)
 
 
 def symmetric_scratch(shape, dtype: torch.dtype, device=None, group=None, zero=True, backend="cuda") -> Scratch:
@@ -269,7 +327,7 @@ def symmetric_scratch(shape, dtype: torch.dtype, device=None, group=None, zero=T
     device = _select(backend, device, symm_mem)
     group = dist.group.WORLD if group is None else group
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    scratch = _exchanged(symm_mem.empty(shape, dtype=dtype, device=device), group)
+    scratch = _exchanged(symm_mem.empty(shape, dtype=dtype, device=device), group, remote=True)
     if zero:
         scratch.tensor.zero_()
         torch.cuda.synchronize(device)
@@ -277,14 +335,27 @@ def symmetric_scratch(shape, dtype: torch.dtype, device=None, group=None, zero=T
     return scratch
 
 
-def _exchanged(tensor: torch.Tensor, group) -> Scratch:
-    """``tensor`` (fresh from symmetric memory) with every rank's address of it (collective)."""
+def _exchanged(tensor: torch.Tensor, group, remote: bool = False) -> Scratch:
+    """``tensor`` (fresh from symmetric memory) with every rank's address of it (collective); ``remote``: with its
+    ``remote_ptrs`` table on the NVSHMEM backend."""
+    import torch.distributed as dist
     from torch.distributed import _symmetric_memory as symm_mem
 
     hdl = symm_mem.rendezvous(tensor, group.group_name)
     ptrs = list(hdl.buffer_ptrs)
-    return Scratch(tensor, torch.tensor(ptrs, dtype=torch.int64, device=tensor.device),
-                   backends.reachable_from_ptrs(ptrs, hdl.rank))
+    reachable = backends.reachable_from_ptrs(ptrs, hdl.rank)
+    table = scratch = None
+    if remote:
+        backend = _backend_of(tensor, symm_mem)
+        pes = tuple(dist.get_global_rank(group, r) for r in range(hdl.world_size))
+        table, scratch = _remote_tables(backend, tensor.device, reachable, pes, hdl.rank, (ptrs, tensor.data_ptr()))
+    return Scratch(tensor, torch.tensor(ptrs, dtype=torch.int64, device=tensor.device), reachable,
+                   remote_ptrs=table, remote_scratch=scratch)
+
+
+def _backend_of(tensor: torch.Tensor, symm_mem) -> str:
+    """castpile's name of the backend that allocated ``tensor``'s symmetric memory."""
+    return backends.castpile_name(symm_mem.get_backend(tensor.device) if hasattr(symm_mem, "get_backend") else None)
 
 
 def _select(backend, device, symm_mem) -> torch.device:

@@ -17,7 +17,9 @@ Every peer is load/store reachable, as on one NVLink domain, unless ``local_worl
 splits the ranks into simulated nodes: then, as on torch's NVSHMEM backend, a peer on
 another node has address 0 in this rank's ``buffer_ptrs``, ``signal_pad_ptrs`` and
 scratch ``ptrs`` and ``reachable[peer]`` False (the memory stays shared, so a stand-in
-for NVSHMEM's get/put can reach it through :func:`peer_address`).
+for NVSHMEM's get/put can reach it through :func:`peer_address`, as
+:mod:`castpile.gpu.sim_nvshmem` does); ``remote_ptrs`` tables then tag those peers'
+entries for ``remote="nvshmem"`` kernels.
 """
 
 from __future__ import annotations
@@ -33,15 +35,17 @@ import traceback
 
 import torch
 
-from .backends import node_reachability
+from .backends import node_reachability, remote_table
 from .runtime import (LowLatencyScratch, Scratch, SymmetricTensor, low_latency_blocks, low_latency_words,
-                      push_scratch_elements)
+                      push_scratch_elements, remote_ptrs_tensor)
 
 #: Signal-pad slots per simulated rank; a barriered kernel may launch
 #: ``SIM_PAD_SLOTS // world_size`` blocks at most.
 SIM_PAD_SLOTS = 64
 #: Largest grid of the simulated low-latency all-reduce.
 SIM_LOW_LATENCY_BLOCKS = 4
+#: Bytes of each rank's scratch for NVSHMEM transfers of ``remote="nvshmem"`` kernels (per simulated tensor).
+SIM_REMOTE_SCRATCH_BYTES = 64 << 10
 
 
 class RankError(RuntimeError):
@@ -92,8 +96,9 @@ def symmetric_empty(world_size: int, shape, dtype: torch.dtype, push_scratch=Fal
     (address 0, ``reachable`` False) and the tensors' ``backend`` is ``"nvshmem"``.
     """
     lws = local_world_size
-    bufs = symmetric_scratch(world_size, shape, dtype, local_world_size=lws)
-    pads = symmetric_scratch(world_size, (SIM_PAD_SLOTS,), torch.int32, local_world_size=lws)
+    remote = None if lws is None else _remote_scratch(world_size)  # one per rank, named by both tables (as on GPUs)
+    bufs = symmetric_scratch(world_size, shape, dtype, local_world_size=lws, remote_scratch=remote)
+    pads = symmetric_scratch(world_size, (SIM_PAD_SLOTS,), torch.int32, local_world_size=lws, remote_scratch=remote)
     scratch = _low_latency_scratch(world_size, bufs[0].tensor, lws)
     pushes = [None] * world_size
     if push_scratch:
@@ -112,15 +117,25 @@ def symmetric_empty(world_size: int, shape, dtype: torch.dtype, push_scratch=Fal
             push_scratch=pushes[r],
             backend="cuda" if lws is None else "nvshmem",
             reachable=bufs[r].reachable,
+            remote_ptrs=bufs[r].remote_ptrs,
+            signal_pad_remote_ptrs=pads[r].remote_ptrs,
+            remote_scratch=bufs[r].remote_scratch,
         )
         for r in range(world_size)
     ]
 
 
-def symmetric_scratch(world_size: int, shape, dtype: torch.dtype, local_world_size: int | None = None) -> list[Scratch]:
+def _remote_scratch(world_size: int) -> list[torch.Tensor]:
+    """Each rank's scratch for the NVSHMEM transfers of ``remote="nvshmem"`` kernels."""
+    return [shared_empty((SIM_REMOTE_SCRATCH_BYTES,), torch.uint8) for _ in range(world_size)]
+
+
+def symmetric_scratch(world_size: int, shape, dtype: torch.dtype, local_world_size: int | None = None,
+                      remote_scratch: list[torch.Tensor] | None = None) -> list[Scratch]:
     """One zeroed shared-memory tensor per rank, each with every rank's address: ``runtime.symmetric_scratch``'s twin.
 
-    With ``local_world_size``, a rank's ``ptrs`` hold 0 for peers on other simulated nodes.
+    With ``local_world_size``, a rank's ``ptrs`` hold 0 for peers on other simulated nodes, and its
+    ``remote_ptrs`` table tags them and names the rank's scratch (``remote_scratch[rank]``, else a new one).
     """
     tensors = [shared_empty(shape, dtype).zero_() for _ in range(world_size)]
     addresses = [t.data_ptr() for t in tensors]
@@ -131,8 +146,14 @@ def symmetric_scratch(world_size: int, shape, dtype: torch.dtype, local_world_si
     for rank, tensor in enumerate(tensors):
         reachable = (True,) * world_size if local_world_size is None else \
             node_reachability(range(world_size), rank, local_world_size)
-        ptrs = torch.tensor([a if ok else 0 for a, ok in zip(addresses, reachable)], dtype=torch.int64)
-        out.append(Scratch(tensor, ptrs, reachable))
+        ptrs = [a if ok else 0 for a, ok in zip(addresses, reachable)]
+        table = scratch = None
+        if local_world_size is not None and nbytes:  # remote peers: their table names this rank's scratch
+            scratch = remote_scratch[rank] if remote_scratch is not None else _remote_scratch(1)[0]
+            table = remote_ptrs_tensor(remote_table(ptrs, reachable, addresses[rank], range(world_size),
+                                                    scratch.data_ptr(), scratch.numel()), "cpu")
+        out.append(Scratch(tensor, torch.tensor(ptrs, dtype=torch.int64), reachable, remote_ptrs=table,
+                           remote_scratch=scratch))
     return out
 
 
