@@ -22,6 +22,7 @@ GENERATED = [
     ("benchmarks/kernels/stack_kernels.py", "benchmarks/kernels/generated/stack_kernels_loop.py", "loop"),
     ("benchmarks/kernels/stack_kernels.py", "benchmarks/kernels/generated/stack_kernels_gather.py", "gather"),
     ("benchmarks/kernels/barrier_kernels.py", "benchmarks/kernels/generated/barrier_kernels_loop.py", "loop"),
+    ("benchmarks/kernels/nvshmem_kernels.py", "benchmarks/kernels/generated/nvshmem_kernels_loop.py", "loop"),
     ("castpile/gpu/fused/moe_kernels.py", "castpile/gpu/fused/moe_kernels_triton.py", "gather"),
     ("castpile/gpu/fused/rmsnorm_kernels.py", "castpile/gpu/fused/rmsnorm_kernels_triton.py", "loop"),
     ("castpile/gpu/fused/tp_gemm_kernels.py", "castpile/gpu/fused/tp_gemm_kernels_triton.py", "loop"),

@@ -110,8 +110,10 @@ REDUCTIONS = {
 }
 
 
-@pytest.mark.parametrize("op", REDUCTIONS)
-@pytest.mark.parametrize("dtype", [torch.float32, torch.int32])
+REDUCTION_CASES = [(d, op) for d in (torch.float32, torch.int32) for op in REDUCTIONS] + [(torch.bfloat16, "sum_f32")]
+
+
+@pytest.mark.parametrize("dtype,op", REDUCTION_CASES)
 @pytest.mark.parametrize("w,lws,rank", CASES, ids=IDS)
 def test_reductions(k, w, lws, rank, dtype, op):
     n, block = 37, 16  # three programs, the last one partly out of bounds
@@ -491,13 +493,51 @@ def test_remote_kernels_compile_for_sm90_up_to_nvshmem_linking(tmp_path):
         ("gather_scatter", {"out": "*fp32", "src": "*fp32", **table, "STRIDE": "constexpr", "REVERSE": "constexpr"},
          {"W": 2, "BLOCK": 128, "STRIDE": 7, "REVERSE": False}),
     ]
+    gpu_script = tmp_path / "nvshmem_kernels_loop.py"  # the GPU proof's kernel, as checked in
+    gpu_script.write_text((Path(__file__).parents[1] / "benchmarks/kernels/generated/nvshmem_kernels_loop.py").read_text())
+    all_reduce = [("all_reduce_remote", {"buf": "*bf16", "buf_ptrs": "*i64", "pad": "*i32", "pad_ptrs": "*i64",
+                                         "out": "*bf16", "rank": "i32", "n": "i32", "WORLD": "constexpr",
+                                         "BLOCK": "constexpr"}, {"WORLD": 2, "BLOCK": 1024})]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["TRITON_CACHE_DIR"] = str(tmp_path / "cache")
-    proc = subprocess.run([sys.executable, "-c", SM90_DRIVER, str(path), json.dumps(jobs)], env=env,
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    results = json.loads(proc.stdout.strip().splitlines()[-1])
+    results = {}
+    for module, kernels in ((path, jobs), (gpu_script, all_reduce)):
+        proc = subprocess.run([sys.executable, "-c", SM90_DRIVER, str(module), json.dumps(kernels)], env=env,
+                              capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        results.update(json.loads(proc.stdout.strip().splitlines()[-1]))
+    assert len(results) == len(jobs) + 1
     for name, outcome in results.items():
         if outcome == "cubin":  # a machine with NVSHMEM_LIB_DIR/libnvshmem_device.bc would link
             continue
         assert "ptxas fatal   : Unresolved extern function 'nvshmem" in outcome, f"{name}: {outcome[-3000:]}"
+
+
+# -- the GPU proof's kernel (benchmarks/gpu_nvshmem.py), as checked in -------------------------------------
+
+
+@pytest.mark.parametrize("w,lws", [(2, 1), (2, 2), (3, 1), (4, 2)])
+def test_the_gpu_scripts_all_reduce(w, lws):
+    """benchmarks/kernels/generated/nvshmem_kernels_loop.py's all-reduce on W simulated ranks, 2 blocks over 5 tiles,
+    twice in a row (the barriers leave the pads zero), against torch's sum of the inputs."""
+    generated = import_file(Path(__file__).parents[1] / "benchmarks/kernels/generated/nvshmem_kernels_loop.py",
+                            "nvshmem_kernels_loop")
+    n, block = 77, 16
+    handles = sim.symmetric_empty(w, (n,), torch.float32, local_world_size=lws)
+    inputs = [torch.randint(-100, 100, (n,)).float() for _ in range(w)]
+
+    def body(rank):
+        h = handles[rank]
+        h.tensor.copy_(inputs[rank])
+        outs = []
+        for _ in range(2):
+            out = torch.full((n,), float("nan"))
+            generated.all_reduce_remote[(2,)](h.tensor, h.remote_ptrs, h.signal_pad, h.signal_pad_remote_ptrs, out,
+                                              rank, n, w, block)
+            outs.append(out)
+        return outs
+
+    for rank, outs in enumerate(sim.run(body, w, timeout=120)):
+        for out in outs:
+            assert torch.equal(out, torch.stack(inputs).sum(0)), f"rank {rank}"
+    assert all(not h.signal_pad.any() for h in handles)

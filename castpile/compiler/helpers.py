@@ -524,15 +524,22 @@ _castpile_nvshmem = _castpile_nvshmem_functions()
 
 
 def _castpile_remote_kernel(kernel):
-    """``kernel`` wrapped with torch's ``requires_nvshmem`` (links NVSHMEM's device library and initialises
-    each compiled module); unchanged under ``TRITON_INTERPRET=1``."""
+    """``kernel``, registered with torch's ``requires_nvshmem`` (each compiled module is initialised for NVSHMEM)
+    and launching with NVSHMEM's device library linked in; unchanged under ``TRITON_INTERPRET=1``.
+
+    It stays a JITFunction (``requires_nvshmem`` returns a launch-only wrapper), so other jit functions can
+    still call it; a kernel that calls it without a ``remote=`` binding of its own needs the same wrapping.
+    """
     import os
 
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
         return kernel
     from torch.distributed._symmetric_memory._nvshmem_triton import requires_nvshmem
 
-    return requires_nvshmem(kernel)
+    extern_libs = requires_nvshmem(kernel).extern_libs
+    run = kernel.run
+    kernel.run = lambda *args, **kwargs: run(*args, **kwargs, extern_libs=extern_libs)
+    return kernel
 
 
 @triton.constexpr_function
@@ -701,12 +708,12 @@ def _castpile_reduce_remote(src, count: tl.constexpr, smask, example, offs, boun
     acc = tl.zeros_like(offs).to(ACC)
     for p in tl.static_range(count):
         addr, pe = _castpile_remote_entry(src, p)
-        if pe < 0:
-            v = tl.load(_castpile_address(addr, example, align) + offs, mask=lanes, other=other,
+        if pe < 0:  # `x`, not `v`: a name both branches define keeps one type across the unrolled buffers
+            x = tl.load(_castpile_address(addr, example, align) + offs, mask=lanes, other=other,
                         cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
         else:
-            v = _castpile_remote_get(addr, pe, example, table, offs, lanes, other)
-        v = v.to(dtype).to(ACC)
+            x = _castpile_remote_get(addr, pe, example, table, offs, lanes, other)
+        v = x.to(dtype).to(ACC)
         if p == 0:
             acc = v
         elif OP == "sum":

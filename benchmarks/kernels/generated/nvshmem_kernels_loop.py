@@ -1,0 +1,394 @@
+"""A one-shot all-reduce written with remote="nvshmem" bindings (transpiled into ``generated/``), for gpu_nvshmem.py.
+
+Peers in this GPU's NVLink domain are read with loads; the others with NVSHMEM gets
+(docs/nvshmem.md). Pass the tensor's ``remote_ptrs`` and ``signal_pad_remote_ptrs``
+tables. Each block meets every rank's same block before reading (its peers' inputs are
+written) and after (nobody overwrites an input a peer still reads).
+"""
+
+import triton
+import triton.language as tl
+
+import castpile
+from castpile import multicast_like
+
+
+@triton.jit
+def all_reduce_remote(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.constexpr, BLOCK: tl.constexpr):
+    """``out = sum over ranks of buf`` (fp32 accumulation), tiles strided over the grid."""
+    bufs = buf_ptrs
+    pads = pad_ptrs
+    slot = tl.program_id(0) * WORLD
+    peers = tl.arange(0, triton.next_power_of_2(WORLD))
+    tl.debug_barrier()
+    _castpile_signal_remote(pads, WORLD, None, pad, rank + slot, None, pad_ptrs, 1, 0, sem="release", scope="sys")
+    _castpile_wait_flags(pad + slot + peers, 1, 0, peers < WORLD, sem="acquire", scope="sys")
+    tl.debug_barrier()
+    tile = tl.program_id(0)
+    while tile < tl.cdiv(n, BLOCK):
+        offs = tile * BLOCK + tl.arange(0, BLOCK)
+        total = _castpile_reduce_remote(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n), buf_ptrs, "sum", acc_dtype=tl.float32)
+        tl.store(out + offs, total.to(out.dtype.element_ty), mask=offs < n)
+        tile += tl.num_programs(0)
+    tl.debug_barrier()
+    _castpile_signal_remote(pads, WORLD, None, pad, rank + slot, None, pad_ptrs, 1, 0, sem="release", scope="sys")
+    _castpile_wait_flags(pad + slot + peers, 1, 0, peers < WORLD, sem="acquire", scope="sys")
+    tl.debug_barrier()
+
+
+# ---- castpile 0.2.0 helpers: generated, called by the rewritten accesses above ----
+import triton
+import triton.language as tl
+
+
+@triton.constexpr_function
+def _castpile_leading_ones(shape, r):
+    """True when the first ``r`` extents of ``shape`` are all 1."""
+    return all(int(s) == 1 for s in list(shape)[:r])
+
+
+@triton.constexpr_function
+def _castpile_accumulator(dtype, OP):
+    """The type a reduction ``OP`` of ``dtype`` accumulates in: ``tl.sum``'s pick (int32 for small ints)."""
+    if OP == "sum" and dtype.is_int() and dtype.primitive_bitwidth < 32:
+        return tl.int32 if dtype.is_int_signed() else tl.uint32
+    return dtype
+
+
+@triton.jit
+def _castpile_prepend(x, r: tl.constexpr):
+    """``x`` with ``r`` leading unit dims."""
+    for _ in tl.static_range(r):
+        x = tl.expand_dims(x, 0)
+    return x
+
+
+@triton.jit
+def _castpile_positions(src, count: tl.constexpr, offs):
+    """Flat stack positions, shape P + (1,) * len(I)."""
+    if src.dtype.is_ptr():
+        pos = tl.arange(0, triton.next_power_of_2(count))
+    else:
+        pos = tl.reshape(tl.arange(0, count), src.shape)
+    for _ in tl.static_range(len(offs.shape)):
+        pos = tl.expand_dims(pos, len(pos.shape))
+    return pos
+
+
+@triton.jit
+def _castpile_lane_mask(valid, mask, offs, user_mask=None):
+    """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element masks.
+
+    Always a fresh tensor of the offsets' shape: Triton 3.6's interpreter reads atomic
+    operands as contiguous arrays, so a broadcast or Python-bool mask would be misread.
+    """
+    lanes = tl.full(offs.shape, 1, tl.int1) & valid
+    if mask is not None:
+        lanes = lanes & mask
+    if user_mask is not None:
+        lanes = lanes & user_mask
+    return lanes
+
+
+@triton.jit
+def _castpile_slice(v, pos, p: tl.constexpr, offs):
+    """The part of ``v`` (broadcast to P + I) that belongs to buffer ``p``."""
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    if len(v.shape) <= len(offs.shape):
+        return v
+    elif _castpile_leading_ones(v.shape, len(v.shape) - len(offs.shape)):
+        return tl.reshape(v, v.shape[len(v.shape) - len(offs.shape):])
+    else:
+        full = tl.where(pos == p, v, tl.zeros_like(v))
+        for _ in tl.static_range(R):
+            full = tl.sum(full, axis=0)
+        return full
+
+
+@triton.jit
+def _castpile_offsets(offs):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
+    return offs + tl.zeros((), tl.int32)
+
+
+@triton.jit
+def _castpile_cas(ptrs, mask, example, cmp, value, sem: tl.constexpr, scope: tl.constexpr):
+    """``tl.atomic_cas`` that leaves masked-off lanes alone.
+
+    ``tl.atomic_cas`` has no mask: masked-off lanes are pointed at ``example``
+    (memory the kernel owns) and swap a value for itself, which never changes it.
+    """
+    cmp = _castpile_full(cmp, ptrs, example)
+    value = _castpile_full(value, ptrs, example)
+    if mask is None:
+        return tl.atomic_cas(ptrs, cmp, value, sem=sem, scope=scope)
+    else:
+        return tl.atomic_cas(tl.where(mask, ptrs, example), tl.where(mask, cmp, value), value, sem=sem, scope=scope)
+
+
+@triton.jit
+def _castpile_full(value, ptrs, example):
+    """``value`` cast to the buffers' type and broadcast (NumPy-style) to the shape of ``ptrs``."""
+    value = tl.cast(value, example.dtype.element_ty)
+    value = tl.broadcast_to(_castpile_prepend(value, len(ptrs.shape) - len(value.shape)), ptrs.shape)
+    # A select materialises the broadcast: Triton 3.6's interpreter reads atomic operands as
+    # contiguous arrays (compiled code is unaffected; the select folds away).
+    return tl.where(tl.full(ptrs.shape, 1, tl.int1), value, value)
+
+
+@triton.jit
+def _castpile_wait_flags(ptrs, value=1, reset=0, mask=None, sem: tl.constexpr = tl.constexpr("acquire"),
+                         scope: tl.constexpr = tl.constexpr("sys")):
+    """Spin until every flag at ``ptrs`` equals ``value``, then set it to ``reset``.
+
+    A lane reads its flag with an atomic (``sem``, ``scope``) until it sees
+    ``value``, resets it and is masked off from then on.
+    """
+    dtype = ptrs.dtype.element_ty
+    if mask is None:
+        pending = tl.full(ptrs.shape, 1, tl.int1)
+    else:
+        pending = tl.broadcast_to(mask, ptrs.shape) & tl.full(ptrs.shape, 1, tl.int1)
+    while tl.sum(pending.to(tl.int32)) > 0:
+        seen = tl.atomic_add(ptrs, tl.zeros(ptrs.shape, dtype), mask=pending, sem=sem, scope=scope)
+        arrived = pending & (seen == tl.cast(value, dtype))
+        tl.atomic_xchg(ptrs, tl.cast(reset, dtype) + tl.zeros(ptrs.shape, dtype), mask=arrived, sem=sem, scope=scope)
+        pending = pending & ~arrived
+
+
+def _castpile_nvshmem_functions():
+    """NVSHMEM's device functions: torch's (``_nvshmem_triton``), or under ``TRITON_INTERPRET=1`` the
+    simulator's stand-ins (``castpile.gpu.sim_nvshmem``), which move bytes through its shared memory."""
+    import os
+
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        from castpile.gpu import sim_nvshmem as functions
+    else:
+        from torch.distributed._symmetric_memory import _nvshmem_triton as functions
+    return functions
+
+
+_castpile_nvshmem = _castpile_nvshmem_functions()
+
+
+def _castpile_remote_kernel(kernel):
+    """``kernel``, registered with torch's ``requires_nvshmem`` (each compiled module is initialised for NVSHMEM)
+    and launching with NVSHMEM's device library linked in; unchanged under ``TRITON_INTERPRET=1``.
+
+    It stays a JITFunction (``requires_nvshmem`` returns a launch-only wrapper), so other jit functions can
+    still call it; a kernel that calls it without a ``remote=`` binding of its own needs the same wrapping.
+    """
+    import os
+
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        return kernel
+    from torch.distributed._symmetric_memory._nvshmem_triton import requires_nvshmem
+
+    extern_libs = requires_nvshmem(kernel).extern_libs
+    run = kernel.run
+    kernel.run = lambda *args, **kwargs: run(*args, **kwargs, extern_libs=extern_libs)
+    return kernel
+
+
+@triton.constexpr_function
+def _castpile_numel(shape):
+    """The number of elements of ``shape``."""
+    n = 1
+    for s in list(shape):
+        n *= int(s)
+    return n
+
+
+@triton.jit
+def _castpile_flat(x):
+    """``x`` as a 1-D tensor (a 0-d tensor becomes one element)."""
+    if len(x.shape) == 0:
+        return tl.expand_dims(x, 0)
+    else:
+        return tl.reshape(x, (_castpile_numel(x.shape),))
+
+
+@triton.jit
+def _castpile_unflat(x, like):
+    """``x`` (1-D) in the shape of ``like``."""
+    if len(like.shape) == 0:
+        return tl.max(x, axis=0)
+    else:
+        return tl.reshape(x, like.shape)
+
+
+@triton.jit
+def _castpile_remote_entry(src, p: tl.constexpr):
+    """Table entry ``p``: its address (48 bits) and its PE, -1 for a load/store reachable buffer."""
+    entry = tl.load(src + p)
+    return entry & 0xFFFFFFFFFFFF, (entry >> 48).to(tl.int32) - 1
+
+
+@triton.jit
+def _castpile_remote_scratch(table, example):
+    """This program's slice of the scratch named before ``table``: a typed pointer and its size in elements."""
+    base = tl.load(table - 2)
+    total = tl.load(table - 1)
+    programs = tl.num_programs(0) * tl.num_programs(1) * tl.num_programs(2)
+    slot = tl.program_id(0) + tl.num_programs(0) * (tl.program_id(1) + tl.num_programs(1) * tl.program_id(2))
+    region = total // programs // 16 * 16
+    chunk = region // (example.dtype.element_ty.primitive_bitwidth // 8)
+    tl.device_assert(chunk > 0, "castpile: the remote scratch has no room for one element per program")
+    scratch = (base + slot.to(tl.int64) * region).to(tl.pointer_type(example.dtype.element_ty))
+    return scratch, chunk
+
+
+@triton.jit
+def _castpile_address(addr, example, align: tl.constexpr):
+    """``addr`` as a pointer to the buffers' type (``align`` bytes aligned if given)."""
+    ptr = addr.to(tl.pointer_type(example.dtype.element_ty))
+    if align is not None:
+        ptr = tl.multiple_of(ptr, align)
+    return ptr
+
+
+@triton.jit
+def _castpile_remote_get(addr, pe, example, table, offs, lanes, other):
+    """The elements ``offs`` of PE ``pe``'s buffer (``addr``: this rank's symmetric address of it) where ``lanes``;
+    ``other`` (or 0) elsewhere.  One NVSHMEM get per scratch-sized chunk of the span of the lanes' offsets."""
+    scratch, chunk = _castpile_remote_scratch(table, example)
+    dtype = example.dtype.element_ty
+    flat = _castpile_flat(offs).to(tl.int64)
+    live = _castpile_flat(lanes)
+    fill = tl.zeros(offs.shape, dtype)
+    if other is not None:
+        fill = tl.broadcast_to(_castpile_prepend(tl.cast(other, dtype), len(offs.shape) - len(tl.cast(other, dtype).shape)), offs.shape)
+    res = _castpile_flat(fill)
+    start = tl.min(tl.where(live, flat, 1 << 62))
+    hi = tl.max(tl.where(live, flat, -(1 << 62)))
+    buffer = _castpile_address(addr, example, None)
+    while start <= hi:
+        n = tl.minimum(chunk, hi - start + 1)
+        tl.debug_barrier()
+        _castpile_nvshmem.get(scratch, buffer + start, n, pe)
+        tl.debug_barrier()
+        inside = live & (flat >= start) & (flat < start + n)
+        res = tl.where(inside, tl.load(scratch + (flat - start), mask=inside, volatile=True), res)
+        start = start + n
+    return _castpile_unflat(res, offs)
+
+
+@triton.jit
+def _castpile_remote_put(addr, pe, example, table, offs, lanes, value):
+    """Write ``value`` (broadcast to the offsets' shape) to the elements ``offs`` of PE ``pe``'s buffer where
+    ``lanes``, and nowhere else: one NVSHMEM put when the lanes' offsets are exactly one contiguous run that fits
+    the scratch, else one put per element (in lane order)."""
+    scratch, chunk = _castpile_remote_scratch(table, example)
+    dtype = example.dtype.element_ty
+    flat = _castpile_flat(offs).to(tl.int64)
+    live = _castpile_flat(lanes)
+    value = tl.cast(value, dtype)
+    vals = _castpile_flat(tl.broadcast_to(_castpile_prepend(value, len(offs.shape) - len(value.shape)), offs.shape))
+    N: tl.constexpr = _castpile_numel(flat.shape)
+    idx = tl.arange(0, N)
+    buffer = _castpile_address(addr, example, None)
+    count = tl.sum(live.to(tl.int32))
+    lo = tl.min(tl.where(live, flat, 1 << 62))
+    rel = tl.where(live, flat - lo, 1 << 62)
+    ordered = tl.sort(rel)
+    run = tl.sum(((idx < count) & (ordered != idx)).to(tl.int32)) == 0  # the offsets are lo, lo + 1, ..., once each
+    if (count > 0) & run & (count <= chunk):
+        tl.debug_barrier()
+        tl.store(scratch + rel, vals, mask=live)
+        tl.debug_barrier()
+        _castpile_nvshmem.put(buffer + lo, scratch, count.to(tl.int64), pe)
+        tl.debug_barrier()
+    elif count > 0:
+        g = chunk * 0
+        while g < N:
+            tl.debug_barrier()
+            part = live & (idx >= g) & (idx < g + chunk)
+            tl.store(scratch + (idx - g), vals, mask=part)
+            tl.debug_barrier()
+            q = g
+            while (q < N) & (q < g + chunk):
+                if tl.sum(tl.where(idx == q, part.to(tl.int32), 0)) != 0:
+                    at = tl.sum(tl.where(idx == q, flat, 0))
+                    _castpile_nvshmem.put(buffer + at, scratch + (q - g), 1, pe)
+                q += 1
+            g += chunk
+        tl.debug_barrier()
+
+
+@triton.jit
+def _castpile_reduce_remote(src, count: tl.constexpr, smask, example, offs, bounds, table, OP: tl.constexpr, mask=None,
+                            other=None, acc_dtype: tl.constexpr = None, cache_modifier: tl.constexpr = tl.constexpr(""),
+                            eviction_policy: tl.constexpr = tl.constexpr(""), volatile: tl.constexpr = False,
+                            align: tl.constexpr = None, keep_dims: tl.constexpr = False):
+    """``tl.sum``/``max``/``min`` over a table's buffers, one at a time (remote ones fetched by NVSHMEM gets)."""
+    offs = _castpile_offsets(offs)
+    dtype = example.dtype.element_ty
+    if acc_dtype is not None:
+        dtype = acc_dtype
+    ACC: tl.constexpr = _castpile_accumulator(dtype, OP)
+    if other is None:
+        other = 0
+    lanes = _castpile_lane_mask(True, bounds, offs, mask)
+    acc = tl.zeros_like(offs).to(ACC)
+    for p in tl.static_range(count):
+        addr, pe = _castpile_remote_entry(src, p)
+        if pe < 0:  # `x`, not `v`: a name both branches define keeps one type across the unrolled buffers
+            x = tl.load(_castpile_address(addr, example, align) + offs, mask=lanes, other=other,
+                        cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
+        else:
+            x = _castpile_remote_get(addr, pe, example, table, offs, lanes, other)
+        v = x.to(dtype).to(ACC)
+        if p == 0:
+            acc = v
+        elif OP == "sum":
+            acc = acc + v
+        elif OP == "max":
+            acc = tl.maximum(acc, v)
+        else:
+            acc = tl.minimum(acc, v)
+    if bounds is not None:
+        acc = tl.where(bounds, acc, tl.zeros_like(acc))
+    if keep_dims:
+        acc = tl.expand_dims(acc, 0)
+    return acc
+
+
+@triton.jit
+def _castpile_signal_remote(src, count: tl.constexpr, smask, example, offs, bounds, table, value=1, wait_for=None,
+                            mask=None, sem: tl.constexpr = tl.constexpr("release"), scope: tl.constexpr = tl.constexpr("sys"),
+                            align: tl.constexpr = None):
+    """``castpile.signal`` one buffer at a time.  A remote flag: earlier puts completed (``quiet``), then
+    ``value`` put; with ``wait_for``, polled by gets until it holds ``wait_for``, then ``value`` put (no
+    remote compare-and-swap: correct when one signaller owns each flag, as in a barrier)."""
+    offs = _castpile_offsets(offs)
+    pos = _castpile_positions(src, count, offs)
+    dtype = example.dtype.element_ty
+    lanes = _castpile_flat(_castpile_lane_mask(True, bounds, offs, mask))  # flat: a spin needs a 1-D tensor to reduce
+    flat = _castpile_flat(offs)
+    for p in tl.static_range(count):
+        addr, pe = _castpile_remote_entry(src, p)
+        part = _castpile_flat(_castpile_full(_castpile_slice(tl.cast(value, dtype), pos, p, offs), offs, example))
+        if pe < 0:
+            ptrs = _castpile_address(addr, example, align) + flat
+            if wait_for is None:
+                tl.atomic_xchg(ptrs, _castpile_full(part, ptrs, example), mask=lanes, sem=sem, scope=scope)
+            else:
+                pending = lanes
+                while tl.sum(pending.to(tl.int32)) > 0:
+                    old = _castpile_cas(ptrs, pending, example, wait_for, part, sem, scope)
+                    pending = pending & (old != tl.cast(wait_for, dtype))
+        else:
+            _castpile_nvshmem.quiet()
+            if wait_for is None:
+                _castpile_remote_put(addr, pe, example, table, flat, lanes, part)
+            else:
+                pending = lanes
+                while tl.sum(pending.to(tl.int32)) > 0:
+                    seen = _castpile_remote_get(addr, pe, example, table, flat, pending, None)
+                    free = pending & (seen == tl.cast(wait_for, dtype))
+                    _castpile_remote_put(addr, pe, example, table, flat, free, part)
+                    pending = pending & ~free
+            _castpile_nvshmem.quiet()
+
+
+all_reduce_remote = _castpile_remote_kernel(all_reduce_remote)
