@@ -541,3 +541,22 @@ def test_the_gpu_scripts_all_reduce(w, lws):
         for out in outs:
             assert torch.equal(out, torch.stack(inputs).sum(0)), f"rank {rank}"
     assert all(not h.signal_pad.any() for h in handles)
+
+
+def test_the_gpu_scripts_phases_record_failures_and_c_level_output(tmp_path):
+    """benchmarks/gpu_nvshmem.py's bookkeeping, without a GPU: a phase that fails is recorded with its error and
+    what was written to file descriptors 1 and 2 (as NVSHMEM's C code writes), and the next phase still runs."""
+    script = import_file(Path(__file__).parents[1] / "benchmarks/gpu_nvshmem.py", "gpu_nvshmem")
+    run = script.Run(tmp_path / "nvshmem.json", 1)
+    with run.phase("init", bytes=4):
+        os.write(2, b"nvshmem: transport ibgda failed to load\n")
+        raise RuntimeError("NVSHMEM initialisation failed")
+    with run.phase("next") as entry:
+        entry["value"] = 7
+    saved = __import__("json").loads((tmp_path / "nvshmem.json.rank1.json").read_text())
+    first, second = saved["phases"]
+    assert first["status"] == "failed" and first["error"] == "RuntimeError: NVSHMEM initialisation failed"
+    assert "transport ibgda failed to load" in first["output"] and first["bytes"] == 4
+    assert second == {"phase": "next", "status": "ok", "value": 7, "seconds": second["seconds"]}
+    assert "transport ibgda failed to load" in (tmp_path / "nvshmem.json.rank1.log").read_text()
+    assert run.failed("init") and not run.failed("next")

@@ -1,0 +1,257 @@
+"""Multicast tensors on the NVSHMEM backend on 2 x H200 (issue 16 item 3): bit-exact against NCCL, timed against it.
+
+One launch is one mode; NVSHMEM reads its environment once, at initialisation:
+
+    # (a) P2P allowed: both GPUs of the host reachable by loads and stores
+    NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \\
+        python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/gpu_nvshmem.py --out $OUT/nvshmem.json
+    # (b) the remote path for the peer: P2P off, a network transport over the host's InfiniBand
+    NVSHMEM_DISABLE_P2P=1 NVSHMEM_REMOTE_TRANSPORT=ibgda NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \\
+        NVSHMEM_DISABLE_NVLS=1 python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/gpu_nvshmem.py \\
+        --out $OUT/nvshmem-ibgda.json          # and NVSHMEM_REMOTE_TRANSPORT=ibrc / ucx
+
+Each rank allocates with ``backend="nvshmem"``, records ``reachable`` against the layout's
+expectation (``backends.node_reachability``), then per size: ``--iters`` calls of the
+all-reduce written with ``remote="nvshmem"`` bindings (benchmarks/kernels/nvshmem_kernels.py,
+imported from its checked-in plain-Triton module: this image has no libcst), each on fresh
+integer-valued bf16 data compared bit for bit with NCCL's all-reduce of the same input; the
+signal pads must end zero; medians of both (benchmarks/harness.py). Where every peer is
+reachable, the library's collectives run on the same NVSHMEM tensor and are checked the same
+way; where not, their refusal is recorded.
+
+Nothing is allowed to hang or vanish: every phase runs under try/except with the process's
+stdout and stderr (NVSHMEM prints from C) captured into ``<out>.rank<r>.log`` and the phase's
+part copied into the JSON; each rank rewrites ``<out>.rank<r>.json`` after every phase, and
+rank 0 writes ``<out>`` with both ranks' records at the end; a watchdog (harness.start_ranks)
+ends a rank that makes no progress for ``--timeout`` seconds, and no new size starts after
+``--budget`` seconds.
+"""
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]
+
+from castpile.gpu import backends, collectives, runtime  # noqa: E402
+from harness import run_header, start_ranks, timed  # noqa: E402
+
+SIZES = [64 << 10, 1 << 20, 16 << 20]  # bytes of each rank's bf16 input
+BLOCK, WARPS = 1024, 4
+ENV_PREFIXES = ("NVSHMEM_", "NCCL_", "TORCH_SYMM_MEM_", "LOCAL_WORLD_SIZE", "WORLD_SIZE")
+
+
+class Run:
+    """One rank's record: phases in order, each with its status, time, error and captured output."""
+
+    def __init__(self, out: Path, rank: int):
+        self.out, self.rank = out, rank
+        self.log = Path(f"{out}.rank{rank}.log")
+        self.record = {"rank": rank, "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
+                       "phases": []}
+
+    @contextlib.contextmanager
+    def phase(self, name: str, **fields):
+        """Run the body as phase ``name``: its output captured, any exception recorded (and not raised)."""
+        entry = {"phase": name, **fields, "status": "running"}
+        self.record["phases"].append(entry)
+        self.save()
+        start = time.perf_counter()
+        with self._captured() as captured:
+            try:
+                yield entry
+                entry["status"] = "ok"
+            except Exception as exc:  # recorded, never raised: the next phase still runs
+                entry["status"] = "failed"
+                entry["error"] = f"{type(exc).__name__}: {exc}"
+                entry["traceback"] = traceback.format_exc()[-4000:]
+        entry["seconds"] = round(time.perf_counter() - start, 3)
+        text = captured()
+        if text.strip():
+            entry["output"] = text[-4000:]
+        self.save()
+
+    @contextlib.contextmanager
+    def _captured(self):
+        """File descriptors 1 and 2 into the log while the body runs; yields a function returning what they got."""
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = os.dup(1), os.dup(2)
+        with tempfile.TemporaryFile() as tmp:
+            os.dup2(tmp.fileno(), 1)
+            os.dup2(tmp.fileno(), 2)
+            text = ""
+            try:
+                yield lambda: text
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os.dup2(saved[0], 1)
+                os.dup2(saved[1], 2)
+                os.close(saved[0])
+                os.close(saved[1])
+                tmp.seek(0)
+                text = tmp.read().decode(errors="replace")
+                with open(self.log, "a") as log:
+                    log.write(text)
+                sys.stdout.write(text)  # the console still shows it
+                sys.stdout.flush()
+
+    def save(self):
+        Path(f"{self.out}.rank{self.rank}.json").write_text(json.dumps(self.record, indent=1))
+
+    def failed(self, name: str) -> bool:
+        return any(p["phase"] == name and p["status"] != "ok" for p in self.record["phases"])
+
+
+def pattern(x: torch.Tensor, rank: int, it: int):
+    """Integers in [-64, 64], different per rank and call: their sums over 2 ranks are exact in bf16."""
+    n = torch.arange(x.numel(), device=x.device)
+    x.copy_(((n * (rank + 3) + it * 7919 + rank * 31) % 129 - 64).to(x.dtype))
+
+
+def check_and_time(name: str, symm, ours, reference, args, dog, entry):
+    """``args.iters`` calls of ``ours()`` on fresh data against ``reference(x)``; pads zero after; medians of both."""
+    rank, x = symm.rank, torch.empty_like(symm.tensor)
+    mismatches = torch.zeros((), dtype=torch.int64, device=x.device)
+    for it in range(args.iters):
+        pattern(x, rank, it)
+        symm.tensor.copy_(x)
+        mismatches += (ours() != reference(x)).sum()
+        if it % 50 == 0:
+            dog.tick(f"{name} call {it}")
+    torch.cuda.synchronize()
+    dist.barrier()
+    totals = torch.stack([mismatches, symm.signal_pad.count_nonzero().to(torch.int64)])
+    dist.all_reduce(totals)
+    entry.update(iters=args.iters, mismatches=int(totals[0]), pads_nonzero_after=int(totals[1]))
+    nccl_buf = x.clone()
+    medians = timed({name: ours, "nccl": lambda: dist.all_reduce(nccl_buf)}, args.timing_iters, args.reps, dog)
+    entry.update(castpile_us=round(medians[name], 2), nccl_us=round(medians["nccl"], 2))
+
+
+def nccl_all_reduce(x):
+    ref = x.clone()
+    dist.all_reduce(ref)
+    return ref
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default="nvshmem.json")
+    parser.add_argument("--sizes", type=int, nargs="+", default=SIZES, help="bytes of each rank's bf16 input")
+    parser.add_argument("--iters", type=int, default=200, help="checked calls per kernel and size")
+    parser.add_argument("--timing-iters", type=int, default=20)
+    parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument("--timeout", type=float, default=90.0, help="watchdog: seconds without progress")
+    parser.add_argument("--budget", type=float, default=150.0, help="seconds after which no new size starts")
+    args = parser.parse_args()
+    started = time.monotonic()
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+    rank, world, dev, dog = start_ranks(args.timeout)
+    run = Run(out, rank)
+    p2p = os.environ.get("NVSHMEM_DISABLE_P2P", "0").lower() in ("", "0", "false", "n", "no")
+    run.record.update(run_header(dev, world_size=world, mode="p2p" if p2p else "no-p2p"))
+
+    with run.phase("nvshmem available") as entry:
+        from torch.distributed import _symmetric_memory as symm_mem
+
+        entry["problem"] = backends.nvshmem_problem(symm_mem, torch.cuda.is_available())
+        if entry["problem"]:
+            raise RuntimeError(entry["problem"])
+
+    with run.phase("import the remote kernel") as entry:
+        # importing registers the kernel with torch's requires_nvshmem, which finds libnvshmem_device.bc
+        from kernels.generated import nvshmem_kernels_loop as remote_kernels
+
+        entry["module"] = remote_kernels.__file__
+
+    for nbytes in args.sizes:
+        n = nbytes // 2
+        if time.monotonic() - started > args.budget:
+            run.record["phases"].append({"phase": f"size {nbytes}", "status": "skipped: over --budget"})
+            continue
+        dog.tick(f"allocate {nbytes}")
+        symm = None
+        with run.phase("allocate", bytes=nbytes) as entry:
+            symm = runtime.symmetric_empty((n,), torch.bfloat16, backend="nvshmem")
+            expected = backends.node_reachability(symm.pes, rank, backends.local_world_size(world), p2p=p2p)
+            tags = [int(e) >> backends.REMOTE_TAG_SHIFT for e in symm.remote_ptrs.tolist()]
+            entry.update(backend=symm.backend, pes=list(symm.pes), reachable=list(symm.reachable),
+                         expected_reachable=list(expected), as_expected=tuple(symm.reachable) == tuple(expected),
+                         buffer_ptr_nonzero=[int(p) != 0 for p in symm.buffer_ptrs.tolist()], remote_tags=tags,
+                         max_blocks=symm.max_blocks)
+        if symm is None:
+            break  # allocation is collective: a failure leaves nothing to run on
+        dist.barrier()
+
+        with run.phase("remote all-reduce", bytes=nbytes) as entry:
+            out_buf = torch.empty_like(symm.tensor)
+            blocks = max(1, min(-(-n // BLOCK), symm.max_blocks))
+            entry["blocks"] = blocks
+
+            def ours():
+                remote_kernels.all_reduce_remote[(blocks,)](
+                    symm.tensor, symm.remote_ptrs, symm.signal_pad, symm.signal_pad_remote_ptrs, out_buf, rank, n,
+                    WORLD=world, BLOCK=BLOCK, num_warps=WARPS)
+                return out_buf
+
+            check_and_time("castpile_remote", symm, ours, nccl_all_reduce, args, dog, entry)
+
+        library = {
+            "all_reduce_one_shot": lambda: collectives.all_reduce_one_shot(symm, lib_out),
+            "all_reduce_two_shot": lambda: collectives.all_reduce_two_shot(symm, push=False),
+            "all_reduce": lambda: collectives.all_reduce(symm, lib_out),
+        }
+        lib_out = torch.empty_like(symm.tensor)
+        for name, call in library.items():
+            if run.failed("remote all-reduce") and name != "all_reduce_one_shot":
+                continue  # a rank may be wedged: one library call at most, to record the outcome
+            with run.phase(f"library {name}", bytes=nbytes) as entry:
+                if not symm.all_reachable:
+                    try:
+                        call()
+                    except ValueError as exc:  # the library refuses remote peers before launching
+                        entry["refused"] = str(exc)
+                        continue
+                    raise AssertionError(f"{name} ran on a tensor with remote peers")
+                check_and_time(name, symm, call, nccl_all_reduce, args, dog, entry)
+        dog.tick(f"done {nbytes}")
+        symm = None
+        torch.cuda.synchronize()
+        dist.barrier()
+
+    dog.tick("gather the records")
+    records = [None] * world
+    try:
+        dist.all_gather_object(records, run.record)
+    except Exception as exc:
+        records = [run.record, {"error": f"all_gather_object failed: {exc}"}]
+    if rank == 0:
+        checked = [p for r in records if r and "phases" in r for p in r["phases"] if "mismatches" in p]
+        ok = bool(checked) and all(p["mismatches"] == 0 and p["pads_nonzero_after"] == 0 for p in checked)
+        failed = [(r.get("rank"), p["phase"]) for r in records if r and "phases" in r for p in r["phases"]
+                  if p.get("status") == "failed"]
+        out.write_text(json.dumps({"all_checks_exact": ok, "failed_phases": failed, "ranks": records}, indent=1))
+        print("ALL EXACT" if ok and not failed else f"NOT ALL OK: failed phases {failed}", flush=True)
+    try:
+        dist.barrier()
+        dist.destroy_process_group()
+    except Exception:
+        pass
+
+
+if __name__ == "__main__":
+    main()
