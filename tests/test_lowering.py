@@ -46,6 +46,13 @@ def test_remote_kernel_lines(source, expected, strategy):
 
 
 @pytest.mark.parametrize("strategy", castpile.STRATEGIES)
+def test_remote_none_is_no_remote(strategy):
+    source = "bufs = multicast_like(out, table[:W], shape=(n,){})\nx = bufs[offs]\n"
+    assert transpile(kernel_module(source.format(", remote=None")), strategy) == transpile(
+        kernel_module(source.format("")), strategy)  # the binding's line is replaced either way
+
+
+@pytest.mark.parametrize("strategy", castpile.STRATEGIES)
 @pytest.mark.parametrize("source,expected", [c[1:] for c in FILE_CASES], ids=[c[0] for c in FILE_CASES])
 def test_whole_files(source, expected, strategy):
     out = transpile(source, strategy)

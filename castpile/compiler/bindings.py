@@ -117,8 +117,9 @@ class JitBindings:
                 self.error(args["align"], "align= must be a power-of-two integer literal (bytes)")
                 ok = False
             binding.align = align
-        if "remote" in args:
-            ok = self._remote(binding, args["remote"]) and ok
+        remote = args.get("remote")
+        if remote is not None and not (isinstance(remote, cst.Name) and remote.value == "None"):
+            ok = self._remote(binding, remote) and ok
         return binding if ok else None
 
     def _remote(self, binding: Binding, value: cst.BaseExpression) -> bool:
