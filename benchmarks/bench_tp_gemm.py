@@ -70,6 +70,7 @@ SMALL_SWEEP_CONFIGS = [  # at M = 256
     "128x64x64:g8:w4:s4", "128x256x64:g8:w8:s3", "64x256x64:g8:w4:s4", "128x128x128:g8:w8:s3",
 ]
 COMM_SWEEP = [(2, None), (4, None), (8, None), (4, 16), (4, 32), (8, 8), (16, 8)]  # (comm_blocks, chunk_rows)
+K_SEGMENT_SWEEP = [(4, 512), (4, 1024), (4, 2048), (4, 4096), (2, 1024), (2, 512)]  # (comm_blocks, k_segment), M = 256
 ASSUMED_FLOPS = 600e12  # a guess at the speed, only to size the timing loops
 
 
@@ -345,15 +346,18 @@ def sweep(rank, world, group_name, dog, args):
     for m in (256, 4096):
         k = n = 8192
         fns, errors, keep = {}, {}, []
-        for comm_blocks, chunk_rows in COMM_SWEEP:
-            options = {"comm_blocks": comm_blocks, "chunk_rows": chunk_rows}
+        rows_options = [{"comm_blocks": c, "chunk_rows": r, "k_segment": 0} for c, r in COMM_SWEEP]
+        column_options = [{"comm_blocks": c, "k_segment": s} for c, s in K_SEGMENT_SWEEP] if m == 256 else []
+        for options in rows_options + column_options:
             problem = Problem("all_gather_matmul", m, k, n, rank, world, group_name,
                               args.config or tp_gemm.default_config(m), options)
             keep.append(problem)
             xs, bs = problem.inputs(7, False)
             problem.state.a_shard.copy_(xs[rank])
             out = torch.empty(problem.out_shape(), dtype=torch.bfloat16, device=dev)
-            name = f"comm_blocks={comm_blocks},chunk_rows={problem.state.chunk_rows}"
+            st = problem.state
+            name = f"comm_blocks={st.comm_blocks}," + (f"k_segment={st.k_segment}" if st.k_segment
+                                                        else f"chunk_rows={st.chunk_rows}")
             fns[name] = lambda p=problem, b=bs[rank], out=out: tp_gemm.all_gather_matmul(p.state, None, b, out)
         fns = probe(fns, errors, dog)
         us = timed(fns, iters_for(2.0 * m * k * n), args.reps, dog)
@@ -384,11 +388,12 @@ def main(argv=None):
     parser.add_argument("--config", type=parse_config, default=None, help="our tiles, e.g. 128x256x64:g8:w8:s3")
     parser.add_argument("--comm-blocks", type=int, default=None)
     parser.add_argument("--chunk-rows", type=int, default=None)
+    parser.add_argument("--k-segment", type=int, default=None, help="the all-gather's columns per chunk (0: rows)")
     parser.add_argument("--sweep", action="store_true")
     parser.add_argument("--timeout", type=float, default=300)
     args = parser.parse_args(argv)
-    args.ag_options = {k: v for k, v in (("comm_blocks", args.comm_blocks), ("chunk_rows", args.chunk_rows))
-                       if v is not None}
+    args.ag_options = {k: v for k, v in (("comm_blocks", args.comm_blocks), ("chunk_rows", args.chunk_rows),
+                                         ("k_segment", args.k_segment)) if v is not None}
     rank, world, dev, dog = start_ranks(args.timeout)
     group_name = dist.group.WORLD.group_name
     with warnings.catch_warnings():  # deprecated (and not needed) in torch 2.11; older torch needs it

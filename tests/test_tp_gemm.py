@@ -120,6 +120,41 @@ def test_all_gather_chunking(options):
     assert all(int(s.flags.tensor.abs().sum()) == 0 for s in states)
 
 
+@pytest.mark.parametrize("path", sorted(TILES))
+@pytest.mark.parametrize("world,options", [
+    (2, {"k_segment": 16, "comm_blocks": 2, "blocks": 5}),   # K = 40: segments of 16, 16, 8 columns
+    (3, {"k_segment": 32, "comm_blocks": 3, "blocks": 4}),   # a last segment of 8; parts of 8 rows
+    (4, {"k_segment": 48, "comm_blocks": 5, "blocks": 7}),   # one segment past K; parts of 5 rows, the last of 4
+], ids=["w2", "w3", "w4"])
+def test_all_gather_column_chunks(world, options, path):
+    """Chunks of columns (``k_segment``): peer tiles multiplied segment by segment as they arrive; exact."""
+    states = _ag_states(world, path, chunk_rows=None, **options)
+    assert states[0].k_segment == options["k_segment"] and states[0].chunk_rows == SHARD
+    assert states[0].chunks == -(-K // options["k_segment"]) * options["comm_blocks"]
+    outs, data = _ag_run(states, world, 2, seed=world + 40)
+    for call, (shards, bs) in enumerate(data):
+        for rank in range(world):
+            out, gathered = outs[rank][call]
+            assert torch.equal(gathered, torch.cat(shards)), (call, rank)
+            assert torch.equal(out, torch.cat(shards) @ bs[rank]), (call, rank)
+    assert all(int(s.flags.tensor.abs().sum()) == 0 and int(s.pad.tensor.abs().sum()) == 0 for s in states)
+
+
+def test_column_chunks_are_chosen_where_a_tile_holds_the_whole_shard():
+    """On GPUs by default: 256 x 8192 over 2 ranks (a 128-row shard in one tile) chunks columns, 4096 rows do not."""
+    small = tp_gemm._ag_plan(2, 256, 8192, 8192, torch.bfloat16, torch.device("cuda"), blocks=132)
+    large = tp_gemm._ag_plan(2, 4096, 8192, 8192, torch.bfloat16, torch.device("cuda"), blocks=132)
+    assert small["k_segment"] == tp_gemm.K_SEGMENT and small["chunks"] == 8192 // tp_gemm.K_SEGMENT * 4
+    assert large["k_segment"] == 0 and large["chunk_rows"] == 128
+    rows = tp_gemm._ag_plan(2, 256, 8192, 8192, torch.bfloat16, torch.device("cuda"), blocks=132, k_segment=0)
+    assert rows["k_segment"] == 0 and rows["chunks"] == 8  # asked for: chunks of 16 rows
+    with pytest.raises(ValueError, match="chunk_rows .* or k_segment .*, not both"):
+        tp_gemm._ag_plan(2, 256, 64, 64, torch.float32, torch.device("cpu"), blocks=4, chunk_rows=8, k_segment=16)
+    with pytest.raises(ValueError, match="k_segment \\(24\\) must be 0 .* multiple of the tile's block_k \\(16\\)"):
+        tp_gemm._ag_plan(2, 256, 64, 64, torch.float32, torch.device("cpu"), blocks=4,
+                         config=TILES["tma"], k_segment=24)
+
+
 def test_all_gather_waits_for_a_late_rank():
     """Rank 1 calls a second late: rank 0 must wait for its shard (its buffer starts NaN), not read ahead."""
     world = 2
@@ -223,7 +258,7 @@ def test_kernels_compile_for_sm90(tmp_path):
     ag = {"a": "*bf16", "a_peers": "*i64", "b": "*bf16", "out": "*bf16", "flags": "*i32", "flag_peers": "*i64",
           "pad": "*i32", "pad_ptrs": "*i64", "rank": "i32", "Ms": "i32", "N": "i32", "chunk_rows": "i32"}
     ag_const = {"K": 8192, "WORLD": 2, **TILE, "COMM_BLOCKS": 4, "COPY_BLOCK": tp_gemm.COPY_PER_WARP * 4,
-                "CONSUMERS": 128}
+                "CONSUMERS": 128, "K_SEGMENT": 0}
     rs = {"a": "*bf16", "b": "*bf16", "out": "*bf16", "scratch": "*bf16", "scratch_ptrs": "*i64", "flags": "*i32",
           "flag_ptrs": "*i64", "pad": "*i32", "pad_ptrs": "*i64", "rank": "i32", "Ms": "i32", "N": "i32"}
     for rank in (0, 1):
@@ -232,6 +267,8 @@ def test_kernels_compile_for_sm90(tmp_path):
         extra = {"rank": 1} if rank else {}
         jobs.append(_job("all_gather_matmul", {**sig, **dict.fromkeys([*ag_const, *flags], "constexpr")},
                          {**ag_const, **flags, **extra}, f"ag-tma-rank{rank}"))
+        jobs.append(_job("all_gather_matmul", {**sig, **dict.fromkeys([*ag_const, *flags], "constexpr")},
+                         {**ag_const, **flags, **extra, "K_SEGMENT": tp_gemm.K_SEGMENT}, f"ag-tma-kseg-rank{rank}"))
         sig = dict(rs, rank="constexpr") if rank else rs
         jobs.append(_job("matmul_reduce_scatter", {**sig, **dict.fromkeys(("K", "WORLD", *TILE, "TMA"), "constexpr")},
                          {"K": 4096, "WORLD": 2, **TILE, "TMA": True, **extra}, f"rs-tma-rank{rank}"))
@@ -253,7 +290,7 @@ def test_kernels_compile_for_sm90(tmp_path):
             assert "atom.global.release.sys.cas" in text, f"{name}: the barrier"
             assert "atom.global.sys.release.exch" in text and "atom.global.sys.acquire" in text, f"{name}: flags"
             assert "st.global.v4" in text, f"{name}: 16-byte stores to peers"
-    for name in ("ag-tma-rank0", "ag-tma-rank1"):
+    for name in ("ag-tma-rank0", "ag-tma-rank1", "ag-tma-kseg-rank0", "ag-tma-kseg-rank1"):
         assert "fence.proxy.async.global" in ptx[name]
     ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
     spills = {}

@@ -77,6 +77,9 @@ SIM_BLOCKS = 4
 #: Elements copied per step by a communication block, per warp (the next step's load is in flight during the
 #: store; 8 warps move 64 KB of bf16 a step, 64 registers a thread for each of the two steps).
 COPY_PER_WARP = 4096
+#: Columns per chunk of the all-gather's column chunking (``k_segment``), its default where a row tile holds the
+#: whole shard (docs/fused.md has the sweep).
+K_SEGMENT = 2048
 
 
 @dataclass(frozen=True)
@@ -225,7 +228,7 @@ class _CollectiveState:
 
 
 def _ag_plan(world_size, m, k, n, dtype, device, config=None, blocks=None, comm_blocks=None, chunk_rows=None,
-             copy_block=None) -> dict:
+             copy_block=None, k_segment=None) -> dict:
     """Check the sizes and choose the launch shape (the same on every rank)."""
     _check_sizes("AllGatherMatmul", world_size, m, k, n)
     ms = m // world_size
@@ -237,18 +240,29 @@ def _ag_plan(world_size, m, k, n, dtype, device, config=None, blocks=None, comm_
     comm_blocks = max(1, min(comm_blocks, ms))
     tiles = world_size * triton.cdiv(ms, config.block_m) * triton.cdiv(n, config.block_n)
     consumers = max(1, min(blocks - comm_blocks, tiles))
-    if chunk_rows is None:
-        chunk_rows = max(1, min(config.block_m, triton.cdiv(ms, 2 * comm_blocks)))
+    if k_segment is None:
+        whole_shard = ms <= config.block_m and chunk_rows is None and device.type == "cuda"
+        k_segment = K_SEGMENT if whole_shard and k > K_SEGMENT else 0
+    elif k_segment and chunk_rows is not None:
+        raise ValueError("AllGatherMatmul: give chunk_rows (chunks of rows) or k_segment (chunks of columns), not both")
+    elif k_segment < 0 or k_segment % config.block_k:
+        raise ValueError(f"AllGatherMatmul: k_segment ({k_segment}) must be 0 (chunks of rows) or a positive multiple "
+                         f"of the tile's block_k ({config.block_k})")
+    if k_segment:
+        chunk_rows, chunks = ms, triton.cdiv(k, k_segment) * comm_blocks
+    else:
+        if chunk_rows is None:
+            chunk_rows = max(1, min(config.block_m, triton.cdiv(ms, 2 * comm_blocks)))
+        chunks = triton.cdiv(ms, chunk_rows)
     if copy_block is None:
         copy_block = COPY_PER_WARP * config.num_warps if device.type == "cuda" else 64
     return dict(world_size=world_size, m=m, k=k, n=n, dtype=dtype, config=config, comm_blocks=comm_blocks,
-                consumers=consumers, chunk_rows=chunk_rows, copy_block=copy_block)
+                consumers=consumers, chunk_rows=chunk_rows, k_segment=k_segment, chunks=chunks, copy_block=copy_block)
 
 
 def _ag_buffers(plan: dict) -> dict:
     """The symmetric buffers of :class:`AllGatherMatmul`: name -> (shape, dtype)."""
-    w, m = plan["world_size"], plan["m"]
-    chunks = triton.cdiv(m // w, plan["chunk_rows"])
+    w, m, chunks = plan["world_size"], plan["m"], plan["chunks"]
     return {"gathered": ((m, plan["k"]), plan["dtype"]),
             "flags": ((w * chunks * plan["consumers"],), torch.int32),
             "pad": ((plan["comm_blocks"] * w,), torch.int32)}
@@ -270,8 +284,13 @@ class AllGatherMatmul(_CollectiveState):
     ``options``: ``config`` (a :class:`GemmConfig`; default :func:`default_config`),
     ``blocks`` (the grid: default one per SM), ``comm_blocks`` (default 4),
     ``chunk_rows`` (rows per flag; default: at most a row tile, and at least two
-    chunks per communication block where the shard allows), ``copy_block``
-    (elements per copy step; default :data:`COPY_PER_WARP` per warp).
+    chunks per communication block where the shard allows), ``k_segment``
+    (instead of chunks of rows, chunks of this many columns, a multiple of the
+    tile's ``block_k``: each sender sends its part of the shard's rows segment by
+    segment and GEMM blocks multiply a peer's tile segment by segment as they
+    arrive; default :data:`K_SEGMENT` on GPUs where a row tile holds the whole
+    shard, else 0: chunks of rows), ``copy_block`` (elements per copy step; default
+    :data:`COPY_PER_WARP` per warp).
     """
 
     _plan = staticmethod(_ag_plan)
@@ -280,6 +299,8 @@ class AllGatherMatmul(_CollectiveState):
     comm_blocks: int
     consumers: int
     chunk_rows: int
+    k_segment: int
+    chunks: int
     copy_block: int
     gathered: Scratch
     flags: Scratch
@@ -295,7 +316,7 @@ class AllGatherMatmul(_CollectiveState):
     def __repr__(self):
         return (f"AllGatherMatmul(rank={self.rank}, world_size={self.world_size}, m={self.m}, k={self.k}, n={self.n}, "
                 f"dtype={self.dtype}, config={self.config}, comm_blocks={self.comm_blocks}, "
-                f"consumers={self.consumers}, chunk_rows={self.chunk_rows})")
+                f"consumers={self.consumers}, chunk_rows={self.chunk_rows}, k_segment={self.k_segment})")
 
     @property
     def shard_rows(self) -> int:
@@ -305,10 +326,6 @@ class AllGatherMatmul(_CollectiveState):
     def a_shard(self) -> torch.Tensor:
         """This rank's rows of the gathered buffer: write the shard here and pass it (or None) to skip a copy."""
         return self.gathered.tensor[self.rank * self.shard_rows:(self.rank + 1) * self.shard_rows]
-
-    @property
-    def chunks(self) -> int:
-        return triton.cdiv(self.shard_rows, self.chunk_rows)
 
 
 def all_gather_matmul(state: AllGatherMatmul, a_shard: torch.Tensor | None, b: torch.Tensor,
@@ -336,7 +353,7 @@ def all_gather_matmul(state: AllGatherMatmul, a_shard: torch.Tensor | None, b: t
                     COMM_BLOCKS=state.comm_blocks, COPY_BLOCK=state.copy_block,
                     CONSUMERS=triton.next_power_of_2(state.consumers), TMA=config.tma,
                     TMA_STORE=config.tma and ms % config.block_m == 0, PROXY_FENCE=config.tma and out.is_cuda,
-                    **config.options(), **extra)
+                    K_SEGMENT=state.k_segment, **config.options(), **extra)
 
     issue(state.launches, "all_gather_matmul", bind_for, {"b": b, "out": out}, False, out)
     return out

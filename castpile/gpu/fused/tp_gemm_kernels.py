@@ -11,9 +11,10 @@ tiles ``pid, pid + grid, ...``.
 - :func:`all_gather_matmul`: ``C = all_gather(A) @ B``.  The gathered A [W * Ms, K]
   is a symmetric buffer whose rows ``rank * Ms ...`` this rank filled before the
   call.  Blocks ``0 .. COMM_BLOCKS - 1`` push this rank's shard into every peer's
-  buffer chunk by chunk (``chunk_rows`` rows) and raise one flag per
-  (source, chunk, GEMM block) on that peer; the other blocks compute tiles in an
-  order that starts with the local shard and goes on with the shards of ranks
+  buffer chunk by chunk (``chunk_rows`` rows, or segments of ``K_SEGMENT``
+  columns) and raise one flag per (source, chunk, GEMM block) on that peer;
+  the other blocks compute tiles in an order that starts with the local shard
+  and goes on with the shards of ranks
   ``rank + 1, rank + 2, ...``, waiting (and resetting) the flags of the chunks a
   tile covers before reading them.  Every GEMM block consumes every flag it was
   sent, so flags end at zero.
@@ -104,10 +105,17 @@ def tile_product(a_src, b_src, r0, c0, a_rows, N, K: tl.constexpr, BM: tl.conste
     Rows at or past ``a_rows`` read as 0 through pointers; a TMA descriptor has
     its own bounds (the matrix's), so there they read whatever is there.
     """
-    acc = tl.zeros((BM, BN), tl.float32)
-    for k in range(tl.cdiv(K, BK)):
-        a = load_tile(a_src, r0, k * BK, a_rows, K, BM, BK, TMA)
-        b = load_tile(b_src, k * BK, c0, K, N, BK, BN, TMA)
+    return span_product(tl.zeros((BM, BN), tl.float32), a_src, b_src, r0, c0, 0, a_rows, N, K, (K + BK - 1) // BK,
+                        BM, BN, BK, TMA)
+
+
+@triton.jit
+def span_product(acc, a_src, b_src, r0, c0, k0, a_rows, N, K: tl.constexpr, STEPS: tl.constexpr, BM: tl.constexpr,
+                 BN: tl.constexpr, BK: tl.constexpr, TMA: tl.constexpr):
+    """``acc + A[r0:r0+BM, k0:k0+STEPS*BK] @ B[k0:k0+STEPS*BK, c0:c0+BN]``; columns of A / rows of B past K read 0."""
+    for k in range(STEPS):
+        a = load_tile(a_src, r0, k0 + k * BK, a_rows, K, BM, BK, TMA)
+        b = load_tile(b_src, k0 + k * BK, c0, K, N, BK, BN, TMA)
         acc = tl.dot(a, b, acc)
     return acc
 
@@ -170,31 +178,34 @@ def matmul_tile(a_src, b_src, c_dst, t, tiles_m, tiles_n, M, N, K: tl.constexpr,
 
 @triton.jit
 def push_shard(a, a_peers, flags, flag_peers, pad, pad_ptrs, rank, Ms, chunk_rows, consumers, K: tl.constexpr,
-               WORLD: tl.constexpr, COMM_BLOCKS: tl.constexpr, COPY_BLOCK: tl.constexpr, CONSUMERS: tl.constexpr):
+               WORLD: tl.constexpr, COMM_BLOCKS: tl.constexpr, COPY_BLOCK: tl.constexpr, CONSUMERS: tl.constexpr,
+               K_SEGMENT: tl.constexpr):
     """Communication block ``pid``: chunks pid, pid + COMM_BLOCKS, ... of this rank's shard to every peer.
 
-    A chunk is ``chunk_rows`` rows of the shard (rows ``rank * Ms ...`` of the
-    gathered buffer ``a``): contiguous words, copied COPY_BLOCK at a time with
-    the next piece's load in flight while this one is stored into every peer's
-    buffer (``a_peers``: the peers' buffers, nearest rank first).  Then flag
-    ``(rank, chunk, g)`` is raised on every peer for each of its ``consumers``
-    GEMM blocks g.
+    A chunk (:func:`chunk_runs`) is one or more runs of contiguous words of the
+    shard (rows ``rank * Ms ...`` of the gathered buffer ``a``), each copied
+    COPY_BLOCK at a time with the next piece's load in flight while this one is
+    stored into every peer's buffer (``a_peers``: the peers' buffers, nearest
+    rank first).  Then flag ``(rank, chunk, g)`` is raised on every peer for each
+    of its ``consumers`` GEMM blocks g.
     """
     barrier(pad, pad_ptrs, rank, WORLD, True)  # every peer's previous GEMM is done with its buffer
     peers = multicast_like(a, a_peers[:WORLD - 1], align=16)
     peer_flags = multicast_like(flags, flag_peers[:WORLD - 1])
     g = tl.arange(0, CONSUMERS)
-    chunks = tl.cdiv(Ms, chunk_rows)
-    shard = tl.cast(rank, tl.int64) * Ms * K
+    chunks = shard_chunks(Ms, chunk_rows, K, COMM_BLOCKS, K_SEGMENT)
     c = tl.program_id(0)
     lane = tl.arange(0, COPY_BLOCK)
     while c < chunks:
-        at = shard + tl.cast(c * chunk_rows, tl.int64) * K  # a scalar: the loop carries no offset tensor
-        end = shard + tl.cast(tl.minimum(c * chunk_rows + chunk_rows, Ms), tl.int64) * K
-        x = tl.load(a + at + lane, mask=lane < end - at)
+        first, runs, length = chunk_runs(c, rank, Ms, chunk_rows, K, COMM_BLOCKS, K_SEGMENT)
+        end = runs * length if K_SEGMENT == 0 else runs * K_SEGMENT
+        at = tl.cast(0, tl.int64)  # scalars: the loop carries no offset tensor
+        x = tl.load(a + chunk_word(first, at + lane, K, K_SEGMENT), mask=chunk_lane(at + lane, end, length, K_SEGMENT))
         while at < end:
-            y = tl.load(a + at + COPY_BLOCK + lane, mask=lane < end - at - COPY_BLOCK)
-            tl.store(peers[at + lane], x[None, :], mask=lane < end - at)
+            ahead = at + COPY_BLOCK + lane
+            y = tl.load(a + chunk_word(first, ahead, K, K_SEGMENT), mask=chunk_lane(ahead, end, length, K_SEGMENT))
+            tl.store(peers[chunk_word(first, at + lane, K, K_SEGMENT)], x[None, :],
+                     mask=chunk_lane(at + lane, end, length, K_SEGMENT))
             x = y
             at += COPY_BLOCK
         tl.debug_barrier()  # the whole block's stores come before the flags
@@ -203,21 +214,72 @@ def push_shard(a, a_peers, flags, flag_peers, pad, pad_ptrs, rank, Ms, chunk_row
 
 
 @triton.jit
+def chunk_word(first, i, K: tl.constexpr, K_SEGMENT: tl.constexpr):
+    """Where word ``i`` of a chunk of :func:`chunk_runs` is: its runs laid end to end (K_SEGMENT words each if set)."""
+    if K_SEGMENT > 0:
+        return first + i // K_SEGMENT * K + i % K_SEGMENT
+    else:
+        return first + i
+
+
+@triton.jit
+def chunk_lane(i, end, length, K_SEGMENT: tl.constexpr):
+    """Whether word ``i`` of a chunk of ``end`` words exists (a last segment's runs are shorter than K_SEGMENT)."""
+    if K_SEGMENT > 0:
+        return (i < end) & (i % K_SEGMENT < length)
+    else:
+        return i < end
+
+
+@triton.jit
+def shard_chunks(Ms, chunk_rows, K: tl.constexpr, COMM_BLOCKS: tl.constexpr, K_SEGMENT: tl.constexpr):
+    """Chunks per shard: ``chunk_rows`` rows each, or with ``K_SEGMENT`` one per (segment of columns, sender)."""
+    if K_SEGMENT > 0:
+        return tl.cast((K + K_SEGMENT - 1) // K_SEGMENT * COMM_BLOCKS, tl.int32)
+    else:
+        return tl.cdiv(Ms, chunk_rows)
+
+
+@triton.jit
+def chunk_runs(c, rank, Ms, chunk_rows, K: tl.constexpr, COMM_BLOCKS: tl.constexpr, K_SEGMENT: tl.constexpr):
+    """Chunk ``c`` of this rank's shard as runs of words ``a[first + i * K ...][:length]``: (first, runs, length).
+
+    Without ``K_SEGMENT``: rows ``c * chunk_rows ...``, one run.  With it: the
+    columns of segment ``c // COMM_BLOCKS`` (K_SEGMENT wide) in the rows of part
+    ``c % COMM_BLOCKS`` (the shard's rows cut into COMM_BLOCKS parts), a run per
+    row, so that every sender works on the first segment first.
+    """
+    shard = tl.cast(rank, tl.int64) * Ms * K
+    if K_SEGMENT > 0:
+        part_rows = tl.cdiv(Ms, COMM_BLOCKS)
+        lo = c % COMM_BLOCKS * part_rows
+        k0 = c // COMM_BLOCKS * K_SEGMENT
+        runs = tl.maximum(tl.minimum(lo + part_rows, Ms) - lo, 0)
+        return shard + tl.cast(lo, tl.int64) * K + k0, runs, tl.cast(tl.minimum(K_SEGMENT, K - k0), tl.int64)
+    else:
+        rows = tl.minimum(c * chunk_rows + chunk_rows, Ms) - c * chunk_rows
+        return shard + tl.cast(c * chunk_rows, tl.int64) * K, tl.cast(1, tl.int32), tl.cast(rows, tl.int64) * K
+
+
+@triton.jit
 def gathered_tiles(a, b, out, flags, rank, Ms, N, chunk_rows, K: tl.constexpr, WORLD: tl.constexpr,
                    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
-                   COMM_BLOCKS: tl.constexpr, TMA: tl.constexpr, TMA_STORE: tl.constexpr, PROXY_FENCE: tl.constexpr):
+                   COMM_BLOCKS: tl.constexpr, TMA: tl.constexpr, TMA_STORE: tl.constexpr, PROXY_FENCE: tl.constexpr,
+                   K_SEGMENT: tl.constexpr):
     """GEMM block ``g = pid - COMM_BLOCKS`` of ``grid - COMM_BLOCKS``: tiles g, g + that, ... in arrival order.
 
     Virtual row tile ``v`` is row tile ``v % row_tiles`` of shard ``(rank + v //
     row_tiles) % WORLD``: the local shard first.  Chunks are numbered in the same
     order (the local shard's first, never waited for).  The block counts the
-    chunks it has waited for (``ready``, which only grows): before a tile it
-    waits for every chunk up to the last one the tile's rows cover.  Chunks
-    arrive about in that order, so waiting for the earlier ones costs little; a
-    group of row tiles may straddle shards (at M = 256, tiles of the local and
-    the remote shard alternate, so the two blocks that read a column of B read
-    it together).  At the end it waits for the rest, so that every flag it was
-    sent is reset.
+    chunks it has waited for (``ready``, which only grows, :func:`wait_chunks`).
+    Chunks of rows: before a tile it waits for every chunk up to the last one
+    the tile's rows cover.  Chunks arrive about in that order, so waiting for the
+    earlier ones costs little; a group of row tiles may straddle shards.  Chunks
+    of K_SEGMENT columns (for shards of at most a row tile, where every peer tile
+    needs the whole shard): a peer's tile is multiplied segment by segment, each
+    after the chunks of that segment, so it starts when the first segment has
+    arrived instead of the whole shard.  At the end the block waits for the
+    rest, so that every flag it was sent is reset.
     """
     g = tl.program_id(0) - COMM_BLOCKS
     consumers = tl.num_programs(0) - COMM_BLOCKS
@@ -228,31 +290,54 @@ def gathered_tiles(a, b, out, flags, rank, Ms, N, chunk_rows, K: tl.constexpr, W
     row_tiles = tl.cdiv(Ms, BM)
     tiles_m = WORLD * row_tiles
     tiles_n = tl.cdiv(N, BN)
-    chunks = tl.cdiv(Ms, chunk_rows)
+    chunks = shard_chunks(Ms, chunk_rows, K, COMM_BLOCKS, K_SEGMENT)
+    WAIT_WIDTH: tl.constexpr = triton.next_power_of_2(COMM_BLOCKS)
     ready = chunks
     t = g
     while t < tiles_m * tiles_n:
         v, pn = tile_position(t, tiles_m, tiles_n, GROUP_M)
-        need = v // row_tiles * chunks + (tl.minimum(v % row_tiles * BM + BM, Ms) - 1) // chunk_rows + 1
-        if ready < need:
-            while ready < need:
-                src = (rank + ready // chunks) % WORLD
-                castpile.wait(flags + (src * chunks + ready % chunks) * consumers + g + tl.arange(0, 1))
-                ready += 1
-            tl.debug_barrier()  # what the waiting threads acquired, every thread may read
-            proxy_fence(PROXY_FENCE)
         shard = (rank + v // row_tiles) % WORLD
         local = v % row_tiles * BM
-        acc = tile_product(a_src, b_src, shard * Ms + local, pn * BN, shard * Ms + Ms, N, K, BM, BN, BK, TMA)
+        if K_SEGMENT > 0:
+            if v // row_tiles == 0:
+                acc = tile_product(a_src, b_src, shard * Ms + local, pn * BN, shard * Ms + Ms, N, K, BM, BN, BK, TMA)
+            else:
+                acc = tl.zeros((BM, BN), tl.float32)
+                for segment in range((K + K_SEGMENT - 1) // K_SEGMENT):
+                    ready = wait_chunks(flags, ready, v // row_tiles * chunks + (segment + 1) * COMM_BLOCKS, rank,
+                                        chunks, consumers, g, WORLD, WAIT_WIDTH, PROXY_FENCE)
+                    acc = span_product(acc, a_src, b_src, shard * Ms + local, pn * BN, segment * K_SEGMENT,
+                                       shard * Ms + Ms, N, K, K_SEGMENT // BK, BM, BN, BK, TMA)
+        else:
+            need = v // row_tiles * chunks + (tl.minimum(local + BM, Ms) - 1) // chunk_rows + 1
+            ready = wait_chunks(flags, ready, need, rank, chunks, consumers, g, WORLD, WAIT_WIDTH, PROXY_FENCE)
+            acc = tile_product(a_src, b_src, shard * Ms + local, pn * BN, shard * Ms + Ms, N, K, BM, BN, BK, TMA)
         if TMA_STORE:  # shards are whole tiles
             store_tile(out_dst, acc, shard * Ms + local, pn * BN, M, N, BM, BN, True)
         else:
             store_tile(out + tl.cast(shard, tl.int64) * Ms * N, acc, local, pn * BN, Ms, N, BM, BN, False)
         t += consumers
-    while ready < WORLD * chunks:
-        src = (rank + ready // chunks) % WORLD
-        castpile.wait(flags + (src * chunks + ready % chunks) * consumers + g + tl.arange(0, 1))
-        ready += 1
+    wait_chunks(flags, ready, WORLD * chunks, rank, chunks, consumers, g, WORLD, WAIT_WIDTH, False)
+
+
+@triton.jit
+def wait_chunks(flags, ready, need, rank, chunks, consumers, g, WORLD: tl.constexpr, WIDTH: tl.constexpr,
+                PROXY_FENCE: tl.constexpr):
+    """Wait for (and reset) GEMM block g's flags of chunks ``ready .. need - 1`` in arrival order; the new ``ready``.
+
+    Arrival order numbers the chunks of shard ``rank``, then ``rank + 1``, ...
+    WIDTH flags are waited for at once (one round trip for the chunks of a
+    column segment, which the senders raise together).
+    """
+    if ready < need:
+        while ready < need:
+            chunk = ready + tl.arange(0, WIDTH)
+            src = (rank + chunk // chunks) % WORLD
+            castpile.wait(flags + (src * chunks + chunk % chunks) * consumers + g, mask=chunk < need)
+            ready = tl.minimum(ready + WIDTH, need)
+        tl.debug_barrier()  # what the waiting threads acquired, every thread may read
+        proxy_fence(PROXY_FENCE)
+    return ready
 
 
 @triton.jit
@@ -260,20 +345,21 @@ def all_gather_matmul(a, a_peers, b, out, flags, flag_peers, pad, pad_ptrs, rank
                       K: tl.constexpr, WORLD: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                       GROUP_M: tl.constexpr, COMM_BLOCKS: tl.constexpr, COPY_BLOCK: tl.constexpr,
                       CONSUMERS: tl.constexpr, TMA: tl.constexpr, TMA_STORE: tl.constexpr,
-                      PROXY_FENCE: tl.constexpr):
+                      PROXY_FENCE: tl.constexpr, K_SEGMENT: tl.constexpr = 0):
     """``out = all_gather(shards) @ b``: the first COMM_BLOCKS blocks push this rank's shard, the rest multiply.
 
     ``a`` [WORLD * Ms, K]: this rank's gathered buffer (symmetric; its shard
     already in rows ``rank * Ms ...``); ``a_peers``/``flag_peers``: the peers'
     buffer and flag addresses, rank + 1 first; ``flags`` int32 [WORLD * chunks *
-    consumers]; ``pad``: the communication blocks' barrier slots.
+    consumers]; ``pad``: the communication blocks' barrier slots.  ``K_SEGMENT``
+    (a multiple of BK, or 0): chunks of columns instead of rows (:func:`chunk_runs`).
     """
     if tl.program_id(0) < COMM_BLOCKS:
         push_shard(a, a_peers, flags, flag_peers, pad, pad_ptrs, rank, Ms, chunk_rows,
-                   tl.num_programs(0) - COMM_BLOCKS, K, WORLD, COMM_BLOCKS, COPY_BLOCK, CONSUMERS)
+                   tl.num_programs(0) - COMM_BLOCKS, K, WORLD, COMM_BLOCKS, COPY_BLOCK, CONSUMERS, K_SEGMENT)
     else:
         gathered_tiles(a, b, out, flags, rank, Ms, N, chunk_rows, K, WORLD, BM, BN, BK, GROUP_M, COMM_BLOCKS, TMA,
-                       TMA_STORE, PROXY_FENCE)
+                       TMA_STORE, PROXY_FENCE, K_SEGMENT)
 
 
 # -- GEMM + reduce-scatter -------------------------------------------------------------------------------------
