@@ -793,6 +793,17 @@ _KERNEL_TAIL = (
     "    x = bufs[0]\n"
 )
 
+_WITH_OTHER = (  # a kernel's head in a module that imports castpile and a lookalike module `other`
+    "import triton\n"
+    "import triton.language as tl\n"
+    "import castpile\n"
+    "import other\n"
+    "\n"
+    "\n"
+    "@triton.jit\n"
+    "def k(out, table, W: tl.constexpr):\n"
+)
+
 # Files castpile must return byte for byte: nothing in them is castpile's.
 LEFT_ALONE = [
     (
@@ -870,30 +881,14 @@ LEFT_ALONE = [
     ),
     (
         "other.multicast_like, other.signal, other.wait",
-        "import triton\n"
-        "import triton.language as tl\n"
-        "import castpile\n"
-        "import other\n"
-        "\n"
-        "\n"
-        "@triton.jit\n"
-        "def k(out, table, W: tl.constexpr):\n"
-        "    bufs = other.multicast_like(out, table[:W])\n"
+        _WITH_OTHER + "    bufs = other.multicast_like(out, table[:W])\n"
         "    x = bufs[0]\n"
         "    other.signal(bufs[0])\n"
         "    other.wait(out)\n",
     ),
     (
         "remote= on a lookalike multicast_like and on other calls",
-        "import triton\n"
-        "import triton.language as tl\n"
-        "import castpile\n"
-        "import other\n"
-        "\n"
-        "\n"
-        "@triton.jit\n"
-        "def k(out, table, W: tl.constexpr):\n"
-        "    bufs = other.multicast_like(out, table[:W], remote=\"nvshmem\")\n"
+        _WITH_OTHER + "    bufs = other.multicast_like(out, table[:W], remote=\"nvshmem\")\n"
         "    x = bufs[0]\n"
         "    other.put(out, remote=\"ucx\")\n",
     ),

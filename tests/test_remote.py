@@ -25,7 +25,8 @@ import triton
 import castpile
 from castpile.gpu import sim
 from testkit import import_file
-from test_semantics import ATOMIC_REFS, buffers, p2, padded_stack  # noqa: F401  (the same references)
+from test_semantics import buffers, p2, padded_stack  # the same references
+from test_signal_wait import KERNELS as SIGNAL_WAIT_KERNELS, check_two_signals_in_a_row_both_arrive
 
 SEMANTIC_KERNELS = Path(__file__).with_name("kernels_semantics.py")
 LEFT_OUT = {"atomics", "tile_2d", "tile_1d_sum"}  # refused with remote= (atomics), or tensor tiles
@@ -254,7 +255,7 @@ def gather_scatter(out, src, table, n, STRIDE: tl.constexpr, REVERSE: tl.constex
 
 
 @triton.jit
-def publish(data, src, buf_ptrs, pad, pad_ptrs, rank, n, W: tl.constexpr, BLOCK: tl.constexpr, WAIT_FOR: tl.constexpr):
+def publish_remote(data, src, buf_ptrs, pad, pad_ptrs, rank, n, W: tl.constexpr, BLOCK: tl.constexpr, WAIT_FOR: tl.constexpr):
     """Write ``src`` into row ``rank`` of every rank's ``data``, then raise flag ``rank`` on every rank."""
     rows = cp.multicast_like(data, buf_ptrs[:W], shape=(W, n), remote="nvshmem")
     offs = tl.arange(0, BLOCK)
@@ -268,36 +269,19 @@ def publish(data, src, buf_ptrs, pad, pad_ptrs, rank, n, W: tl.constexpr, BLOCK:
 
 
 @triton.jit
-def collect(out, data, pad, n, W: tl.constexpr, WP: tl.constexpr, BLOCK: tl.constexpr):
-    """Wait for (and lower) every rank's flag on this rank, then copy this rank's W rows of ``data`` to ``out``."""
-    peers = tl.arange(0, WP)
-    cp.wait(pad + peers, mask=peers < W)
-    tl.debug_barrier()
-    offs = tl.arange(0, BLOCK)
-    where = peers[:, None] * n + offs[None, :]
-    live = (peers[:, None] < W) & (offs[None, :] < n)
-    tl.store(out + where, tl.load(data + where, mask=live), mask=live)
-
-
-@triton.jit
-def signal_rounds(pad, pad_ptrs, rank, W: tl.constexpr, ROUNDS: tl.constexpr):
+def signal_rounds_remote(pad, pad_ptrs, rank, W: tl.constexpr, ROUNDS: tl.constexpr):
     """ROUNDS times: raise flag ``rank`` on every rank once its owner has lowered it, and lower this rank's own."""
     flags = cp.multicast_like(pad, pad_ptrs[:W], shape=(W,), remote="nvshmem")
     for _ in tl.static_range(ROUNDS):
         cp.signal(flags[rank], wait_for=0)
         cp.wait(pad + rank + tl.arange(0, 1))
-
-
-@triton.jit
-def wait_rounds(pad, peer, ROUNDS: tl.constexpr):
-    """Wait ROUNDS times for flag ``peer`` on this rank, lowering it each time."""
-    for _ in tl.static_range(ROUNDS):
-        cp.wait(pad + peer + tl.arange(0, 1))
 '''
 
 
 def more(directory, broken=None):
-    return transpiled(directory, KERNELS, "remote_more", broken)
+    """These kernels, with test_signal_wait's ``collect`` and ``wait_rounds`` (waits on this rank's own pad)."""
+    return transpiled(directory, SIGNAL_WAIT_KERNELS + KERNELS.split("import castpile as cp\n", 1)[1], "remote_more",
+                      broken)
 
 
 @pytest.mark.parametrize("reverse", [True, False], ids=["one-run-reversed", "strided-per-element"])
@@ -351,10 +335,11 @@ def check_publish_collect(k, w, lws, wait_for, timeout=60.0):
 
     def body(rank):
         h = handles[rank]
-        k.publish[(1,)](h.tensor, rows[rank], h.remote_ptrs, h.signal_pad, h.signal_pad_remote_ptrs, rank, N_ROW, w, BLOCK_ROW,
+        k.publish_remote[(1,)](h.tensor, rows[rank], h.remote_ptrs, h.signal_pad, h.signal_pad_remote_ptrs, rank, N_ROW, w, BLOCK_ROW,
                         wait_for)
         out = torch.full((w, N_ROW), float("nan"))
-        k.collect[(1,)](out, h.tensor, h.signal_pad, N_ROW, w, triton.next_power_of_2(w), BLOCK_ROW)
+        k.collect[(1,)](out, h.tensor, h.signal_pad, None, rank, N_ROW, w, triton.next_power_of_2(w), BLOCK_ROW,
+                        False)  # test_signal_wait's: waits on this rank's pad through plain pointers
         return out
 
     for rank, out in enumerate(sim.run(body, w, timeout=timeout)):
@@ -370,26 +355,10 @@ def test_ranks_publish_and_signal_each_other(w, lws, wait_for, tmp_path):
 
 
 def check_two_rounds(k, give_up_s=1.0, timeout=60.0):
-    """Rank 1 raises flag 1 on both ranks twice with ``wait_for=0`` (rank 0 is remote); rank 0 starts
-    waiting only once rank 1 is done (or after ``give_up_s``): the second signal must wait for rank 0
-    to lower the first, or it is lost and rank 0's second wait never returns."""
-    handles = sim.symmetric_empty(2, (4,), torch.float32, local_world_size=1)
-    rank1_done = sim.shared_empty((1,), torch.int32).zero_()
-
-    def body(rank):
-        h = handles[rank]
-        if rank == 1:
-            k.signal_rounds[(1,)](h.signal_pad, h.signal_pad_remote_ptrs, 1, 2, 2)
-            rank1_done.fill_(1)
-            return
-        give_up = time.monotonic() + give_up_s
-        while not rank1_done.item() and time.monotonic() < give_up:
-            time.sleep(0.01)
-        k.wait_rounds[(1,)](h.signal_pad, 1, 2)
-
-    sim.run(body, 2, timeout=timeout)
-    for rank, h in enumerate(handles):
-        assert not h.signal_pad.any(), f"rank {rank}'s flags end at {h.signal_pad.tolist()}"
+    """test_signal_wait's check, with rank 1 raising flag 1 on both ranks (rank 0 remote) and lowering its own."""
+    check_two_signals_in_a_row_both_arrive(
+        k, give_up_s=give_up_s, timeout=timeout, handles=sim.symmetric_empty(2, (4,), torch.float32, local_world_size=1),
+        signal_twice=lambda h: k.signal_rounds_remote[(1,)](h.signal_pad, h.signal_pad_remote_ptrs, 1, 2, 2))
 
 
 def test_two_remote_signals_in_a_row_are_both_received(tmp_path):

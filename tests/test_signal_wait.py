@@ -165,17 +165,21 @@ def check_waiting_ranks_read_what_was_written(k, world, *, wait_for, access, giv
         assert not pad.any(), f"rank {rank}'s flags end at {pad.tolist()}"
 
 
-def check_two_signals_in_a_row_both_arrive(k, *, give_up_s=1.0, timeout=TIMEOUT):
+def check_two_signals_in_a_row_both_arrive(k, *, give_up_s=1.0, timeout=TIMEOUT, handles=None, signal_twice=None):
     """Rank 1 signals rank 0 twice with ``wait_for=0``; rank 0 starts waiting only once rank 1 is done
     (or after ``give_up_s`` seconds), then waits twice.  The second signal must wait for the first to
-    be lowered: one that overwrites it is lost, and rank 0's second wait never returns."""
-    handles = _handles(2)
+    be lowered: one that overwrites it is lost, and rank 0's second wait never returns.  ``handles``
+    and ``signal_twice(h)`` (rank 1's signals) replace the defaults (tests/test_remote.py's remote ones)."""
+    handles = _handles(2) if handles is None else handles
     rank1_done = sim.shared_empty((1,), torch.int32).zero_()
 
     def body(rank):
         h = handles[rank]
         if rank == 1:
-            k.signal_rounds[(1,)](h.signal_pad, h.signal_pad_ptrs, 1, 0, 2, 2)
+            if signal_twice is None:
+                k.signal_rounds[(1,)](h.signal_pad, h.signal_pad_ptrs, 1, 0, 2, 2)
+            else:
+                signal_twice(h)
             rank1_done.fill_(1)
             return
         give_up = time.monotonic() + give_up_s

@@ -14,23 +14,26 @@ from castpile import multicast_like
 
 
 @triton.jit
-def all_reduce_remote(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.constexpr, BLOCK: tl.constexpr):
-    """``out = sum over ranks of buf`` (fp32 accumulation), tiles strided over the grid."""
-    bufs = multicast_like(buf, buf_ptrs[:WORLD], shape=(n,), remote="nvshmem")
-    pads = multicast_like(pad, pad_ptrs[:WORLD], remote="nvshmem")
+def remote_barrier(pad, pad_ptrs, rank, WORLD: tl.constexpr):
+    """Block ``program_id`` of every rank meets here (the library's barrier, with its pads bound remote="nvshmem")."""
     slot = tl.program_id(0) * WORLD
+    pads = multicast_like(pad, pad_ptrs[:WORLD], remote="nvshmem")
     peers = tl.arange(0, triton.next_power_of_2(WORLD))
     tl.debug_barrier()
     castpile.signal(pads[slot + rank], value=1, wait_for=0, sem="release", scope="sys")
     castpile.wait(pad + slot + peers, value=1, reset=0, sem="acquire", scope="sys", mask=peers < WORLD)
     tl.debug_barrier()
+
+
+@triton.jit
+def all_reduce_remote(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.constexpr, BLOCK: tl.constexpr):
+    """``out = sum over ranks of buf`` (fp32 accumulation), tiles strided over the grid."""
+    bufs = multicast_like(buf, buf_ptrs[:WORLD], shape=(n,), remote="nvshmem")
+    remote_barrier(pad, pad_ptrs, rank, WORLD)
     tile = tl.program_id(0)
     while tile < tl.cdiv(n, BLOCK):
         offs = tile * BLOCK + tl.arange(0, BLOCK)
         total = tl.sum(bufs[offs].to(tl.float32), axis=0)
         tl.store(out + offs, total.to(out.dtype.element_ty), mask=offs < n)
         tile += tl.num_programs(0)
-    tl.debug_barrier()
-    castpile.signal(pads[slot + rank], value=1, wait_for=0, sem="release", scope="sys")
-    castpile.wait(pad + slot + peers, value=1, reset=0, sem="acquire", scope="sys", mask=peers < WORLD)
-    tl.debug_barrier()
+    remote_barrier(pad, pad_ptrs, rank, WORLD)

@@ -14,26 +14,29 @@ from castpile import multicast_like
 
 
 @triton.jit
-def all_reduce_remote(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.constexpr, BLOCK: tl.constexpr):
-    """``out = sum over ranks of buf`` (fp32 accumulation), tiles strided over the grid."""
-    bufs = buf_ptrs
-    pads = pad_ptrs
+def remote_barrier(pad, pad_ptrs, rank, WORLD: tl.constexpr):
+    """Block ``program_id`` of every rank meets here (the library's barrier, with its pads bound remote="nvshmem")."""
     slot = tl.program_id(0) * WORLD
+    pads = pad_ptrs
     peers = tl.arange(0, triton.next_power_of_2(WORLD))
     tl.debug_barrier()
     _castpile_signal_remote(pads, WORLD, None, pad, rank + slot, None, pad_ptrs, 1, 0, sem="release", scope="sys")
     _castpile_wait_flags(pad + slot + peers, 1, 0, peers < WORLD, sem="acquire", scope="sys")
     tl.debug_barrier()
+
+
+@triton.jit
+def all_reduce_remote(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.constexpr, BLOCK: tl.constexpr):
+    """``out = sum over ranks of buf`` (fp32 accumulation), tiles strided over the grid."""
+    bufs = buf_ptrs
+    remote_barrier(pad, pad_ptrs, rank, WORLD)
     tile = tl.program_id(0)
     while tile < tl.cdiv(n, BLOCK):
         offs = tile * BLOCK + tl.arange(0, BLOCK)
         total = _castpile_reduce_remote(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n), buf_ptrs, "sum", acc_dtype=tl.float32)
         tl.store(out + offs, total.to(out.dtype.element_ty), mask=offs < n)
         tile += tl.num_programs(0)
-    tl.debug_barrier()
-    _castpile_signal_remote(pads, WORLD, None, pad, rank + slot, None, pad_ptrs, 1, 0, sem="release", scope="sys")
-    _castpile_wait_flags(pad + slot + peers, 1, 0, peers < WORLD, sem="acquire", scope="sys")
-    tl.debug_barrier()
+    remote_barrier(pad, pad_ptrs, rank, WORLD)
 
 
 # ---- castpile 0.2.0 helpers: generated, called by the rewritten accesses above ----
@@ -391,4 +394,5 @@ def _castpile_signal_remote(src, count: tl.constexpr, smask, example, offs, boun
             _castpile_nvshmem.quiet()
 
 
+remote_barrier = _castpile_remote_kernel(remote_barrier)
 all_reduce_remote = _castpile_remote_kernel(all_reduce_remote)
