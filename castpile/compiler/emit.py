@@ -108,9 +108,10 @@ def helpers_block(used: set[str], newline: str, prefix: str = HELPER_PREFIX, rem
         "\n\n# ---- castpile " + VERSION + " helpers: generated, called by the rewritten accesses above ----\n"
         "import triton\nimport triton.language as tl\n\n\n" + body + "\n"
     )
-    if remote_kernels:
-        text += "\n\n" + "".join(f"{name} = {HELPER_PREFIX}remote_kernel({name})\n" for name in remote_kernels)
-    return text.replace(HELPER_PREFIX, prefix).replace("\n", newline)
+    text = text.replace(HELPER_PREFIX, prefix)
+    if remote_kernels:  # after the renaming: a kernel's own name may start with the default prefix
+        text += "\n\n" + "".join(f"{name} = {prefix}remote_kernel({name})\n" for name in remote_kernels)
+    return text.replace("\n", newline)
 
 
 def emit(module: cst.Module, plan: Plan, lowering: Lowering) -> bytes:
