@@ -140,14 +140,48 @@ def test_all_gather_column_chunks(world, options, path):
     assert all(int(s.flags.tensor.abs().sum()) == 0 and int(s.pad.tensor.abs().sum()) == 0 for s in states)
 
 
-def test_column_chunks_are_chosen_where_a_tile_holds_the_whole_shard():
-    """On GPUs by default: 256 x 8192 over 2 ranks (a 128-row shard in one tile) chunks columns, 4096 rows do not."""
-    small = tp_gemm._ag_plan(2, 256, 8192, 8192, torch.bfloat16, torch.device("cuda"), blocks=132)
+@pytest.mark.parametrize("path", sorted(TILES))
+@pytest.mark.parametrize("world", [2, 3, 4])
+def test_all_gather_one_wave(world, path):
+    """A block per tile, local-tile blocks sending slices (shards of 16 rows: one row tile; N = 48: 2 column tiles)."""
+    shard = 16
+    states = tp_gemm.AllGatherMatmul.create_all(world, m=world * shard, k=K, n=N, dtype=torch.float32,
+                                                config=TILES[path], blocks=2 * world, copy_block=64, one_wave=True)
+    assert states[0].one_wave and states[0].comm_blocks == 2 and states[0].consumers == 2 * (world - 1)
+    assert states[0].stripe == 32 and states[0].segment == 1  # K = 40 in stripes of 32 (the second one short)
+    for s in states:
+        s.gathered.tensor.fill_(float("nan"))
+    gen = torch.Generator().manual_seed(world + 60)
+    data = [([ints(gen, shard, K) for _ in range(world)], [ints(gen, K, N) for _ in range(world)]) for _ in range(3)]
+
+    def body(rank):
+        rng = random.Random(rank)
+        outs = []
+        for shards, bs in data:
+            time.sleep(rng.uniform(0, 0.2))
+            outs.append(tp_gemm.all_gather_matmul(states[rank], shards[rank], bs[rank]).clone())
+        return outs
+
+    for rank, outs in enumerate(sim.run(body, world, timeout=600)):
+        for call, (shards, bs) in enumerate(data):
+            assert torch.equal(outs[call], torch.cat(shards) @ bs[rank]), (call, rank)
+    assert all(int(s.flags.tensor.abs().sum()) == 0 and int(s.pad.tensor.abs().sum()) == 0 for s in states)
+
+
+def test_the_all_gather_mode_is_chosen_by_shape():
+    """On GPUs by default, where a row tile holds a shard: one wave if every tile has a block, else column chunks."""
+    one_wave = tp_gemm._ag_plan(2, 256, 8192, 8192, torch.bfloat16, torch.device("cuda"), blocks=132)
+    assert one_wave["one_wave"] and one_wave["comm_blocks"] == 64 and one_wave["consumers"] == 64
+    assert one_wave["stripe"] == 128 and one_wave["segment"] == 64 // tp_gemm.ONE_WAVE_SEGMENTS
+    small = tp_gemm._ag_plan(2, 256, 8192, 8192 * 3, torch.bfloat16, torch.device("cuda"), blocks=132)  # 384 tiles
     large = tp_gemm._ag_plan(2, 4096, 8192, 8192, torch.bfloat16, torch.device("cuda"), blocks=132)
+    assert not small["one_wave"] and not large["one_wave"]
     assert small["k_segment"] == tp_gemm.K_SEGMENT and small["chunks"] == 8192 // tp_gemm.K_SEGMENT * 4
     assert large["k_segment"] == 0 and large["chunk_rows"] == 128
     rows = tp_gemm._ag_plan(2, 256, 8192, 8192, torch.bfloat16, torch.device("cuda"), blocks=132, k_segment=0)
     assert rows["k_segment"] == 0 and rows["chunks"] == 8  # asked for: chunks of 16 rows
+    with pytest.raises(ValueError, match="one_wave needs .* \\(384 tiles, 132 blocks\\)"):
+        tp_gemm._ag_plan(2, 256, 8192, 8192 * 3, torch.bfloat16, torch.device("cuda"), blocks=132, one_wave=True)
     with pytest.raises(ValueError, match="chunk_rows .* or k_segment .*, not both"):
         tp_gemm._ag_plan(2, 256, 64, 64, torch.float32, torch.device("cpu"), blocks=4, chunk_rows=8, k_segment=16)
     with pytest.raises(ValueError, match="k_segment \\(24\\) must be 0 .* multiple of the tile's block_k \\(16\\)"):
@@ -258,7 +292,7 @@ def test_kernels_compile_for_sm90(tmp_path):
     ag = {"a": "*bf16", "a_peers": "*i64", "b": "*bf16", "out": "*bf16", "flags": "*i32", "flag_peers": "*i64",
           "pad": "*i32", "pad_ptrs": "*i64", "rank": "i32", "Ms": "i32", "N": "i32", "chunk_rows": "i32"}
     ag_const = {"K": 8192, "WORLD": 2, **TILE, "COMM_BLOCKS": 4, "COPY_BLOCK": tp_gemm.COPY_PER_WARP * 4,
-                "CONSUMERS": 128, "K_SEGMENT": 0}
+                "CONSUMERS": 128, "K_SEGMENT": 0, "ONE_WAVE": False, "STRIPE": 0, "SEGMENT": 1}
     rs = {"a": "*bf16", "b": "*bf16", "out": "*bf16", "scratch": "*bf16", "scratch_ptrs": "*i64", "flags": "*i32",
           "flag_ptrs": "*i64", "pad": "*i32", "pad_ptrs": "*i64", "rank": "i32", "Ms": "i32", "N": "i32"}
     for rank in (0, 1):
@@ -269,6 +303,10 @@ def test_kernels_compile_for_sm90(tmp_path):
                          {**ag_const, **flags, **extra}, f"ag-tma-rank{rank}"))
         jobs.append(_job("all_gather_matmul", {**sig, **dict.fromkeys([*ag_const, *flags], "constexpr")},
                          {**ag_const, **flags, **extra, "K_SEGMENT": tp_gemm.K_SEGMENT}, f"ag-tma-kseg-rank{rank}"))
+        jobs.append(_job("all_gather_matmul", {**sig, **dict.fromkeys([*ag_const, *flags], "constexpr")},
+                         {**ag_const, **flags, **extra, "COMM_BLOCKS": 64, "ONE_WAVE": True, "STRIPE": 128,
+                          "SEGMENT": 16},
+                         f"ag-tma-onewave-rank{rank}"))
         sig = dict(rs, rank="constexpr") if rank else rs
         jobs.append(_job("matmul_reduce_scatter", {**sig, **dict.fromkeys(("K", "WORLD", *TILE, "TMA"), "constexpr")},
                          {"K": 4096, "WORLD": 2, **TILE, "TMA": True, **extra}, f"rs-tma-rank{rank}"))
@@ -290,7 +328,7 @@ def test_kernels_compile_for_sm90(tmp_path):
             assert "atom.global.release.sys.cas" in text, f"{name}: the barrier"
             assert "atom.global.sys.release.exch" in text and "atom.global.sys.acquire" in text, f"{name}: flags"
             assert "st.global.v4" in text, f"{name}: 16-byte stores to peers"
-    for name in ("ag-tma-rank0", "ag-tma-rank1", "ag-tma-kseg-rank0", "ag-tma-kseg-rank1"):
+    for name in ("ag-tma-rank0", "ag-tma-rank1", "ag-tma-kseg-rank0", "ag-tma-kseg-rank1", "ag-tma-onewave-rank0"):
         assert "fence.proxy.async.global" in ptx[name]
     ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
     spills = {}

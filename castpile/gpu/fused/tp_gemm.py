@@ -80,6 +80,8 @@ COPY_PER_WARP = 4096
 #: Columns per chunk of the all-gather's column chunking (``k_segment``), its default where a row tile holds the
 #: whole shard (docs/fused.md has the sweep).
 K_SEGMENT = 2048
+#: The one-wave all-gather's readers multiply a peer's tile in this many segments, each after its senders' flags.
+ONE_WAVE_SEGMENTS = 4
 
 
 @dataclass(frozen=True)
@@ -228,13 +230,28 @@ class _CollectiveState:
 
 
 def _ag_plan(world_size, m, k, n, dtype, device, config=None, blocks=None, comm_blocks=None, chunk_rows=None,
-             copy_block=None, k_segment=None) -> dict:
+             copy_block=None, k_segment=None, one_wave=None) -> dict:
     """Check the sizes and choose the launch shape (the same on every rank)."""
     _check_sizes("AllGatherMatmul", world_size, m, k, n)
     ms = m // world_size
     config = _checked_config(config or default_config(m), k, n, dtype)
     if blocks is None:
         blocks = _sms(device)
+    if copy_block is None:
+        copy_block = COPY_PER_WARP * config.num_warps if device.type == "cuda" else 64
+    tiles_n = triton.cdiv(n, config.block_n)
+    fits = ms <= config.block_m and world_size * tiles_n <= blocks
+    if one_wave is None:
+        one_wave = fits and device.type == "cuda" and comm_blocks is None and chunk_rows is None and k_segment is None
+    elif one_wave and not fits:
+        raise ValueError(f"AllGatherMatmul: one_wave needs a shard of at most a row tile ({ms} rows, tiles of "
+                         f"{config.block_m}) and a block per tile ({world_size * tiles_n} tiles, {blocks} blocks)")
+    if one_wave:
+        stripe = triton.cdiv(triton.cdiv(k, tiles_n), config.block_k) * config.block_k
+        return dict(world_size=world_size, m=m, k=k, n=n, dtype=dtype, config=config, comm_blocks=tiles_n,
+                    consumers=(world_size - 1) * tiles_n, chunk_rows=ms, k_segment=0, chunks=tiles_n,
+                    copy_block=copy_block, one_wave=True, stripe=stripe,
+                    segment=max(1, tiles_n // ONE_WAVE_SEGMENTS))
     if comm_blocks is None:
         comm_blocks = 4 if device.type == "cuda" else 1
     comm_blocks = max(1, min(comm_blocks, ms))
@@ -254,17 +271,17 @@ def _ag_plan(world_size, m, k, n, dtype, device, config=None, blocks=None, comm_
         if chunk_rows is None:
             chunk_rows = max(1, min(config.block_m, triton.cdiv(ms, 2 * comm_blocks)))
         chunks = triton.cdiv(ms, chunk_rows)
-    if copy_block is None:
-        copy_block = COPY_PER_WARP * config.num_warps if device.type == "cuda" else 64
     return dict(world_size=world_size, m=m, k=k, n=n, dtype=dtype, config=config, comm_blocks=comm_blocks,
-                consumers=consumers, chunk_rows=chunk_rows, k_segment=k_segment, chunks=chunks, copy_block=copy_block)
+                consumers=consumers, chunk_rows=chunk_rows, k_segment=k_segment, chunks=chunks, copy_block=copy_block,
+                one_wave=False, stripe=0, segment=1)
 
 
 def _ag_buffers(plan: dict) -> dict:
     """The symmetric buffers of :class:`AllGatherMatmul`: name -> (shape, dtype)."""
-    w, m, chunks = plan["world_size"], plan["m"], plan["chunks"]
+    w, m = plan["world_size"], plan["m"]
+    sources = 1 if plan["one_wave"] else w  # chunks: a flag per (source, chunk, consumer); one wave: (reader, sender)
     return {"gathered": ((m, plan["k"]), plan["dtype"]),
-            "flags": ((w * chunks * plan["consumers"],), torch.int32),
+            "flags": ((sources * plan["chunks"] * plan["consumers"],), torch.int32),
             "pad": ((plan["comm_blocks"] * w,), torch.int32)}
 
 
@@ -290,7 +307,12 @@ class AllGatherMatmul(_CollectiveState):
     segment and GEMM blocks multiply a peer's tile segment by segment as they
     arrive; default :data:`K_SEGMENT` on GPUs where a row tile holds the whole
     shard, else 0: chunks of rows), ``copy_block`` (elements per copy step; default
-    :data:`COPY_PER_WARP` per warp).
+    :data:`COPY_PER_WARP` per warp), ``one_wave`` (a block per tile, the blocks of
+    the local shard's tiles sending a stripe of its columns each before they
+    multiply, the others multiplying a peer's tile in :data:`ONE_WAVE_SEGMENTS`
+    segments as the stripes arrive: needs a shard of at most a row tile and
+    ``world_size * column tiles <= blocks``; the default where those hold on GPUs
+    and no chunking option is given).
     """
 
     _plan = staticmethod(_ag_plan)
@@ -302,6 +324,9 @@ class AllGatherMatmul(_CollectiveState):
     k_segment: int
     chunks: int
     copy_block: int
+    one_wave: bool
+    stripe: int
+    segment: int
     gathered: Scratch
     flags: Scratch
     pad: Scratch
@@ -316,7 +341,8 @@ class AllGatherMatmul(_CollectiveState):
     def __repr__(self):
         return (f"AllGatherMatmul(rank={self.rank}, world_size={self.world_size}, m={self.m}, k={self.k}, n={self.n}, "
                 f"dtype={self.dtype}, config={self.config}, comm_blocks={self.comm_blocks}, "
-                f"consumers={self.consumers}, chunk_rows={self.chunk_rows}, k_segment={self.k_segment})")
+                f"consumers={self.consumers}, chunk_rows={self.chunk_rows}, k_segment={self.k_segment}, "
+                f"one_wave={self.one_wave})")
 
     @property
     def shard_rows(self) -> int:
@@ -353,7 +379,8 @@ def all_gather_matmul(state: AllGatherMatmul, a_shard: torch.Tensor | None, b: t
                     COMM_BLOCKS=state.comm_blocks, COPY_BLOCK=state.copy_block,
                     CONSUMERS=triton.next_power_of_2(state.consumers), TMA=config.tma,
                     TMA_STORE=config.tma and ms % config.block_m == 0, PROXY_FENCE=config.tma and out.is_cuda,
-                    K_SEGMENT=state.k_segment, **config.options(), **extra)
+                    K_SEGMENT=state.k_segment, ONE_WAVE=state.one_wave, STRIPE=state.stripe, SEGMENT=state.segment,
+                    **config.options(), **extra)
 
     issue(state.launches, "all_gather_matmul", bind_for, {"b": b, "out": out}, False, out)
     return out

@@ -345,7 +345,8 @@ def all_gather_matmul(a, a_peers, b, out, flags, flag_peers, pad, pad_ptrs, rank
                       K: tl.constexpr, WORLD: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                       GROUP_M: tl.constexpr, COMM_BLOCKS: tl.constexpr, COPY_BLOCK: tl.constexpr,
                       CONSUMERS: tl.constexpr, TMA: tl.constexpr, TMA_STORE: tl.constexpr,
-                      PROXY_FENCE: tl.constexpr, K_SEGMENT: tl.constexpr = 0):
+                      PROXY_FENCE: tl.constexpr, K_SEGMENT: tl.constexpr = 0, ONE_WAVE: tl.constexpr = False,
+                      STRIPE: tl.constexpr = 0, SEGMENT: tl.constexpr = 1):
     """``out = all_gather(shards) @ b``: the first COMM_BLOCKS blocks push this rank's shard, the rest multiply.
 
     ``a`` [WORLD * Ms, K]: this rank's gathered buffer (symmetric; its shard
@@ -353,13 +354,86 @@ def all_gather_matmul(a, a_peers, b, out, flags, flag_peers, pad, pad_ptrs, rank
     buffer and flag addresses, rank + 1 first; ``flags`` int32 [WORLD * chunks *
     consumers]; ``pad``: the communication blocks' barrier slots.  ``K_SEGMENT``
     (a multiple of BK, or 0): chunks of columns instead of rows (:func:`chunk_runs`).
+    ``ONE_WAVE``: every block has one tile and the first COMM_BLOCKS send a
+    stripe of STRIPE columns each and multiply; the others multiply a peer's
+    tile SEGMENT stripes at a time as they arrive (:func:`one_wave_tile`).
     """
-    if tl.program_id(0) < COMM_BLOCKS:
+    if ONE_WAVE:
+        one_wave_tile(a, a_peers, b, out, flags, flag_peers, pad, pad_ptrs, rank, Ms, N, K, WORLD, BM, BN, BK,
+                      COMM_BLOCKS, COPY_BLOCK, STRIPE, SEGMENT, TMA, TMA_STORE, PROXY_FENCE)
+    elif tl.program_id(0) < COMM_BLOCKS:
         push_shard(a, a_peers, flags, flag_peers, pad, pad_ptrs, rank, Ms, chunk_rows,
                    tl.num_programs(0) - COMM_BLOCKS, K, WORLD, COMM_BLOCKS, COPY_BLOCK, CONSUMERS, K_SEGMENT)
     else:
         gathered_tiles(a, b, out, flags, rank, Ms, N, chunk_rows, K, WORLD, BM, BN, BK, GROUP_M, COMM_BLOCKS, TMA,
                        TMA_STORE, PROXY_FENCE, K_SEGMENT)
+
+
+@triton.jit
+def one_wave_tile(a, a_peers, b, out, flags, flag_peers, pad, pad_ptrs, rank, Ms, N, K: tl.constexpr,
+                  WORLD: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SENDERS: tl.constexpr,
+                  COPY_BLOCK: tl.constexpr, STRIPE: tl.constexpr, SEGMENT: tl.constexpr, TMA: tl.constexpr,
+                  TMA_STORE: tl.constexpr, PROXY_FENCE: tl.constexpr):
+    """Block pid's one tile, where a row tile holds a whole shard and the grid has a block per tile.
+
+    SENDERS is the number of column tiles.  Blocks ``0 .. SENDERS - 1`` each
+    send stripe pid of this rank's shard (columns ``pid * STRIPE ...`` of all
+    its rows) to every peer, raise their flag for each peer block that reads
+    this shard, then multiply tile pid of the local shard.  Block ``SENDERS +
+    j`` multiplies column tile ``j % SENDERS`` of the shard of rank ``rank + 1
+    + j // SENDERS`` SEGMENT stripes at a time, each segment after one wait for
+    those stripes' flags, so it starts when the first segment has arrived.  The
+    shard moves over as many SMs as there are column tiles while half the grid
+    already multiplies; a block waits only for lower program ids of other
+    ranks.  ``flags`` int32 [(WORLD - 1) * SENDERS * SENDERS]: flag ``j *
+    SENDERS + p`` is sender p's for reading block j; ``pad``: the senders' barrier.
+    """
+    pid = tl.program_id(0)
+    M = WORLD * Ms
+    a_src = operand(a, M, K, BM, BK, TMA)
+    b_src = operand(b, K, N, BK, BN, TMA)
+    if pid < SENDERS:
+        barrier(pad, pad_ptrs, rank, WORLD, True)  # every peer's previous call is done with its buffer
+        peers = a_peers
+        first = tl.cast(rank, tl.int64) * Ms * K + pid * STRIPE
+        length = tl.minimum(STRIPE, K - pid * STRIPE)  # the last stripes may be short or empty
+        end = tl.cast(Ms, tl.int64) * STRIPE
+        lane = tl.arange(0, COPY_BLOCK)
+        at = tl.cast(0, tl.int64)  # scalars: the loop carries no offset tensor
+        x = tl.load(a + chunk_word(first, at + lane, K, STRIPE), mask=chunk_lane(at + lane, end, length, STRIPE))
+        while at < end:
+            ahead = at + COPY_BLOCK + lane
+            y = tl.load(a + chunk_word(first, ahead, K, STRIPE), mask=chunk_lane(ahead, end, length, STRIPE))
+            _castpile_store_loop(peers, WORLD - 1, None, a, *_castpile_index((chunk_word(first, at + lane, K, STRIPE),), None, (1,)), x[None, :], chunk_lane(at + lane, end, length, STRIPE), align=16
+)
+            x = y
+            at += COPY_BLOCK
+        tl.debug_barrier()  # the whole block's stores come before the flags
+        readers = tl.arange(0, triton.next_power_of_2(SENDERS))
+        for step in tl.static_range(1, WORLD):  # on rank + step, the blocks that read this shard
+            peer_flags = tl.load(flag_peers + step - 1 + tl.arange(0, 1))
+            j0 = (WORLD - 1 - step) * SENDERS
+            _castpile_signal(peer_flags, peer_flags.numel, None, flags, SENDERS*(j0 + readers) + pid, None, 1, None, readers < SENDERS)
+        shard = tl.cast(rank, tl.int32)  # (rank 1 is a constexpr: both branches must give a tensor)
+        pn = pid
+        acc = tile_product(a_src, b_src, shard * Ms, pn * BN, shard * Ms + Ms, N, K, BM, BN, BK, TMA)
+    else:
+        j = pid - SENDERS
+        shard = (rank + 1 + j // SENDERS) % WORLD
+        pn = j % SENDERS
+        senders = tl.arange(0, triton.next_power_of_2(SEGMENT))
+        acc = tl.zeros((BM, BN), tl.float32)
+        for segment in range((SENDERS + SEGMENT - 1) // SEGMENT):
+            sender = segment * SEGMENT + senders
+            _castpile_wait_flags(flags + j * SENDERS + sender, 1, 0, (senders < SEGMENT) & (sender < SENDERS))
+            tl.debug_barrier()  # what the waiting threads acquired, every thread may read
+            proxy_fence(PROXY_FENCE)
+            acc = span_product(acc, a_src, b_src, shard * Ms, pn * BN, segment * SEGMENT * STRIPE, shard * Ms + Ms,
+                               N, K, SEGMENT * STRIPE // BK, BM, BN, BK, TMA)
+    if TMA_STORE:  # shards are whole tiles
+        store_tile(operand(out, M, N, BM, BN, True), acc, shard * Ms, pn * BN, M, N, BM, BN, True)
+    else:
+        store_tile(out + tl.cast(shard, tl.int64) * Ms * N, acc, 0, pn * BN, Ms, N, BM, BN, False)
 
 
 # -- GEMM + reduce-scatter -------------------------------------------------------------------------------------
