@@ -27,7 +27,10 @@ launch per call, no second stream:
   and go on with the peers' shards in the order they are sent, waiting on a
   chunk's flag before reading it.  Pushing rather than pulling sends every byte
   once over NVLink as a write (faster than reads there, docs/perf-findings.md)
-  and keeps the GEMM's loads local, so they can go through TMA.
+  and keeps the GEMM's loads local, so they can go through TMA.  Where a row
+  tile holds a whole shard (few rows, as in decoding) and every tile has a
+  block, one wave instead (``one_wave``): the blocks of the local shard's tiles
+  send a stripe of it each before they multiply, so the shard moves over many SMs.
 - GEMM + reduce-scatter: every rank computes the tiles of the rows other ranks own
   first, pushing each finished tile (rounded to the dtype) into the owner's
   scratch with a per-tile flag, and its own rows last, adding the peers' tiles
