@@ -32,7 +32,6 @@ import contextlib
 import json
 import os
 import sys
-import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -83,13 +82,18 @@ class Run:
 
     @contextlib.contextmanager
     def _captured(self):
-        """File descriptors 1 and 2 into the log while the body runs; yields a function returning what they got."""
+        """File descriptors 1 and 2 into the log while the body runs; yields a function returning what they got.
+
+        They write into the log file itself, so that what a process that dies inside the body printed
+        (NVSHMEM exits from C on a failed initialisation) is still there.
+        """
         sys.stdout.flush()
         sys.stderr.flush()
         saved = os.dup(1), os.dup(2)
-        with tempfile.TemporaryFile() as tmp:
-            os.dup2(tmp.fileno(), 1)
-            os.dup2(tmp.fileno(), 2)
+        with open(self.log, "ab") as log:
+            start = log.tell()
+            os.dup2(log.fileno(), 1)
+            os.dup2(log.fileno(), 2)
             text = ""
             try:
                 yield lambda: text
@@ -100,12 +104,11 @@ class Run:
                 os.dup2(saved[1], 2)
                 os.close(saved[0])
                 os.close(saved[1])
-                tmp.seek(0)
-                text = tmp.read().decode(errors="replace")
-                with open(self.log, "a") as log:
-                    log.write(text)
-                sys.stdout.write(text)  # the console still shows it
-                sys.stdout.flush()
+        with open(self.log, "rb") as log:
+            log.seek(start)
+            text = log.read().decode(errors="replace")
+        sys.stdout.write(text)  # the console still shows it
+        sys.stdout.flush()
 
     def save(self):
         Path(f"{self.out}.rank{self.rank}.json").write_text(json.dumps(self.record, indent=1))

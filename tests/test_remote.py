@@ -529,3 +529,19 @@ def test_the_gpu_scripts_phases_record_failures_and_c_level_output(tmp_path):
     assert second == {"phase": "next", "status": "ok", "value": 7, "seconds": second["seconds"]}
     assert "transport ibgda failed to load" in (tmp_path / "nvshmem.json.rank1.log").read_text()
     assert run.failed("init") and not run.failed("next")
+
+
+def test_the_gpu_scripts_log_keeps_what_a_dying_process_printed(tmp_path):
+    """NVSHMEM ends the process from C when its initialisation fails: what it printed must be in the log already."""
+    script = import_file(Path(__file__).parents[1] / "benchmarks/gpu_nvshmem.py", "gpu_nvshmem")
+    pid = os.fork()
+    if pid == 0:  # the child dies inside the phase, as nvshmem_init's exit(-1) does
+        try:
+            with script.Run(tmp_path / "nvshmem.json", 0).phase("allocate"):
+                os.write(2, b"NVSHMEM: ibgda: no usable device\n")
+                os._exit(255)
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 255
+    assert "ibgda: no usable device" in (tmp_path / "nvshmem.json.rank0.log").read_text()
