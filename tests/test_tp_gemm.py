@@ -49,7 +49,8 @@ def test_matmul_matches_torch(path, m, k, n, blocks):
 
 
 def test_default_config():
-    assert tp_gemm.default_config(4096).block_n == 256 and tp_gemm.default_config(256).block_n == 128
+    assert tp_gemm.default_config(4096).block_n == 256 and tp_gemm.default_config(4096).tma
+    assert tp_gemm.default_config(256).block_n == 128 and not tp_gemm.default_config(256).tma
 
 
 # -- all-gather + GEMM -----------------------------------------------------------------------------------------
@@ -313,6 +314,9 @@ def test_kernels_compile_for_sm90(tmp_path):
     flags = {"TMA": False, "TMA_STORE": False, "PROXY_FENCE": False}
     jobs.append(_job("all_gather_matmul", {**ag, **dict.fromkeys([*ag_const, *flags], "constexpr")},
                      {**ag_const, "WORLD": 4, **flags}, "ag-pointers-w4"))
+    jobs.append(_job("all_gather_matmul", {**ag, **dict.fromkeys([*ag_const, *flags], "constexpr")},
+                     {**ag_const, **flags, "COMM_BLOCKS": 64, "ONE_WAVE": True, "STRIPE": 128, "SEGMENT": 16},
+                     "ag-pointers-onewave"))  # M = 256's default
     jobs.append(_job("matmul_reduce_scatter", {**rs, **dict.fromkeys(("K", "WORLD", *TILE, "TMA"), "constexpr")},
                      {"K": 4096, "WORLD": 4, **TILE, "TMA": False}, "rs-pointers-w4"))
     results = compile_for_sm90(jobs, tmp_path)

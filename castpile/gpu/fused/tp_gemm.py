@@ -108,14 +108,17 @@ class GemmConfig:
 
 
 def default_config(m: int) -> GemmConfig:
-    """The tile for a GEMM of ``m`` rows: 128 x 256 (3 stages) from 1024 rows, else 128 x 128 (4 stages).
+    """The tile for a GEMM of ``m`` rows: 128 x 256 (3 stages, TMA) from 1024 rows, else 128 x 128 (4 stages, pointers).
 
     Below 1024 rows the wide tile leaves SMs idle (256 x 8192 makes 64 tiles of
-    128 x 256 on 132 SMs, but 128 of 128 x 128).
+    128 x 256 on 132 SMs, but 128 of 128 x 128), and operands loaded through
+    pointers beat TMA descriptors there (measured on one H200,
+    docs/data/bench-sweep-gemm-small.json: 0.1-0.6% behind cuBLAS against 7-13%
+    with TMA at 256 x 8192 x 8192 and 256 x 4096 x 8192; not explained).
     """
     if m >= 1024:
         return GemmConfig()
-    return GemmConfig(block_n=128, num_stages=4)
+    return GemmConfig(block_n=128, num_stages=4, tma=False)
 
 
 def _checked_config(config: GemmConfig, k: int, n: int, dtype: torch.dtype) -> GemmConfig:
