@@ -190,27 +190,37 @@ def push_shard(a, a_peers, flags, flag_peers, pad, pad_ptrs, rank, Ms, chunk_row
     of its ``consumers`` GEMM blocks g.
     """
     barrier(pad, pad_ptrs, rank, WORLD, True)  # every peer's previous GEMM is done with its buffer
-    peers = multicast_like(a, a_peers[:WORLD - 1], align=16)
     peer_flags = multicast_like(flags, flag_peers[:WORLD - 1])
     g = tl.arange(0, CONSUMERS)
     chunks = shard_chunks(Ms, chunk_rows, K, COMM_BLOCKS, K_SEGMENT)
     c = tl.program_id(0)
-    lane = tl.arange(0, COPY_BLOCK)
     while c < chunks:
         first, runs, length = chunk_runs(c, rank, Ms, chunk_rows, K, COMM_BLOCKS, K_SEGMENT)
-        end = runs * length if K_SEGMENT == 0 else runs * K_SEGMENT
-        at = tl.cast(0, tl.int64)  # scalars: the loop carries no offset tensor
-        x = tl.load(a + chunk_word(first, at + lane, K, K_SEGMENT), mask=chunk_lane(at + lane, end, length, K_SEGMENT))
-        while at < end:
-            ahead = at + COPY_BLOCK + lane
-            y = tl.load(a + chunk_word(first, ahead, K, K_SEGMENT), mask=chunk_lane(ahead, end, length, K_SEGMENT))
-            tl.store(peers[chunk_word(first, at + lane, K, K_SEGMENT)], x[None, :],
-                     mask=chunk_lane(at + lane, end, length, K_SEGMENT))
-            x = y
-            at += COPY_BLOCK
+        send_chunk(a, a_peers, first, runs * length if K_SEGMENT == 0 else runs * K_SEGMENT, length, K, WORLD,
+                   COPY_BLOCK, K_SEGMENT)
         tl.debug_barrier()  # the whole block's stores come before the flags
         castpile.signal(peer_flags[(rank * chunks + c) * consumers + g], value=1, mask=g < consumers)
         c += COMM_BLOCKS
+
+
+@triton.jit
+def send_chunk(a, a_peers, first, end, length, K: tl.constexpr, WORLD: tl.constexpr, COPY_BLOCK: tl.constexpr,
+               K_SEGMENT: tl.constexpr):
+    """Words ``0 .. end - 1`` of a chunk of ``a`` (:func:`chunk_word`) into every peer's buffer (``a_peers``).
+
+    COPY_BLOCK words a step, the next step's load in flight while this one is stored.
+    """
+    peers = multicast_like(a, a_peers[:WORLD - 1], align=16)
+    lane = tl.arange(0, COPY_BLOCK)
+    at = tl.cast(0, tl.int64)  # scalars: the loop carries no offset tensor
+    x = tl.load(a + chunk_word(first, at + lane, K, K_SEGMENT), mask=chunk_lane(at + lane, end, length, K_SEGMENT))
+    while at < end:
+        ahead = at + COPY_BLOCK + lane
+        y = tl.load(a + chunk_word(first, ahead, K, K_SEGMENT), mask=chunk_lane(ahead, end, length, K_SEGMENT))
+        tl.store(peers[chunk_word(first, at + lane, K, K_SEGMENT)], x[None, :],
+                 mask=chunk_lane(at + lane, end, length, K_SEGMENT))
+        x = y
+        at += COPY_BLOCK
 
 
 @triton.jit
@@ -394,20 +404,9 @@ def one_wave_tile(a, a_peers, b, out, flags, flag_peers, pad, pad_ptrs, rank, Ms
     b_src = operand(b, K, N, BK, BN, TMA)
     if pid < SENDERS:
         barrier(pad, pad_ptrs, rank, WORLD, True)  # every peer's previous call is done with its buffer
-        peers = multicast_like(a, a_peers[:WORLD - 1], align=16)
-        first = tl.cast(rank, tl.int64) * Ms * K + pid * STRIPE
         length = tl.minimum(STRIPE, K - pid * STRIPE)  # the last stripes may be short or empty
-        end = tl.cast(Ms, tl.int64) * STRIPE
-        lane = tl.arange(0, COPY_BLOCK)
-        at = tl.cast(0, tl.int64)  # scalars: the loop carries no offset tensor
-        x = tl.load(a + chunk_word(first, at + lane, K, STRIPE), mask=chunk_lane(at + lane, end, length, STRIPE))
-        while at < end:
-            ahead = at + COPY_BLOCK + lane
-            y = tl.load(a + chunk_word(first, ahead, K, STRIPE), mask=chunk_lane(ahead, end, length, STRIPE))
-            tl.store(peers[chunk_word(first, at + lane, K, STRIPE)], x[None, :],
-                     mask=chunk_lane(at + lane, end, length, STRIPE))
-            x = y
-            at += COPY_BLOCK
+        send_chunk(a, a_peers, tl.cast(rank, tl.int64) * Ms * K + pid * STRIPE, tl.cast(Ms, tl.int64) * STRIPE,
+                   length, K, WORLD, COPY_BLOCK, STRIPE)
         tl.debug_barrier()  # the whole block's stores come before the flags
         readers = tl.arange(0, triton.next_power_of_2(SENDERS))
         for step in tl.static_range(1, WORLD):  # on rank + step, the blocks that read this shard
