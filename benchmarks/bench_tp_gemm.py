@@ -280,7 +280,7 @@ def first_working(problem, errors, dog):
 
 
 def shape_case(op, m, k, n, rank, world, group_name, dog, args):
-    config = args.config or tp_gemm.default_config(m)
+    config = args.config or tp_gemm.default_config(m, op)
     options = args.ag_options if op == "all_gather_matmul" else {}
     problem = Problem(op, m, k, n, rank, world, group_name, config, options)
     row = {"op": op, "M": m, "K": k, "N": n, "label": f"{m} x {k} x {n}", "k_per_rank": problem.kl, "errors": {}}
@@ -350,7 +350,7 @@ def sweep(rank, world, group_name, dog, args):
         column_options = [{"comm_blocks": c, "k_segment": s} for c, s in K_SEGMENT_SWEEP] if m == 256 else []
         for options in rows_options + column_options:
             problem = Problem("all_gather_matmul", m, k, n, rank, world, group_name,
-                              args.config or tp_gemm.default_config(m), options)
+                              args.config or tp_gemm.default_config(m, "all_gather_matmul"), options)
             keep.append(problem)
             xs, bs = problem.inputs(7, False)
             problem.state.a_shard.copy_(xs[rank])

@@ -79,7 +79,8 @@ def main():
     group = dist.group.WORLD.group_name
     rows = []
     for m, k, n in [(4096, 8192, 8192), (256, 8192, 8192)]:
-        problem = Problem("matmul_reduce_scatter", m, k, n, rank, world, group, tp_gemm.default_config(m), {})
+        config = tp_gemm.default_config(m, "matmul_reduce_scatter")
+        problem = Problem("matmul_reduce_scatter", m, k, n, rank, world, group, config, {})
         st, cfg = problem.state, problem.state.config
         xs, bs = problem.inputs(3, True)
         a, b = xs[rank], bs[rank]

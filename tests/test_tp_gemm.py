@@ -51,6 +51,8 @@ def test_matmul_matches_torch(path, m, k, n, blocks):
 def test_default_config():
     assert tp_gemm.default_config(4096).block_n == 256 and tp_gemm.default_config(4096).tma
     assert tp_gemm.default_config(256).block_n == 128 and not tp_gemm.default_config(256).tma
+    assert not tp_gemm.default_config(256, "matmul_reduce_scatter").tma
+    assert tp_gemm.default_config(256, "all_gather_matmul").tma
 
 
 # -- all-gather + GEMM -----------------------------------------------------------------------------------------

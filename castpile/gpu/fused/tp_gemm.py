@@ -107,18 +107,20 @@ class GemmConfig:
                     num_warps=self.num_warps, num_stages=self.num_stages)
 
 
-def default_config(m: int) -> GemmConfig:
-    """The tile for a GEMM of ``m`` rows: 128 x 256 (3 stages, TMA) from 1024 rows, else 128 x 128 (4 stages, pointers).
+def default_config(m: int, op: str = "matmul") -> GemmConfig:
+    """The tile for ``op`` ("matmul", "all_gather_matmul" or "matmul_reduce_scatter") over ``m`` rows.
 
-    Below 1024 rows the wide tile leaves SMs idle (256 x 8192 makes 64 tiles of
-    128 x 256 on 132 SMs, but 128 of 128 x 128), and operands loaded through
-    pointers beat TMA descriptors there (measured on one H200,
-    docs/data/bench-sweep-gemm-small.json: 0.1-0.6% behind cuBLAS against 7-13%
-    with TMA at 256 x 8192 x 8192 and 256 x 4096 x 8192; not explained).
+    128 x 256 (3 stages, TMA) from 1024 rows, else 128 x 128 (4 stages): below
+    1024 rows the wide tile leaves SMs idle (256 x 8192 makes 64 tiles of
+    128 x 256 on 132 SMs, but 128 of 128 x 128).  There the GEMM alone and the
+    reduce-scatter load operands through pointers, the all-gather through TMA
+    (2 x H200 / one H200, 256 rows, docs/fused.md: our GEMM alone 0.1-0.6% behind
+    cuBLAS with pointers, 7-13% with TMA; the reduce-scatter 43.9 against 48.9 µs;
+    the one-wave all-gather 84.8 with pointers against 75.2-81.1 with TMA).
     """
     if m >= 1024:
         return GemmConfig()
-    return GemmConfig(block_n=128, num_stages=4, tma=False)
+    return GemmConfig(block_n=128, num_stages=4, tma=op == "all_gather_matmul")
 
 
 def _checked_config(config: GemmConfig, k: int, n: int, dtype: torch.dtype) -> GemmConfig:
@@ -240,7 +242,7 @@ def _ag_plan(world_size, m, k, n, dtype, device, config=None, blocks=None, comm_
     """Check the sizes and choose the launch shape (the same on every rank)."""
     _check_sizes("AllGatherMatmul", world_size, m, k, n)
     ms = m // world_size
-    config = _checked_config(config or default_config(m), k, n, dtype)
+    config = _checked_config(config or default_config(m, "all_gather_matmul"), k, n, dtype)
     if blocks is None:
         blocks = _sms(device)
     if copy_block is None:
@@ -397,7 +399,7 @@ def all_gather_matmul(state: AllGatherMatmul, a_shard: torch.Tensor | None, b: t
 
 def _rs_plan(world_size, m, k, n, dtype, device, config=None, blocks=None) -> dict:
     _check_sizes("MatmulReduceScatter", world_size, m, k, n)
-    config = _checked_config(config or default_config(m), k, n, dtype)
+    config = _checked_config(config or default_config(m, "matmul_reduce_scatter"), k, n, dtype)
     tiles = world_size * _tiles(m // world_size, n, config)
     blocks = max(1, min(_sms(device) if blocks is None else blocks, tiles))
     return dict(world_size=world_size, m=m, k=k, n=n, dtype=dtype, config=config, blocks=blocks)
