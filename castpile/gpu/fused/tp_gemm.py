@@ -55,7 +55,7 @@ themselves, so calls repeat back to back and can be captured in CUDA graphs.
 Launches are bound once per state (:mod:`castpile.gpu.issue`), the per-call
 tensors passed late.
 
-GEMM tiles: :func:`default_config` picks by M; ``config=`` overrides
+GEMM tiles: :func:`default_config` picks by M and op; ``config=`` overrides
 (benchmarks/bench_tp_gemm.py --sweep times the candidates on 2 x H200).  TMA
 descriptors are made in the kernels (``tl.make_tensor_descriptor``), which needs
 Triton's allocator: if none is set, :func:`matmul` and the ops set one that
@@ -81,7 +81,7 @@ SIM_BLOCKS = 4
 #: store; 8 warps move 64 KB of bf16 a step, 64 registers a thread for each of the two steps).
 COPY_PER_WARP = 4096
 #: Columns per chunk of the all-gather's column chunking (``k_segment``), its default where a row tile holds the
-#: whole shard (docs/fused.md has the sweep).
+#: whole shard but the tiles outnumber the blocks (else one wave; docs/fused.md has the sweep).
 K_SEGMENT = 2048
 #: The one-wave all-gather's readers multiply a peer's tile in this many segments, each after its senders' flags.
 ONE_WAVE_SEGMENTS = 4
