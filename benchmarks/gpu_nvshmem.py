@@ -9,6 +9,9 @@ One launch is one mode; NVSHMEM reads its environment once, at initialisation:
     NVSHMEM_DISABLE_P2P=1 NVSHMEM_REMOTE_TRANSPORT=ibgda NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \\
         NVSHMEM_DISABLE_NVLS=1 python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/gpu_nvshmem.py \\
         --out $OUT/nvshmem-ibgda.json          # and NVSHMEM_REMOTE_TRANSPORT=ibrc / ucx
+    # (b) as far as one NVLink domain allows: P2P on, every peer tagged remote in the kernel's tables, so
+    # the all-reduce reaches it through NVSHMEM get and put-with-signal (over NVSHMEM's P2P transport)
+    ... benchmarks/gpu_nvshmem.py --force-remote --out $OUT/nvshmem-forced.json
 
 Each rank allocates with ``backend="nvshmem"``, records ``reachable`` against the layout's
 expectation (``backends.node_reachability``), then per size: ``--iters`` calls of the
@@ -38,14 +41,18 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
+import triton
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from castpile.gpu import backends, collectives, runtime  # noqa: E402
+from castpile.gpu.fused import rmsnorm  # noqa: E402
 from harness import run_header, start_ranks, timed  # noqa: E402
 
 SIZES = [64 << 10, 1 << 20, 16 << 20]  # bytes of each rank's bf16 input
+FUSED_SHAPES = [(16, 4096), (256, 8192)]  # rows x D of the fused all-reduce + residual + RMSNorm
+EPS = 1e-6
 BLOCK, WARPS = 1024, 4
 ENV_PREFIXES = ("NVSHMEM_", "NCCL_", "TORCH_SYMM_MEM_", "LOCAL_WORLD_SIZE", "WORLD_SIZE")
 
@@ -149,6 +156,81 @@ def nccl_all_reduce(x):
     return ref
 
 
+def fused_reference(xs, residual, weight):
+    """(new residual, y) in float32 torch from every rank's input: y rounded from float32 (bench_rmsnorm.py's)."""
+    h = (sum(x.float() for x in xs) + residual.float()).to(torch.bfloat16)
+    y = h.float() * torch.rsqrt((h.float() ** 2).mean(-1, keepdim=True) + EPS) * weight.float()
+    return h, y.to(torch.bfloat16)
+
+
+def check_and_time_fused(name: str, symm, fused, args, dog, entry):
+    """``args.iters`` calls of ``fused(residual, weight, out)`` on fresh integer data: the residual exact, y within
+    one bf16 rounding of float32 torch; pads zero after; medians against NCCL all-reduce + add + torch rms_norm."""
+    rank, world, (m, d) = symm.rank, symm.world_size, symm.tensor.shape
+    dev = symm.tensor.device
+    out = torch.empty_like(symm.tensor)
+    wrong = torch.zeros(2, dtype=torch.int64, device=dev)
+    for it in range(args.iters):
+        gens = [torch.Generator(device=dev).manual_seed(1000 * it + r) for r in range(world + 2)]
+        xs = [torch.randint(-8, 9, (m, d), generator=g, device=dev).to(torch.bfloat16) for g in gens[:world]]
+        residual = torch.randint(-8, 9, (m, d), generator=gens[world], device=dev).to(torch.bfloat16)
+        weight = (torch.randint(1, 9, (d,), generator=gens[world + 1], device=dev).float() / 4).to(torch.bfloat16)
+        expect_h, expect_y = fused_reference(xs, residual, weight)
+        symm.tensor.copy_(xs[rank])
+        fused(residual, weight, out)
+        wrong[0] += int(not torch.equal(residual, expect_h))
+        wrong[1] += int(not bool(((out.float() - expect_y.float()).abs() <= 2 ** -7 * expect_y.float().abs()).all()))
+        if it % 50 == 0:
+            dog.tick(f"{name} call {it}")
+    torch.cuda.synchronize()
+    dist.barrier()
+    totals = torch.cat([wrong, symm.signal_pad.count_nonzero().to(torch.int64).view(1)])
+    dist.all_reduce(totals)
+    entry.update(iters=args.iters, mismatches=int(totals[0] + totals[1]), wrong_residual=int(totals[0]),
+                 wrong_y=int(totals[1]), pads_nonzero_after=int(totals[2]))
+    residual, weight = torch.zeros_like(symm.tensor), torch.ones(d, dtype=torch.bfloat16, device=dev)
+    nccl_buf = symm.tensor.clone()
+
+    def nccl():
+        dist.all_reduce(nccl_buf)
+        residual.add_(nccl_buf)
+        return torch.nn.functional.rms_norm(residual, (d,), weight, EPS)
+
+    medians = timed({name: lambda: fused(residual, weight, out), "nccl": nccl}, args.timing_iters, args.reps, dog)
+    entry.update(castpile_us=round(medians[name], 2), nccl_us=round(medians["nccl"], 2))
+
+
+def fused_phases(run, args, dog, rank, world, remote_kernels):
+    """The fused all-reduce + residual + RMSNorm per shape: spelled with remote= bindings, and the library's."""
+    for m, d in FUSED_SHAPES:
+        symm = None
+        with run.phase("allocate fused", shape=[m, d]) as entry:
+            symm = runtime.symmetric_empty((m, d), torch.bfloat16, backend="nvshmem", force_remote=args.force_remote)
+            entry.update(reachable=list(symm.reachable),
+                         remote_tags=[int(e) >> backends.REMOTE_TAG_SHIFT for e in symm.remote_ptrs.tolist()])
+        if symm is None:
+            return
+        dist.barrier()
+        with run.phase("remote fused rmsnorm", shape=[m, d]) as entry:
+            blocks = min(m, symm.max_blocks)
+            entry["blocks"] = blocks
+
+            def remote(residual, weight, out):
+                remote_kernels.all_reduce_residual_rmsnorm_remote[(blocks,)](
+                    symm.tensor, symm.remote_ptrs, symm.signal_pad, symm.signal_pad_remote_ptrs, residual, weight, out,
+                    rank, m, d, EPS, WORLD=world, BLOCK=triton.next_power_of_2(d), num_warps=8)
+                return out
+
+            check_and_time_fused("castpile_remote_fused", symm, remote, args, dog, entry)
+        if symm.all_reachable and not run.failed("remote fused rmsnorm"):
+            with run.phase("library fused rmsnorm", shape=[m, d]) as entry:
+                check_and_time_fused("castpile_fused", symm, lambda r, w, o: rmsnorm.all_reduce_residual_rmsnorm(
+                    symm, r, w, EPS, o), args, dog, entry)
+        symm = None
+        torch.cuda.synchronize()
+        dist.barrier()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="nvshmem.json")
@@ -158,6 +240,8 @@ def main():
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--timeout", type=float, default=90.0, help="watchdog: seconds without progress")
     parser.add_argument("--budget", type=float, default=150.0, help="seconds after which no new size starts")
+    parser.add_argument("--force-remote", action="store_true",
+                        help="tag every peer remote in the remote_ptrs tables (runtime.symmetric_empty(force_remote=))")
     args = parser.parse_args()
     started = time.monotonic()
     out = Path(args.out)
@@ -166,7 +250,8 @@ def main():
     rank, world, dev, dog = start_ranks(args.timeout)
     run = Run(out, rank)
     p2p = os.environ.get("NVSHMEM_DISABLE_P2P", "0").lower() in ("", "0", "false", "n", "no")
-    run.record.update(run_header(dev, world_size=world, mode="p2p" if p2p else "no-p2p"))
+    mode = ("p2p" if p2p else "no-p2p") + ("-forced-remote" if args.force_remote else "")
+    run.record.update(run_header(dev, world_size=world, mode=mode))
 
     with run.phase("nvshmem available") as entry:
         from torch.distributed import _symmetric_memory as symm_mem
@@ -189,7 +274,7 @@ def main():
         dog.tick(f"allocate {nbytes}")
         symm = None
         with run.phase("allocate", bytes=nbytes) as entry:
-            symm = runtime.symmetric_empty((n,), torch.bfloat16, backend="nvshmem")
+            symm = runtime.symmetric_empty((n,), torch.bfloat16, backend="nvshmem", force_remote=args.force_remote)
             expected = backends.node_reachability(symm.pes, rank, backends.local_world_size(world), p2p=p2p)
             tags = [int(e) >> backends.REMOTE_TAG_SHIFT for e in symm.remote_ptrs.tolist()]
             entry.update(backend=symm.backend, pes=list(symm.pes), reachable=list(symm.reachable),
@@ -235,6 +320,9 @@ def main():
         symm = None
         torch.cuda.synchronize()
         dist.barrier()
+
+    if not run.failed("import the remote kernel") and time.monotonic() - started < args.budget:
+        fused_phases(run, args, dog, rank, world, remote_kernels)
 
     dog.tick("gather the records")
     records = [None] * world

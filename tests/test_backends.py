@@ -226,7 +226,7 @@ def test_the_modules_docstring_examples_hold():
     import doctest
 
     failures, attempted = doctest.testmod(backends, verbose=False)
-    assert (failures, attempted) == (0, 6)
+    assert (failures, attempted) == (0, 7)
 
 
 @pytest.mark.parametrize("current", [None, "CUDA", "NCCL"])
@@ -295,3 +295,34 @@ def test_every_peer_reachable_needs_no_scratch():
     assert torch.equal(h.remote_ptrs, h.buffer_ptrs) and torch.equal(h.signal_pad_remote_ptrs, h.signal_pad_ptrs)
     assert torch.tensor([], dtype=torch.int64).set_(h.remote_ptrs.untyped_storage())[:2].tolist() == [0, 0]
     assert h.remote_scratch is None
+
+
+# --- force_remote: the NVSHMEM get/put path between GPUs that could load and store -------------------------
+
+
+def test_force_remote_keeps_only_the_own_entry_as_an_address():
+    assert backends.table_reachability((True, True, True), 1) == (True, True, True)
+    assert backends.table_reachability((True, False, True), 0) == (True, False, True)
+    assert backends.table_reachability((True, True, True), 1, force_remote=True) == (False, True, False)
+    assert backends.table_reachability((True, False), 0, force_remote=True) == (True, False)
+
+
+@pytest.mark.parametrize("world,lws", [(2, None), (3, None), (4, 2)])
+def test_the_simulator_forces_remote_tables_and_keeps_addresses(world, lws):
+    """force_remote tags every other rank in the remote_ptrs tables; buffer_ptrs, reachable and the library stay."""
+    handles = sim.symmetric_empty(world, (6,), torch.int32, local_world_size=lws, force_remote=True)
+    for h in handles:
+        assert h.backend == "nvshmem" and h.remote_scratch is not None
+        expected = (True,) * world if lws is None else backends.node_reachability(range(world), h.rank, lws)
+        assert h.reachable == expected
+        assert [p != 0 for p in h.buffer_ptrs.tolist()] == list(expected)
+        for table, own in ((h.remote_ptrs, h.tensor), (h.signal_pad_remote_ptrs, h.signal_pad)):
+            for r, entry in enumerate(table.tolist()):
+                assert entry == (own.data_ptr() if r == h.rank else own.data_ptr() | (r + 1) << 48)
+
+
+def test_force_remote_needs_the_nvshmem_backend():
+    with pytest.raises(ValueError, match="force_remote=True needs backend='nvshmem'"):
+        backends.check_force_remote("cuda", True)
+    backends.check_force_remote("nvshmem", True)
+    backends.check_force_remote("cuda", False)

@@ -37,3 +37,26 @@ def all_reduce_remote(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.cons
         tl.store(out + offs, total.to(out.dtype.element_ty), mask=offs < n)
         tile += tl.num_programs(0)
     remote_barrier(pad, pad_ptrs, rank, WORLD)
+
+
+@triton.jit
+def all_reduce_residual_rmsnorm_remote(buf, buf_ptrs, pad, pad_ptrs, residual, weight, out, rank, m, d, eps,
+                                       WORLD: tl.constexpr, BLOCK: tl.constexpr):
+    """``residual += sum over ranks of buf`` (rows of ``d`` <= BLOCK, in bf16 as stored); ``out = rms_norm(residual)
+    * weight`` in fp32, rows strided over the grid: the library's fused RMSNorm spelled with remote= bindings."""
+    bufs = multicast_like(buf, buf_ptrs[:WORLD], shape=(m, d), remote="nvshmem")
+    remote_barrier(pad, pad_ptrs, rank, WORLD)
+    cols = tl.arange(0, BLOCK)
+    inside = cols < d
+    w = tl.load(weight + cols, mask=inside, other=0.0).to(tl.float32)
+    row = tl.program_id(0)
+    while row < m:
+        total = tl.sum(bufs[row, cols].to(tl.float32), axis=0)
+        h = (total + tl.load(residual + row * d + cols, mask=inside, other=0.0).to(tl.float32))
+        h = h.to(residual.dtype.element_ty)
+        tl.store(residual + row * d + cols, h, mask=inside)
+        hf = h.to(tl.float32)
+        scale = tl.rsqrt(tl.sum(hf * hf, axis=0) / d + eps)
+        tl.store(out + row * d + cols, (hf * scale * w).to(out.dtype.element_ty), mask=inside)
+        row += tl.num_programs(0)
+    remote_barrier(pad, pad_ptrs, rank, WORLD)

@@ -151,6 +151,24 @@ def local_world_size(default: int | None = None) -> int:
     return int(value)
 
 
+def table_reachability(reachable, rank: int, force_remote: bool = False) -> tuple[bool, ...]:
+    """Which entries of a ``remote_ptrs`` table stay addresses: the reachable peers, or with ``force_remote`` this
+    rank's own alone (every other peer then goes through NVSHMEM get/put even where loads would reach it: the
+    network path's lowering, tried inside one NVLink domain).
+
+    >>> table_reachability((True, True, True), 1, force_remote=True)
+    (False, True, False)
+    """
+    return tuple(ok and (not force_remote or r == rank) for r, ok in enumerate(reachable))
+
+
+def check_force_remote(backend: str, force_remote: bool) -> None:
+    """ValueError unless ``force_remote`` comes with the NVSHMEM backend (whose heap get/put can reach)."""
+    if force_remote and backend != "nvshmem":
+        raise ValueError(f"force_remote=True needs backend='nvshmem' (NVSHMEM get/put reach only its symmetric heap); "
+                         f"this tensor is on {backend!r}")
+
+
 #: A remote entry of a ``remote_ptrs`` table carries ``pe + 1`` from this bit up.
 REMOTE_TAG_SHIFT = 48
 #: Words before the entries of a ``remote_ptrs`` table: the scratch's address and size in bytes.

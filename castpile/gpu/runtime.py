@@ -199,7 +199,7 @@ def low_latency_blocks(words: int, cap: int) -> int:
 
 
 def symmetric_empty(shape, dtype: torch.dtype, device=None, group=None, push_scratch=False,
-                    backend="cuda") -> SymmetricTensor:
+                    backend="cuda", force_remote=False) -> SymmetricTensor:
     """Allocate a symmetric buffer on every rank of ``group`` and rendezvous (collective).
 
     ``push_scratch=True`` also allocates the pushing two-shot all-reduce's
@@ -207,15 +207,19 @@ def symmetric_empty(shape, dtype: torch.dtype, device=None, group=None, push_scr
     about 8% faster above 4 MB on 2 x H200.  ``backend`` is ``"cuda"`` (torch's
     default symmetric memory: every peer P2P reachable) or ``"nvshmem"`` (NVSHMEM's
     symmetric heap: peers may be remote, see ``reachable``); one per process.
+    ``force_remote=True`` (NVSHMEM only) tags every other rank remote in the
+    ``remote_ptrs`` tables, reachable or not (``backends.table_reachability``).
     """
     from torch.distributed import _symmetric_memory as symm_mem
 
     device = _select(backend, device, symm_mem)
+    backends.check_force_remote(backends.check_backend(backend), force_remote)
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return rendezvous(symm_mem.empty(shape, dtype=dtype, device=device), group, push_scratch=push_scratch)
+    return rendezvous(symm_mem.empty(shape, dtype=dtype, device=device), group, push_scratch=push_scratch,
+                      force_remote=force_remote)
 
 
-def rendezvous(tensor: torch.Tensor, group=None, push_scratch=False) -> SymmetricTensor:
+def rendezvous(tensor: torch.Tensor, group=None, push_scratch=False, force_remote=False) -> SymmetricTensor:
     """Exchange addresses of ``tensor`` (from symmetric memory) across ``group`` (collective).
 
     Raises :class:`SymmetricMemoryError` when ``tensor`` is not in symmetric memory,
@@ -266,9 +270,10 @@ def rendezvous(tensor: torch.Tensor, group=None, push_scratch=False) -> Symmetri
     slots = pad.numel()
     pes = tuple(dist.get_global_rank(group, r) for r in range(hdl.world_size))
     backend = _backend_of(tensor, symm_mem)
+    backends.check_force_remote(backend, force_remote)
     buffer_ptrs = [p + offset if p else 0 for p in ptrs]
-    remote = _remote_tables(backend, tensor.device, reachable, pes, hdl.rank,
-                            (buffer_ptrs, tensor.data_ptr()), (list(hdl.signal_pad_ptrs), pad.data_ptr()))
+    remote = _remote_tables(backend, tensor.device, backends.table_reachability(reachable, hdl.rank, force_remote),
+                            pes, (buffer_ptrs, tensor.data_ptr()), (list(hdl.signal_pad_ptrs), pad.data_ptr()))
     sms = torch.cuda.get_device_properties(tensor.device).multi_processor_count
     words = low_latency_words(tensor)
     return SymmetricTensor(
@@ -296,7 +301,7 @@ def rendezvous(tensor: torch.Tensor, group=None, push_scratch=False) -> Symmetri
 REMOTE_SCRATCH_BYTES = 1 << 20
 
 
-def _remote_tables(backend: str, device, reachable, pes, rank: int, *tables) -> tuple:
+def _remote_tables(backend: str, device, reachable, pes, *tables) -> tuple:
     """The ``remote_ptrs`` table of each ``(ptrs, local address)`` in ``tables``, then the scratch they name.
 
     On the NVSHMEM backend the scratch comes from the symmetric heap (NVSHMEM's remote
@@ -313,21 +318,25 @@ def _remote_tables(backend: str, device, reachable, pes, rank: int, *tables) -> 
     return (*made, scratch)
 
 
-def symmetric_scratch(shape, dtype: torch.dtype, device=None, group=None, zero=True, backend="cuda") -> Scratch:
+def symmetric_scratch(shape, dtype: torch.dtype, device=None, group=None, zero=True, backend="cuda",
+                      force_remote=False) -> Scratch:
     """A symmetric tensor on every rank of ``group`` with every rank's address of it (collective).
 
     For kernels' own state (flags, receive buffers): zeroed by default, and no
     rank returns before every rank has zeroed its copy, so peers may write into
     it at once.  ``backend`` as for :func:`symmetric_empty`; unreachable peers have
-    address 0.  ``castpile.gpu.sim.symmetric_scratch`` is the simulator's twin.
+    address 0; ``force_remote`` as for :func:`symmetric_empty`.  ``castpile.gpu.sim.symmetric_scratch`` is the
+    simulator's twin.
     """
     import torch.distributed as dist
     from torch.distributed import _symmetric_memory as symm_mem
 
     device = _select(backend, device, symm_mem)
+    backends.check_force_remote(backends.check_backend(backend), force_remote)
     group = dist.group.WORLD if group is None else group
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    scratch = _exchanged(symm_mem.empty(shape, dtype=dtype, device=device), group, remote=True)
+    scratch = _exchanged(symm_mem.empty(shape, dtype=dtype, device=device), group, remote=True,
+                         force_remote=force_remote)
     if zero:
         scratch.tensor.zero_()
         torch.cuda.synchronize(device)
@@ -335,9 +344,9 @@ def symmetric_scratch(shape, dtype: torch.dtype, device=None, group=None, zero=T
     return scratch
 
 
-def _exchanged(tensor: torch.Tensor, group, remote: bool = False) -> Scratch:
+def _exchanged(tensor: torch.Tensor, group, remote: bool = False, force_remote: bool = False) -> Scratch:
     """``tensor`` (fresh from symmetric memory) with every rank's address of it (collective); ``remote``: with its
-    ``remote_ptrs`` table on the NVSHMEM backend."""
+    ``remote_ptrs`` table on the NVSHMEM backend (``force_remote``: every other rank tagged remote there)."""
     import torch.distributed as dist
     from torch.distributed import _symmetric_memory as symm_mem
 
@@ -348,7 +357,9 @@ def _exchanged(tensor: torch.Tensor, group, remote: bool = False) -> Scratch:
     if remote:
         backend = _backend_of(tensor, symm_mem)
         pes = tuple(dist.get_global_rank(group, r) for r in range(hdl.world_size))
-        table, scratch = _remote_tables(backend, tensor.device, reachable, pes, hdl.rank, (ptrs, tensor.data_ptr()))
+        table, scratch = _remote_tables(backend, tensor.device,
+                                        backends.table_reachability(reachable, hdl.rank, force_remote), pes,
+                                        (ptrs, tensor.data_ptr()))
     return Scratch(tensor, torch.tensor(ptrs, dtype=torch.int64, device=tensor.device), reachable,
                    remote_ptrs=table, remote_scratch=scratch)
 

@@ -35,7 +35,7 @@ import traceback
 
 import torch
 
-from .backends import node_reachability, remote_table
+from .backends import node_reachability, remote_table, table_reachability
 from .runtime import (LowLatencyScratch, Scratch, SymmetricTensor, low_latency_blocks, low_latency_words,
                       push_scratch_elements, remote_ptrs_tensor)
 
@@ -85,7 +85,7 @@ def shared_empty(shape, dtype: torch.dtype) -> torch.Tensor:
 
 
 def symmetric_empty(world_size: int, shape, dtype: torch.dtype, push_scratch=False,
-                    local_world_size: int | None = None) -> list[SymmetricTensor]:
+                    local_world_size: int | None = None, force_remote=False) -> list[SymmetricTensor]:
     """One :class:`SymmetricTensor` per rank, over shared host memory (call before :func:`run`).
 
     Signal pads start (and must end) all zero; ``buffer_ptrs`` and
@@ -94,11 +94,16 @@ def symmetric_empty(world_size: int, shape, dtype: torch.dtype, push_scratch=Fal
     ``push_scratch=True`` adds the pushing two-shot's.  ``local_world_size=k``
     simulates nodes of ``k`` consecutive ranks: peers on other nodes are remote
     (address 0, ``reachable`` False) and the tensors' ``backend`` is ``"nvshmem"``.
+    ``force_remote=True`` (the backend then is ``"nvshmem"`` too) tags every other rank
+    remote in the ``remote_ptrs`` tables, as ``runtime.symmetric_empty`` does.
     """
     lws = local_world_size
-    remote = None if lws is None else _remote_scratch(world_size)  # one per rank, named by both tables (as on GPUs)
-    bufs = symmetric_scratch(world_size, shape, dtype, local_world_size=lws, remote_scratch=remote)
-    pads = symmetric_scratch(world_size, (SIM_PAD_SLOTS,), torch.int32, local_world_size=lws, remote_scratch=remote)
+    nvshmem = lws is not None or force_remote
+    remote = _remote_scratch(world_size) if nvshmem else None  # one per rank, named by both tables (as on GPUs)
+    bufs = symmetric_scratch(world_size, shape, dtype, local_world_size=lws, remote_scratch=remote,
+                             force_remote=force_remote)
+    pads = symmetric_scratch(world_size, (SIM_PAD_SLOTS,), torch.int32, local_world_size=lws, remote_scratch=remote,
+                             force_remote=force_remote)
     scratch = _low_latency_scratch(world_size, bufs[0].tensor, lws)
     pushes = [None] * world_size
     if push_scratch:
@@ -115,7 +120,7 @@ def symmetric_empty(world_size: int, shape, dtype: torch.dtype, push_scratch=Fal
             max_blocks=SIM_PAD_SLOTS // world_size,
             low_latency=scratch[r],
             push_scratch=pushes[r],
-            backend="cuda" if lws is None else "nvshmem",
+            backend="nvshmem" if nvshmem else "cuda",
             reachable=bufs[r].reachable,
             remote_ptrs=bufs[r].remote_ptrs,
             signal_pad_remote_ptrs=pads[r].remote_ptrs,
@@ -131,11 +136,12 @@ def _remote_scratch(world_size: int) -> list[torch.Tensor]:
 
 
 def symmetric_scratch(world_size: int, shape, dtype: torch.dtype, local_world_size: int | None = None,
-                      remote_scratch: list[torch.Tensor] | None = None) -> list[Scratch]:
+                      remote_scratch: list[torch.Tensor] | None = None, force_remote=False) -> list[Scratch]:
     """One zeroed shared-memory tensor per rank, each with every rank's address: ``runtime.symmetric_scratch``'s twin.
 
     With ``local_world_size``, a rank's ``ptrs`` hold 0 for peers on other simulated nodes, and its
-    ``remote_ptrs`` table tags them and names the rank's scratch (``remote_scratch[rank]``, else a new one).
+    ``remote_ptrs`` table tags them and names the rank's scratch (``remote_scratch[rank]``, else a new one);
+    ``force_remote`` tags every other rank there, as on GPUs (``backends.table_reachability``).
     """
     tensors = [shared_empty(shape, dtype).zero_() for _ in range(world_size)]
     addresses = [t.data_ptr() for t in tensors]
@@ -148,10 +154,11 @@ def symmetric_scratch(world_size: int, shape, dtype: torch.dtype, local_world_si
             node_reachability(range(world_size), rank, local_world_size)
         ptrs = [a if ok else 0 for a, ok in zip(addresses, reachable)]
         table = scratch = None
-        if local_world_size is not None and nbytes:  # remote peers: their table names this rank's scratch
+        if (local_world_size is not None or force_remote) and nbytes:  # remote peers: the table names a scratch
             scratch = remote_scratch[rank] if remote_scratch is not None else _remote_scratch(1)[0]
-            table = remote_ptrs_tensor(remote_table(ptrs, reachable, addresses[rank], range(world_size),
-                                                    scratch.data_ptr(), scratch.numel()), "cpu")
+            table = remote_ptrs_tensor(remote_table(ptrs, table_reachability(reachable, rank, force_remote),
+                                                    addresses[rank], range(world_size), scratch.data_ptr(),
+                                                    scratch.numel()), "cpu")
         out.append(Scratch(tensor, torch.tensor(ptrs, dtype=torch.int64), reachable, remote_ptrs=table,
                            remote_scratch=scratch))
     return out

@@ -39,6 +39,29 @@ def all_reduce_remote(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.cons
     remote_barrier(pad, pad_ptrs, rank, WORLD)
 
 
+@triton.jit
+def all_reduce_residual_rmsnorm_remote(buf, buf_ptrs, pad, pad_ptrs, residual, weight, out, rank, m, d, eps,
+                                       WORLD: tl.constexpr, BLOCK: tl.constexpr):
+    """``residual += sum over ranks of buf`` (rows of ``d`` <= BLOCK, in bf16 as stored); ``out = rms_norm(residual)
+    * weight`` in fp32, rows strided over the grid: the library's fused RMSNorm spelled with remote= bindings."""
+    bufs = buf_ptrs
+    remote_barrier(pad, pad_ptrs, rank, WORLD)
+    cols = tl.arange(0, BLOCK)
+    inside = cols < d
+    w = tl.load(weight + cols, mask=inside, other=0.0).to(tl.float32)
+    row = tl.program_id(0)
+    while row < m:
+        total = _castpile_reduce_remote(bufs, WORLD, None, buf, cols + d*row, (row >= 0) & (row < m) & (cols >= 0) & (cols < d), buf_ptrs, "sum", acc_dtype=tl.float32)
+        h = (total + tl.load(residual + row * d + cols, mask=inside, other=0.0).to(tl.float32))
+        h = h.to(residual.dtype.element_ty)
+        tl.store(residual + row * d + cols, h, mask=inside)
+        hf = h.to(tl.float32)
+        scale = tl.rsqrt(tl.sum(hf * hf, axis=0) / d + eps)
+        tl.store(out + row * d + cols, (hf * scale * w).to(out.dtype.element_ty), mask=inside)
+        row += tl.num_programs(0)
+    remote_barrier(pad, pad_ptrs, rank, WORLD)
+
+
 # ---- castpile 0.2.0 helpers: generated, called by the rewritten accesses above ----
 import triton
 import triton.language as tl
@@ -396,3 +419,4 @@ def _castpile_signal_remote(src, count: tl.constexpr, smask, example, offs, boun
 
 remote_barrier = _castpile_remote_kernel(remote_barrier)
 all_reduce_remote = _castpile_remote_kernel(all_reduce_remote)
+all_reduce_residual_rmsnorm_remote = _castpile_remote_kernel(all_reduce_residual_rmsnorm_remote)
