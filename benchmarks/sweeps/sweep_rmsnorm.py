@@ -6,7 +6,8 @@
 bf16.  For each shape, each kernel the tensor supports and each (block, warps):
 one call checked against the float32 torch reference (new residual exact,
 y within one bf16 rounding), then timed as replays of a CUDA graph of 20 calls
-(median over interleaved rounds of the slower rank).  It chooses
+(median over interleaved rounds of the slower rank), with castpile's bare
+``all_reduce`` of the same tensor in the same rounds.  It chooses
 ``castpile.gpu.fused.rmsnorm``'s defaults (MAX_BLOCK, default_warps).
 """
 
@@ -23,7 +24,7 @@ sys.path[:0] = [str(BENCH), str(BENCH.parent)]
 import triton  # noqa: E402
 
 from bench_rmsnorm import EPS, pattern, reference  # noqa: E402
-from castpile.gpu import runtime  # noqa: E402
+from castpile.gpu import collectives, runtime  # noqa: E402
 from castpile.gpu.fused import rmsnorm  # noqa: E402
 from harness import graph_timed, record_row, run_header, start_ranks, stop_ranks  # noqa: E402
 
@@ -32,8 +33,9 @@ SHAPES = [(1, 4096), (1, 8192), (4, 8192), (16, 8192), (8, 16384), (16, 16384), 
 
 def configs(method, d):
     """(block, warps) to try: one-shot row passes up to the whole row; low-latency tiles."""
-    if method == "low_latency":
-        return [(block, warps) for block in (512, 1024, 2048, 4096) for warps in (2, 4, 8)]
+    if method == "low_latency":  # the last block holds a whole row: no tail (WHOLE_ROWS)
+        blocks = sorted({512, 1024, 2048, 4096, triton.next_power_of_2(d)})
+        return [(block, warps) for block in blocks for warps in (2, 4, 8, 16) if warps < 16 or block >= 8192]
     top = triton.next_power_of_2(d)
     return [(block, warps) for block in (2048, 4096, 8192, 16384) if block <= top for warps in (4, 8, 16)]
 
@@ -62,6 +64,8 @@ def shape_case(m, d, rank, world, dog, reps):
             ok[name] = bool(torch.equal(mine, expect_residual) and close.all())
             fns[name] = (lambda method=method, block=block, warps=warps: rmsnorm.all_reduce_residual_rmsnorm(
                 symm, mine, weight, EPS, out, method=method, block=block, num_warps=warps))
+    all_reduce_out = torch.empty_like(symm.tensor)
+    fns["castpile_all_reduce"] = lambda: collectives.all_reduce(symm, all_reduce_out)  # the same bytes, for the ratio
     graph = graph_timed(fns, 10 if m * d <= 1 << 21 else 2, reps, dog)
     return {"rows": m, "D": d, "correct": ok, "graph_us": graph, "best": min(graph, key=graph.get)}
 
@@ -71,10 +75,11 @@ def main(argv=None):
     parser.add_argument("--out", default="docs/data/bench-sweep-rmsnorm.json")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=120)
+    parser.add_argument("--shapes", nargs="+", default=[f"{m}x{d}" for m, d in SHAPES], help="rows x D, e.g. 16x8192")
     args = parser.parse_args(argv)
     rank, world, dev, dog = start_ranks(args.timeout)
     result = run_header(dev, world_size=world, dtype="bf16", reps=args.reps, rows=[])
-    for m, d in SHAPES:
+    for m, d in (map(int, shape.split("x")) for shape in args.shapes):
         record_row(result, shape_case(m, d, rank, world, dog, args.reps), rank, args.out)
     stop_ranks()
 

@@ -123,7 +123,8 @@ def _fused(name, symm, residual, weight, eps, out, method, block, num_warps, bar
         return bind(_k.low_latency_rmsnorm, (scratch.epochs.numel(),), x, scratch.slots.tensor, scratch.slots.ptrs,
                     scratch.epochs, scratch.tile_sums, scratch.row_arrivals, **held,
                     SEGMENTS=triton.next_power_of_2(per_row),
-                    NORM_BLOCK=min(triton.next_power_of_2(d), LOW_LATENCY_NORM_BLOCK), **common)
+                    NORM_BLOCK=min(triton.next_power_of_2(d), LOW_LATENCY_NORM_BLOCK), WHOLE_ROWS=block >= d,
+                    **common)
 
     issue(symm.launches, (name, method, block, options["num_warps"], eps, barrier), bind_for, tensors, owned, x)
     return out

@@ -131,6 +131,15 @@ def packed(low, high, DTYPE: tl.constexpr):
 
 
 @triton.jit
+def weight_halves(weight, words, ok, DTYPE: tl.constexpr):
+    """fp32 ``(low, high)`` weights of the elements in row words ``words`` (as :func:`unpacked` splits a word)."""
+    if DTYPE.primitive_bitwidth == 32:
+        return tl.load(weight + words, mask=ok).to(tl.float32), tl.zeros(words.shape, tl.float32)
+    return (tl.load(weight + 2 * words, mask=ok).to(tl.float32),
+            tl.load(weight + 2 * words + 1, mask=ok).to(tl.float32))
+
+
+@triton.jit
 def arrived_sum(ll, slot, m, at, ok, flag, e, h_words, WORLD: tl.constexpr, DTYPE: tl.constexpr,
                 HAS_RESIDUAL: tl.constexpr):
     """fp32 ``(low, high)`` halves of words ``at`` summed over every rank's row of the slot, plus the residual.
@@ -156,7 +165,7 @@ def arrived_sum(ll, slot, m, at, ok, flag, e, h_words, WORLD: tl.constexpr, DTYP
 @triton.jit
 def low_latency_rmsnorm(buf, ll, ll_ptrs, epochs, partials, arrivals, residual, weight, out, rank, rows, D, eps,
                         WORLD: tl.constexpr, BLOCK: tl.constexpr, SEGMENTS: tl.constexpr, NORM_BLOCK: tl.constexpr,
-                        HAS_RESIDUAL: tl.constexpr):
+                        HAS_RESIDUAL: tl.constexpr, WHOLE_ROWS: tl.constexpr):
     """The fused op with no barrier: rows travel as epoch-tagged words through the low-latency scratch.
 
     The protocol of ``low_latency_all_reduce`` (same scratch, same per-block
@@ -168,8 +177,9 @@ def low_latency_rmsnorm(buf, ll, ll_ptrs, epochs, partials, arrivals, residual, 
     (``partials[t]``), then counts itself in ``arrivals[row]``; the block that
     arrives last (of a row's at most ``SEGMENTS`` tiles) adds the row's partial
     sums in tile order and normalises the row, ``NORM_BLOCK`` elements at a
-    time, and sets the count back to zero.  No block waits for another block
-    of its rank.
+    time, and sets the count back to zero.  ``WHOLE_ROWS`` (a tile holds a
+    whole row): the block normalises its row from registers, with no partial
+    sums, count or second read.  No block waits for another block of its rank.
     """
     DTYPE = out.dtype.element_ty
     PACK: tl.constexpr = 32 // DTYPE.primitive_bitwidth
@@ -197,15 +207,22 @@ def low_latency_rmsnorm(buf, ll, ll_ptrs, epochs, partials, arrivals, residual, 
         low, high = arrived_sum(ll, slot, m, at, ok, flag, e, h_rows.to(tl.pointer_type(tl.int32)), WORLD, DTYPE,
                                 HAS_RESIDUAL)
         hb = packed(low, high, DTYPE)
-        tl.store(h_rows.to(tl.pointer_type(tl.int32)) + at, hb, mask=ok)
+        if HAS_RESIDUAL or not WHOLE_ROWS:
+            tl.store(h_rows.to(tl.pointer_type(tl.int32)) + at, hb, mask=ok)
         hb_low, hb_high = unpacked(hb, DTYPE)
-        tl.store(partials + tile, tl.sum(hb_low * hb_low + hb_high * hb_high, axis=0))
-        tl.debug_barrier()  # the whole block's stores come before its arrival
-        if tl.atomic_add(arrivals + row, 1, sem="acq_rel", scope="gpu") == per_row - 1:
-            tl.atomic_xchg(arrivals + row, 0, sem="relaxed", scope="gpu")
-            segments = tl.arange(0, SEGMENTS)
-            squares = tl.load(partials + row * per_row + segments, mask=segments < per_row, other=0,
-                              cache_modifier=".cg")
-            normalize_row(h_rows + row * D, weight, out + row * D, D, inverse_rms(squares, D, eps), NORM_BLOCK)
+        if WHOLE_ROWS:
+            inv_rms = inverse_rms(hb_low * hb_low + hb_high * hb_high, D, eps)
+            w_low, w_high = weight_halves(weight, at - row * row_words, ok, DTYPE)
+            y = packed(hb_low * inv_rms * w_low, hb_high * inv_rms * w_high, DTYPE)
+            tl.store(out.to(tl.pointer_type(tl.int32)) + at, y, mask=ok)
+        else:
+            tl.store(partials + tile, tl.sum(hb_low * hb_low + hb_high * hb_high, axis=0))
+            tl.debug_barrier()  # the whole block's stores come before its arrival
+            if tl.atomic_add(arrivals + row, 1, sem="acq_rel", scope="gpu") == per_row - 1:
+                tl.atomic_xchg(arrivals + row, 0, sem="relaxed", scope="gpu")
+                segments = tl.arange(0, SEGMENTS)
+                squares = tl.load(partials + row * per_row + segments, mask=segments < per_row, other=0,
+                                  cache_modifier=".cg")
+                normalize_row(h_rows + row * D, weight, out + row * D, D, inverse_rms(squares, D, eps), NORM_BLOCK)
         tile += tl.num_programs(0)
     tl.store(epochs + tl.program_id(0), e)
