@@ -240,27 +240,35 @@ def moe_combine(expert_out, out, slot_positions, sends, meta, ranges, comb, comb
     Block b takes the rows block b of each source s sent here (``ranges``):
     their partials (:func:`_partial`) go to rows ``(rank, token)`` of source
     s's ``comb``, by a store through a pointer tile of one address per row.
-    After block b of every rank has pushed (an ordered barrier), block b sums
-    the partials of its own tokens (:func:`_sum_partials`).
+    The sources take turns, ``TB`` rows each, the next rank first and this
+    rank last, so that pushes over NVLink start at once and the local gathers
+    of this rank's own rows overlap them.  After block b of every rank has
+    pushed (an ordered barrier), block b sums the partials of its own tokens
+    (:func:`_sum_partials`).
     """
     M: tl.constexpr = 1 + 3 * K
     XBYTES: tl.constexpr = comb.dtype.element_ty.primitive_bitwidth // 8
     b = tl.program_id(0)
     barrier(pad, pad_ptrs, rank, WORLD, False)  # every source has finished reading the previous call's partials
+    longest = 0
     for s in range(WORLD):
-        peer = tl.load(comb_ptrs + s)
-        p = tl.load(ranges + (b * WORLD + s) * 2)
-        end = p + tl.load(ranges + (b * WORLD + s) * 2 + 1)
-        while p < end:
-            r = s * T + p + tl.arange(0, TB)
-            live = p + tl.arange(0, TB) < end
-            token = tl.load(meta + r * M, mask=live, other=0)
-            back = multicast_like(comb, peer + (rank * T + token).to(tl.int64) * (ROW * XBYTES), shape=(H,),
-                                  ptr_mask=live, align=16)
-            for h0 in range(0, H, HB):
-                cols = h0 + tl.arange(0, HB)
-                back[cols] = _partial(expert_out, slot_positions, meta, r, live, cols, H, K)
-            p += TB
+        longest = tl.maximum(longest, tl.load(ranges + (b * WORLD + s) * 2 + 1))
+    j = 0
+    while j < longest:
+        for i in range(WORLD):
+            s = (rank + 1 + i) % WORLD
+            rows = tl.load(ranges + (b * WORLD + s) * 2 + 1)
+            if j < rows:
+                p = tl.load(ranges + (b * WORLD + s) * 2) + j
+                r = s * T + p + tl.arange(0, TB)
+                live = j + tl.arange(0, TB) < rows
+                token = tl.load(meta + r * M, mask=live, other=0)
+                back = multicast_like(comb, tl.load(comb_ptrs + s) + (rank * T + token).to(tl.int64) * (ROW * XBYTES),
+                                      shape=(H,), ptr_mask=live, align=16)
+                for h0 in range(0, H, HB):
+                    cols = h0 + tl.arange(0, HB)
+                    back[cols] = _partial(expert_out, slot_positions, meta, r, live, cols, H, K)
+        j += TB
     barrier(pad, pad_ptrs, rank, WORLD, True)  # block b of every rank has pushed its partials for these tokens
     _sum_partials(comb, sends, out, T, H, ROW, WORLD, TB, HB)
 
