@@ -12,6 +12,8 @@ One launch is one mode; NVSHMEM reads its environment once, at initialisation:
     # (b) as far as one NVLink domain allows: P2P on, every peer tagged remote in the kernel's tables, so
     # the all-reduce reaches it through NVSHMEM get and put-with-signal (over NVSHMEM's P2P transport)
     ... benchmarks/gpu_nvshmem.py --force-remote --out $OUT/nvshmem-forced.json
+    # the same on one GPU: --nproc_per_node 2 with one GPU puts both ranks on it (a gloo group; the
+    # reference is torch's sum of every rank's input, and nothing is timed)
 
 Each rank allocates with ``backend="nvshmem"``, records ``reachable`` against the layout's
 expectation (``backends.node_reachability``), then per size: ``--iters`` calls of the
@@ -53,6 +55,7 @@ from harness import run_header, start_ranks, timed  # noqa: E402
 SIZES = [64 << 10, 1 << 20, 16 << 20]  # bytes of each rank's bf16 input
 FUSED_SHAPES = [(16, 4096), (256, 8192)]  # rows x D of the fused all-reduce + residual + RMSNorm
 EPS = 1e-6
+SHARED_GPU_TIMING = "skipped: ranks share a GPU (gloo group, no NCCL to time against)"
 BLOCK, WARPS = 1024, 4
 ENV_PREFIXES = ("NVSHMEM_", "NCCL_", "TORCH_SYMM_MEM_", "LOCAL_WORLD_SIZE", "WORLD_SIZE")
 
@@ -131,13 +134,14 @@ def pattern(x: torch.Tensor, rank: int, it: int):
 
 
 def check_and_time(name: str, symm, ours, reference, args, dog, entry):
-    """``args.iters`` calls of ``ours()`` on fresh data against ``reference(x)``; pads zero after; medians of both."""
+    """``args.iters`` calls of ``ours()`` on fresh data against ``reference(x, call)``; pads zero after; medians of
+    both against NCCL where the group is NCCL's."""
     rank, x = symm.rank, torch.empty_like(symm.tensor)
     mismatches = torch.zeros((), dtype=torch.int64, device=x.device)
     for it in range(args.iters):
         pattern(x, rank, it)
         symm.tensor.copy_(x)
-        mismatches += (ours() != reference(x)).sum()
+        mismatches += (ours() != reference(x, it)).sum()
         if it % 50 == 0:
             dog.tick(f"{name} call {it}")
     torch.cuda.synchronize()
@@ -146,14 +150,26 @@ def check_and_time(name: str, symm, ours, reference, args, dog, entry):
     dist.all_reduce(totals)
     entry.update(iters=args.iters, mismatches=int(totals[0]), pads_nonzero_after=int(totals[1]))
     nccl_buf = x.clone()
+    if dist.get_backend() != "nccl":
+        entry["timing"] = SHARED_GPU_TIMING
+        return
     medians = timed({name: ours, "nccl": lambda: dist.all_reduce(nccl_buf)}, args.timing_iters, args.reps, dog)
     entry.update(castpile_us=round(medians[name], 2), nccl_us=round(medians["nccl"], 2))
 
 
-def nccl_all_reduce(x):
+def nccl_all_reduce(x, it):
     ref = x.clone()
     dist.all_reduce(ref)
     return ref
+
+
+def summed_patterns(x, it):
+    """Every rank's input of call ``it`` summed by torch on this rank (where there is no NCCL to ask)."""
+    total, one = torch.zeros(x.shape, dtype=torch.float32, device=x.device), torch.empty_like(x)
+    for r in range(dist.get_world_size()):
+        pattern(one, r, it)
+        total += one.float()
+    return total.to(x.dtype)
 
 
 def fused_reference(xs, residual, weight):
@@ -196,6 +212,9 @@ def check_and_time_fused(name: str, symm, fused, args, dog, entry):
         residual.add_(nccl_buf)
         return torch.nn.functional.rms_norm(residual, (d,), weight, EPS)
 
+    if dist.get_backend() != "nccl":
+        entry["timing"] = SHARED_GPU_TIMING
+        return
     medians = timed({name: lambda: fused(residual, weight, out), "nccl": nccl}, args.timing_iters, args.reps, dog)
     entry.update(castpile_us=round(medians[name], 2), nccl_us=round(medians["nccl"], 2))
 
@@ -250,8 +269,10 @@ def main():
     rank, world, dev, dog = start_ranks(args.timeout)
     run = Run(out, rank)
     p2p = os.environ.get("NVSHMEM_DISABLE_P2P", "0").lower() in ("", "0", "false", "n", "no")
-    mode = ("p2p" if p2p else "no-p2p") + ("-forced-remote" if args.force_remote else "")
+    mode = ("p2p" if p2p else "no-p2p") + ("-forced-remote" if args.force_remote else "") + (
+        "" if dist.get_backend() == "nccl" else "-shared-gpu")
     run.record.update(run_header(dev, world_size=world, mode=mode))
+    reference = nccl_all_reduce if dist.get_backend() == "nccl" else summed_patterns
 
     with run.phase("nvshmem available") as entry:
         from torch.distributed import _symmetric_memory as symm_mem
@@ -296,7 +317,7 @@ def main():
                     WORLD=world, BLOCK=BLOCK, num_warps=WARPS)
                 return out_buf
 
-            check_and_time("castpile_remote", symm, ours, nccl_all_reduce, args, dog, entry)
+            check_and_time("castpile_remote", symm, ours, reference, args, dog, entry)
 
         library = {
             "all_reduce_one_shot": lambda: collectives.all_reduce_one_shot(symm, lib_out),
@@ -315,7 +336,7 @@ def main():
                         entry["refused"] = str(exc)
                         continue
                     raise AssertionError(f"{name} ran on a tensor with remote peers")
-                check_and_time(name, symm, call, nccl_all_reduce, args, dog, entry)
+                check_and_time(name, symm, call, reference, args, dog, entry)
         dog.tick(f"done {nbytes}")
         symm = None
         torch.cuda.synchronize()

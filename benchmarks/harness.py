@@ -92,12 +92,18 @@ def start_ranks(timeout: float = None):
     """Join torchrun's process group on this rank's GPU: (rank, world size, device, a Watchdog or None).
 
     The watchdog ends the process after ``timeout`` seconds without a ``tick``;
-    without ``timeout`` there is none.
+    without ``timeout`` there is none.  More ranks than GPUs (``--nproc_per_node``
+    above the GPUs present): ranks share GPUs round-robin and the group is gloo's,
+    since NCCL refuses two ranks on one GPU.
     """
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    dev = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+    local, gpus = int(os.environ["LOCAL_RANK"]), torch.cuda.device_count()
+    dev = torch.device("cuda", local % gpus)
     torch.cuda.set_device(dev)
-    dist.init_process_group("nccl", device_id=dev)
+    if local < gpus and int(os.environ.get("LOCAL_WORLD_SIZE", local + 1)) <= gpus:
+        dist.init_process_group("nccl", device_id=dev)
+    else:
+        dist.init_process_group("gloo")
     return rank, world, dev, None if timeout is None else Watchdog(timeout, rank)
 
 
