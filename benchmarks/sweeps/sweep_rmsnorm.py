@@ -40,8 +40,8 @@ def configs(method, d):
     return [(block, warps) for block in (2048, 4096, 8192, 16384) if block <= top for warps in (4, 8, 16)]
 
 
-def shape_case(m, d, rank, world, dog, reps):
-    symm = runtime.symmetric_empty((m, d), torch.bfloat16)
+def shape_case(m, d, rank, world, dog, reps, backend="cuda"):
+    symm = runtime.symmetric_empty((m, d), torch.bfloat16, backend=backend)
     dev = symm.tensor.device
     xs = [pattern((m, d), r, dev) for r in range(world)]
     weight = pattern((d,), 98, dev, 1, 9)
@@ -75,12 +75,13 @@ def main(argv=None):
     parser.add_argument("--out", default="docs/data/bench-sweep-rmsnorm.json")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=120)
+    parser.add_argument("--backend", default="cuda", help="symmetric memory: cuda (torch's default) or nvshmem")
     parser.add_argument("--shapes", nargs="+", default=[f"{m}x{d}" for m, d in SHAPES], help="rows x D, e.g. 16x8192")
     args = parser.parse_args(argv)
     rank, world, dev, dog = start_ranks(args.timeout)
-    result = run_header(dev, world_size=world, dtype="bf16", reps=args.reps, rows=[])
+    result = run_header(dev, world_size=world, dtype="bf16", reps=args.reps, backend=args.backend, rows=[])
     for m, d in (map(int, shape.split("x")) for shape in args.shapes):
-        record_row(result, shape_case(m, d, rank, world, dog, args.reps), rank, args.out)
+        record_row(result, shape_case(m, d, rank, world, dog, args.reps, args.backend), rank, args.out)
     stop_ranks()
 
 
