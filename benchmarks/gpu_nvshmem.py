@@ -219,6 +219,60 @@ def check_and_time_fused(name: str, symm, fused, args, dog, entry):
     entry.update(castpile_us=round(medians[name], 2), nccl_us=round(medians["nccl"], 2))
 
 
+def all_gather_phases(run, args, dog, rank, world, remote_kernels):
+    """The push all-gather spelled with remote= bindings per size: its stores reach remote peers as NVSHMEM puts.
+
+    Checked against torch's stack of every rank's row (computed on the rank), timed against NCCL's
+    ``all_gather_into_tensor`` where the group is NCCL's.
+    """
+    for nbytes in args.sizes:
+        n = nbytes // 2
+        symm = None
+        with run.phase("allocate all-gather", bytes=nbytes) as entry:
+            symm = runtime.symmetric_empty((world, n), torch.bfloat16, backend="nvshmem",
+                                           force_remote=args.force_remote)
+            entry.update(remote_tags=[int(e) >> backends.REMOTE_TAG_SHIFT for e in symm.remote_ptrs.tolist()])
+        if symm is None:
+            return
+        dist.barrier()
+        with run.phase("remote all-gather", bytes=nbytes) as entry:
+            blocks = max(1, min(-(-n // BLOCK), symm.max_blocks))
+            entry["blocks"] = blocks
+
+            def gather():
+                remote_kernels.all_gather_remote[(blocks,)](symm.tensor, symm.remote_ptrs, symm.signal_pad,
+                                                            symm.signal_pad_remote_ptrs, rank, n, WORLD=world,
+                                                            BLOCK=BLOCK, num_warps=WARPS)
+
+            rows, mismatches = torch.empty((world, n), dtype=torch.bfloat16, device=symm.tensor.device), 0
+            for it in range(args.iters):
+                for r in range(world):
+                    pattern(rows[r], r, it)
+                symm.tensor.fill_(float("nan"))
+                symm.tensor[rank].copy_(rows[rank])
+                gather()
+                mismatches += int((symm.tensor.view(torch.int16) != rows.view(torch.int16)).sum())
+                if it % 50 == 0:
+                    dog.tick(f"all-gather call {it}")
+            torch.cuda.synchronize()
+            dist.barrier()
+            totals = torch.tensor([mismatches, int(symm.signal_pad.count_nonzero())], device=symm.tensor.device)
+            dist.all_reduce(totals)
+            entry.update(iters=args.iters, mismatches=int(totals[0]), pads_nonzero_after=int(totals[1]))
+            if dist.get_backend() != "nccl":
+                entry["timing"] = SHARED_GPU_TIMING
+            else:
+                gathered = torch.empty_like(symm.tensor)
+                medians = timed({"castpile_remote_all_gather": gather,
+                                 "nccl": lambda: dist.all_gather_into_tensor(gathered, rows[rank])},
+                                args.timing_iters, args.reps, dog)
+                entry.update(castpile_us=round(medians["castpile_remote_all_gather"], 2),
+                             nccl_us=round(medians["nccl"], 2))
+        symm = None
+        torch.cuda.synchronize()
+        dist.barrier()
+
+
 def fused_phases(run, args, dog, rank, world, remote_kernels):
     """The fused all-reduce + residual + RMSNorm per shape: spelled with remote= bindings, and the library's."""
     for m, d in FUSED_SHAPES:
@@ -343,6 +397,7 @@ def main():
         dist.barrier()
 
     if not run.failed("import the remote kernel") and time.monotonic() - started < args.budget:
+        all_gather_phases(run, args, dog, rank, world, remote_kernels)
         fused_phases(run, args, dog, rank, world, remote_kernels)
 
     dog.tick("gather the records")

@@ -470,7 +470,10 @@ def test_remote_kernels_compile_for_sm90_up_to_nvshmem_linking(tmp_path):
                   ("all_reduce_residual_rmsnorm_remote",
                    {"buf": "*bf16", "buf_ptrs": "*i64", "pad": "*i32", "pad_ptrs": "*i64", "residual": "*bf16",
                     "weight": "*bf16", "out": "*bf16", "rank": "i32", "m": "i32", "d": "i32", "eps": "fp32",
-                    "WORLD": "constexpr", "BLOCK": "constexpr"}, {"WORLD": 2, "BLOCK": 8192})]
+                    "WORLD": "constexpr", "BLOCK": "constexpr"}, {"WORLD": 2, "BLOCK": 8192}),
+                  ("all_gather_remote", {"buf": "*bf16", "buf_ptrs": "*i64", "pad": "*i32", "pad_ptrs": "*i64",
+                                         "rank": "i32", "n": "i32", "WORLD": "constexpr", "BLOCK": "constexpr"},
+                   {"WORLD": 2, "BLOCK": 1024})]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["TRITON_CACHE_DIR"] = str(tmp_path / "cache")
     results = {}
@@ -513,6 +516,32 @@ def test_the_gpu_scripts_all_reduce(w, lws):
     for rank, outs in enumerate(sim.run(body, w, timeout=120)):
         for out in outs:
             assert torch.equal(out, torch.stack(inputs).sum(0)), f"rank {rank}"
+    assert all(not h.signal_pad.any() for h in handles)
+
+
+@pytest.mark.parametrize("w,lws,force", [(2, None, True), (3, 2, False), (4, 1, False)])
+def test_the_gpu_scripts_all_gather(w, lws, force):
+    """The push all-gather with remote= bindings (stores become puts for remote peers): 2 programs over 3 tiles,
+    twice with new rows; every rank ends with every rank's row, pads zero."""
+    generated = import_file(Path(__file__).parents[1] / "benchmarks/kernels/generated/nvshmem_kernels_loop.py",
+                            "nvshmem_kernels_loop")
+    n, block = 37, 16
+    handles = sim.symmetric_empty(w, (w, n), torch.float32, local_world_size=lws, force_remote=force)
+    calls = [[torch.randint(-100, 100, (n,)).float() for _ in range(w)] for _ in range(2)]
+
+    def body(rank):
+        h, got = handles[rank], []
+        for rows in calls:
+            h.tensor.fill_(float("nan"))
+            h.tensor[rank] = rows[rank]
+            generated.all_gather_remote[(2,)](h.tensor, h.remote_ptrs, h.signal_pad, h.signal_pad_remote_ptrs, rank,
+                                              n, w, block)
+            got.append(h.tensor.clone())
+        return got
+
+    for rank, got in enumerate(sim.run(body, w, timeout=120)):
+        for rows, out in zip(calls, got):
+            assert torch.equal(out, torch.stack(rows)), f"rank {rank}"
     assert all(not h.signal_pad.any() for h in handles)
 
 

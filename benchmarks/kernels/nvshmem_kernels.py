@@ -60,3 +60,17 @@ def all_reduce_residual_rmsnorm_remote(buf, buf_ptrs, pad, pad_ptrs, residual, w
         tl.store(out + row * d + cols, (hf * scale * w).to(out.dtype.element_ty), mask=inside)
         row += tl.num_programs(0)
     remote_barrier(pad, pad_ptrs, rank, WORLD)
+
+
+@triton.jit
+def all_gather_remote(buf, buf_ptrs, pad, pad_ptrs, rank, n, WORLD: tl.constexpr, BLOCK: tl.constexpr):
+    """``buf`` [WORLD, n]: this rank's row ``rank`` stored into row ``rank`` of every rank's ``buf`` (a push
+    all-gather: stores through the multicast tensor, puts for remote peers), tiles strided over the grid."""
+    bufs = multicast_like(buf, buf_ptrs[:WORLD], shape=(WORLD, n), remote="nvshmem")
+    remote_barrier(pad, pad_ptrs, rank, WORLD)  # no peer still reads the previous call's rows
+    tile = tl.program_id(0)
+    while tile < tl.cdiv(n, BLOCK):
+        cols = tile * BLOCK + tl.arange(0, BLOCK)
+        bufs[rank, cols] = tl.load(buf + rank * n + cols, mask=cols < n)[None, :]
+        tile += tl.num_programs(0)
+    remote_barrier(pad, pad_ptrs, rank, WORLD)  # every row has arrived: a remote signal follows a quiet

@@ -62,6 +62,20 @@ def all_reduce_residual_rmsnorm_remote(buf, buf_ptrs, pad, pad_ptrs, residual, w
     remote_barrier(pad, pad_ptrs, rank, WORLD)
 
 
+@triton.jit
+def all_gather_remote(buf, buf_ptrs, pad, pad_ptrs, rank, n, WORLD: tl.constexpr, BLOCK: tl.constexpr):
+    """``buf`` [WORLD, n]: this rank's row ``rank`` stored into row ``rank`` of every rank's ``buf`` (a push
+    all-gather: stores through the multicast tensor, puts for remote peers), tiles strided over the grid."""
+    bufs = buf_ptrs
+    remote_barrier(pad, pad_ptrs, rank, WORLD)  # no peer still reads the previous call's rows
+    tile = tl.program_id(0)
+    while tile < tl.cdiv(n, BLOCK):
+        cols = tile * BLOCK + tl.arange(0, BLOCK)
+        _castpile_store_remote(bufs, WORLD, None, buf, cols + n*rank, (rank >= 0) & (rank < WORLD) & (cols >= 0) & (cols < n), buf_ptrs, tl.load(buf + rank * n + cols, mask=cols < n)[None, :])
+        tile += tl.num_programs(0)
+    remote_barrier(pad, pad_ptrs, rank, WORLD)  # every row has arrived: a remote signal follows a quiet
+
+
 # ---- castpile 0.2.0 helpers: generated, called by the rewritten accesses above ----
 import triton
 import triton.language as tl
@@ -380,6 +394,30 @@ def _castpile_reduce_remote(src, count: tl.constexpr, smask, example, offs, boun
 
 
 @triton.jit
+def _castpile_store_remote(src, count: tl.constexpr, smask, example, offs, bounds, table, value, mask=None,
+                           cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
+                           align: tl.constexpr = None):
+    """Store ``value`` (broadcast to P + I), one buffer at a time; remote buffers by NVSHMEM puts, complete
+    (``quiet``) when the store returns."""
+    offs = _castpile_offsets(offs)
+    pos = _castpile_positions(src, count, offs)
+    value = tl.cast(value, example.dtype.element_ty)
+    lanes = _castpile_lane_mask(True, bounds, offs, mask)
+    remote = False
+    for p in tl.static_range(count):
+        addr, pe = _castpile_remote_entry(src, p)
+        part = _castpile_slice(value, pos, p, offs)
+        if pe < 0:
+            tl.store(_castpile_address(addr, example, align) + offs, part, mask=lanes,
+                     cache_modifier=cache_modifier, eviction_policy=eviction_policy)
+        else:
+            _castpile_remote_put(addr, pe, example, table, offs, lanes, part)
+        remote = remote | (pe >= 0)
+    if remote:
+        _castpile_nvshmem.quiet()
+
+
+@triton.jit
 def _castpile_signal_remote(src, count: tl.constexpr, smask, example, offs, bounds, table, value=1, wait_for=None,
                             mask=None, sem: tl.constexpr = tl.constexpr("release"), scope: tl.constexpr = tl.constexpr("sys"),
                             align: tl.constexpr = None):
@@ -420,3 +458,4 @@ def _castpile_signal_remote(src, count: tl.constexpr, smask, example, offs, boun
 remote_barrier = _castpile_remote_kernel(remote_barrier)
 all_reduce_remote = _castpile_remote_kernel(all_reduce_remote)
 all_reduce_residual_rmsnorm_remote = _castpile_remote_kernel(all_reduce_residual_rmsnorm_remote)
+all_gather_remote = _castpile_remote_kernel(all_gather_remote)
