@@ -88,19 +88,26 @@ class Watchdog:
                 os._exit(3)
 
 
-def start_ranks(timeout: float = None):
+def start_ranks(timeout: float = None, share_gpus: bool = False):
     """Join torchrun's process group on this rank's GPU: (rank, world size, device, a Watchdog or None).
 
     The watchdog ends the process after ``timeout`` seconds without a ``tick``;
-    without ``timeout`` there is none.  More ranks than GPUs (``--nproc_per_node``
-    above the GPUs present): ranks share GPUs round-robin and the group is gloo's,
-    since NCCL refuses two ranks on one GPU.
+    without ``timeout`` there is none.  More ranks on a node than GPUs
+    (``LOCAL_WORLD_SIZE`` above the GPUs present) is an error unless ``share_gpus``:
+    then ranks share GPUs round-robin and the group is gloo's (NCCL refuses two
+    ranks on one GPU), which the caller must check (``dist.get_backend()``) before
+    timing anything against NCCL.
     """
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local, gpus = int(os.environ["LOCAL_RANK"]), torch.cuda.device_count()
+    per_node = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+    if gpus == 0:
+        raise RuntimeError("no CUDA device: the GPU benchmarks run on GPU machines")
+    if per_node > gpus and not share_gpus:
+        raise RuntimeError(f"{per_node} ranks per node but {gpus} GPU(s): start at most one rank per GPU")
     dev = torch.device("cuda", local % gpus)
     torch.cuda.set_device(dev)
-    if local < gpus and int(os.environ.get("LOCAL_WORLD_SIZE", local + 1)) <= gpus:
+    if per_node <= gpus:
         dist.init_process_group("nccl", device_id=dev)
     else:
         dist.init_process_group("gloo")

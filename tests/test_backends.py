@@ -326,3 +326,6 @@ def test_force_remote_needs_the_nvshmem_backend():
         backends.check_force_remote("cuda", True)
     backends.check_force_remote("nvshmem", True)
     backends.check_force_remote("cuda", False)
+    for allocate in (runtime.symmetric_empty, runtime.symmetric_scratch):  # before anything collective
+        with pytest.raises(ValueError, match="force_remote=True needs backend='nvshmem'"):
+            allocate((4,), torch.float32, backend="CUDA", force_remote=True)

@@ -1,6 +1,8 @@
-"""A one-shot all-reduce written with remote="nvshmem" bindings (transpiled into ``generated/``), for gpu_nvshmem.py.
+"""Kernels written with remote="nvshmem" bindings (transpiled into ``generated/``), for gpu_nvshmem.py.
 
-Peers in this GPU's NVLink domain are read with loads; the others with NVSHMEM gets
+A one-shot all-reduce, a push all-gather and a fused all-reduce + residual + RMSNorm.
+Peers whose table entries are addresses are read and written with loads and stores; the
+others (remote, or tagged remote with ``force_remote``) with NVSHMEM gets and puts
 (docs/nvshmem.md). Pass the tensor's ``remote_ptrs`` and ``signal_pad_remote_ptrs``
 tables. Each block meets every rank's same block before reading (its peers' inputs are
 written) and after (nobody overwrites an input a peer still reads).
@@ -43,7 +45,8 @@ def all_reduce_remote(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.cons
 def all_reduce_residual_rmsnorm_remote(buf, buf_ptrs, pad, pad_ptrs, residual, weight, out, rank, m, d, eps,
                                        WORLD: tl.constexpr, BLOCK: tl.constexpr):
     """``residual += sum over ranks of buf`` (rows of ``d`` <= BLOCK, in bf16 as stored); ``out = rms_norm(residual)
-    * weight`` in fp32, rows strided over the grid: the library's fused RMSNorm spelled with remote= bindings."""
+    * weight`` in fp32, rows strided over the grid: the library's fused RMSNorm spelled with remote= bindings, with
+    ``tl.rsqrt`` where the library divides and takes square roots IEEE-rounded (y agrees within one rounding)."""
     bufs = multicast_like(buf, buf_ptrs[:WORLD], shape=(m, d), remote="nvshmem")
     remote_barrier(pad, pad_ptrs, rank, WORLD)
     cols = tl.arange(0, BLOCK)

@@ -70,9 +70,10 @@ class SymmetricTensor:
     #: Per rank of the group: its NVSHMEM PE (its global rank). None at construction means ``range(world_size)``.
     pes: tuple[int, ...] | None = None
     #: The table a kernel's ``remote="nvshmem"`` binding takes (int64, on the device): ``buffer_ptrs`` where a rank is
-    #: reachable, ``local address | (pe + 1) << 48`` where it is remote, after a header naming this rank's scratch
-    #: for NVSHMEM transfers (backends.remote_table). Pass it whole; slice it in the kernel. None at construction:
-    #: built from ``buffer_ptrs`` when every rank is reachable.
+    #: reachable, ``local address | (pe + 1) << 48`` where it is remote (every other rank with ``force_remote``),
+    #: after a header naming this rank's scratch for NVSHMEM transfers (backends.remote_table,
+    #: backends.table_reachability). Pass it whole; slice it in the kernel. None at construction: built from
+    #: ``buffer_ptrs`` when every rank is reachable.
     remote_ptrs: torch.Tensor | None = None
     #: The same for the signal pads.
     signal_pad_remote_ptrs: torch.Tensor | None = None
@@ -212,8 +213,8 @@ def symmetric_empty(shape, dtype: torch.dtype, device=None, group=None, push_scr
     """
     from torch.distributed import _symmetric_memory as symm_mem
 
+    backends.check_force_remote(backend.lower() if isinstance(backend, str) else backend, force_remote)
     device = _select(backend, device, symm_mem)
-    backends.check_force_remote(backends.check_backend(backend), force_remote)
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     return rendezvous(symm_mem.empty(shape, dtype=dtype, device=device), group, push_scratch=push_scratch,
                       force_remote=force_remote)
@@ -331,8 +332,8 @@ def symmetric_scratch(shape, dtype: torch.dtype, device=None, group=None, zero=T
     import torch.distributed as dist
     from torch.distributed import _symmetric_memory as symm_mem
 
+    backends.check_force_remote(backend.lower() if isinstance(backend, str) else backend, force_remote)
     device = _select(backend, device, symm_mem)
-    backends.check_force_remote(backends.check_backend(backend), force_remote)
     group = dist.group.WORLD if group is None else group
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     scratch = _exchanged(symm_mem.empty(shape, dtype=dtype, device=device), group, remote=True,

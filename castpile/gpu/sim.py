@@ -19,7 +19,7 @@ another node has address 0 in this rank's ``buffer_ptrs``, ``signal_pad_ptrs`` a
 scratch ``ptrs`` and ``reachable[peer]`` False (the memory stays shared, so a stand-in
 for NVSHMEM's get/put can reach it through :func:`peer_address`, as
 :mod:`castpile.gpu.sim_nvshmem` does); ``remote_ptrs`` tables then tag those peers'
-entries for ``remote="nvshmem"`` kernels.
+entries for ``remote="nvshmem"`` kernels (``force_remote=True``: every other rank's).
 """
 
 from __future__ import annotations
