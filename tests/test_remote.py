@@ -602,6 +602,27 @@ def test_the_gpu_scripts_forced_remote_mode_runs_gets_and_the_library_on_one_ten
     assert all(not h.signal_pad.any() for h in handles)
 
 
+@pytest.mark.parametrize("gpus,per_node,share,error", [
+    (0, 1, False, "no CUDA device"),
+    (1, 2, False, "2 ranks per node but 1 GPU"),
+])
+def test_the_benchmarks_refuse_ranks_without_a_gpu_each(monkeypatch, gpus, per_node, share, error):
+    """benchmarks/harness.start_ranks: no GPU, or more ranks than GPUs without share_gpus (a gloo group would time
+    gloo under NCCL's name), is a clear error before any process group starts."""
+    import sys
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "benchmarks"))
+    sys.modules.pop("harness", None)
+    harness = import_file(Path(__file__).parents[1] / "benchmarks/harness.py", "harness")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+    monkeypatch.setattr(harness.dist, "init_process_group", lambda *a, **k: pytest.fail("a group was started"))
+    for name, value in {"RANK": "0", "WORLD_SIZE": str(per_node), "LOCAL_RANK": "0",
+                        "LOCAL_WORLD_SIZE": str(per_node)}.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(RuntimeError, match=error):
+        harness.start_ranks(share_gpus=share)
+
+
 def test_the_gpu_scripts_phases_record_failures_and_c_level_output(tmp_path):
     """benchmarks/gpu_nvshmem.py's bookkeeping, without a GPU: a phase that fails is recorded with its error and
     what was written to file descriptors 1 and 2 (as NVSHMEM's C code writes), and the next phase still runs."""
