@@ -16,7 +16,6 @@ and without flags.  Times: medians of 7 rounds, slower rank (benchmarks/harness.
 integer data.  ``exact``: the output equals torch's on the second call.
 """
 
-import importlib.util
 import json
 import sys
 import tempfile
@@ -31,7 +30,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 from bench_tp_gemm import Problem  # noqa: E402
 from castpile.gpu.fused import tp_gemm  # noqa: E402
 from castpile.gpu.fused import tp_gemm_kernels_triton as lib  # noqa: E402
-from harness import start_ranks, timed  # noqa: E402
+from harness import load_variant, start_ranks, timed  # noqa: E402
 
 STORE = ("            _castpile_store_loop(dest, dest.numel, None, scratch, Ms*N*slot + N*rows[:, None] + cols[None, :], "
          "(slot >= 0) & (slot < dest_shape0) & (rows[:, None] >= 0) & (rows[:, None] < Ms) & (cols[None, :] >= 0) & "
@@ -62,20 +61,11 @@ def variants(source: str) -> dict:
             "tma_remote_store_nosync": without_sync(source.replace(STORE, TMA_STORE))}
 
 
-def load(name: str, text: str, folder: Path):
-    path = folder / f"rs_variant_{name}.py"
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # @triton.jit reads the source through the module
-    spec.loader.exec_module(module)
-    return module
-
-
 def main():
     rank, world, dev, dog = start_ranks(200)
     folder = Path(tempfile.mkdtemp())
-    modules = {name: load(name, text, folder) for name, text in variants(Path(lib.__file__).read_text()).items()}
+    modules = {name: load_variant(f"rs_variant_{name}", text, folder)
+               for name, text in variants(Path(lib.__file__).read_text()).items()}
     group = dist.group.WORLD.group_name
     rows = []
     for m, k, n in [(4096, 8192, 8192), (256, 8192, 8192)]:

@@ -191,6 +191,23 @@ def graph_timed(fns: dict, iters: int, reps: int, dog: Watchdog) -> dict:
     return {name: us / GRAPH_CALLS for name, us in timed(graphs, iters, reps, dog).items()}
 
 
+def load_variant(name: str, text: str, folder: Path):
+    """Module ``name`` from ``text`` (a variant of a generated kernel module), written into ``folder`` and imported.
+
+    The diagnostics (diag_*.py) make variants by replacing lines of a checked-in module;
+    ``@triton.jit`` reads a kernel's source through its module, so the module is registered.
+    """
+    import importlib.util
+
+    path = folder / f"{name}.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 # Test data and result files -----------------------------------------------------------------------------------
 
 

@@ -24,6 +24,7 @@ import triton
 from castpile.gpu import sim
 from castpile.gpu.fused import tp_gemm
 from compile_sm90 import Job, compile_for_sm90
+from testkit import import_file
 
 SHARD, K, N = 24, 40, 48
 TILES = {"tma": tp_gemm.GemmConfig(16, 32, 16, 2, 4, 2, tma=True),
@@ -345,3 +346,17 @@ def test_kernels_compile_for_sm90(tmp_path):
     # The pointer fallback's reduce-scatter for 4 ranks spills a little at these jobs' 4 warps (a 128 x 128 fp32
     # tile in 128 threads); the TMA kernels, the default, must not.
     assert [name for name, spilled in spills.items() if spilled and "pointers" not in name] == []
+
+
+@pytest.mark.parametrize("script", ["diag_ag_onewave", "diag_rs_stores"])
+def test_the_diagnostics_still_find_the_lines_they_replace(script, monkeypatch):
+    """benchmarks/diag_*.py make variants by replacing lines of the generated kernel module: each line is still there
+    (else the script would stop on the GPU), and each variant differs from the library's text."""
+    bench = Path(__file__).parents[1] / "benchmarks"
+    monkeypatch.syspath_prepend(str(bench))
+    module = import_file(bench / f"{script}.py", script)
+    source = (Path(__file__).parents[1] / "castpile/gpu/fused/tp_gemm_kernels_triton.py").read_text()
+    made = module.variants(source)
+    assert made and all(text != source for text in made.values())
+    for text in made.values():
+        compile(text, script, "exec")
