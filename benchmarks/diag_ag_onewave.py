@@ -34,7 +34,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 from bench_tp_gemm import Problem  # noqa: E402
 from castpile.gpu.fused import tp_gemm  # noqa: E402
 from castpile.gpu.fused import tp_gemm_kernels_triton as lib  # noqa: E402
-from harness import load_variant, start_ranks, timed, write_result  # noqa: E402
+from harness import load_variant, start_ranks, timed, variant_outcomes, write_result  # noqa: E402
 
 BARRIER = "        barrier(pad, pad_ptrs, rank, WORLD, True)  # every peer's previous call is done with its buffer\n"
 SEND = ("        send_chunk(a, a_peers, tl.cast(rank, tl.int64) * Ms * K + pid * STRIPE, tl.cast(Ms, tl.int64) * STRIPE,\n"
@@ -102,20 +102,7 @@ def main():
                "cublas": lambda: torch.matmul(gathered, b, out=product)}
         fns.update({name: launcher(module) for name, module in modules.items()})
         reference = gathered @ b
-        errors, exact = {}, {}
-        for name, fn in fns.items():
-            try:
-                out.zero_()
-                for _ in range(2):
-                    fn()
-                    torch.cuda.synchronize()
-                    dist.barrier()
-                exact[name] = None if name in ("gemm_alone", "cublas") else bool(torch.equal(out, reference))
-            except Exception as exc:  # a variant that does not compile is reported, not fatal
-                errors[name] = f"{type(exc).__name__}: {str(exc)[:300]}"
-        every = [None] * world
-        dist.all_gather_object(every, errors)
-        failed = set().union(*every)
+        exact, errors, failed = variant_outcomes(fns, out, reference, untested=("gemm_alone", "cublas"))
         us = timed({name: fn for name, fn in fns.items() if name not in failed}, 200, 7, dog)
         result["rows"].append(dict(M=m, K=k, N=n, state=repr(st), us=us, exact=exact, errors=errors))
         if rank == 0:

@@ -30,7 +30,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 from bench_tp_gemm import Problem  # noqa: E402
 from castpile.gpu.fused import tp_gemm  # noqa: E402
 from castpile.gpu.fused import tp_gemm_kernels_triton as lib  # noqa: E402
-from harness import load_variant, start_ranks, timed  # noqa: E402
+from harness import load_variant, start_ranks, timed, variant_outcomes  # noqa: E402
 
 STORE = ("            _castpile_store_loop(dest, dest.numel, None, scratch, Ms*N*slot + N*rows[:, None] + cols[None, :], "
          "(slot >= 0) & (slot < dest_shape0) & (rows[:, None] >= 0) & (rows[:, None] < Ms) & (cols[None, :] >= 0) & "
@@ -88,20 +88,7 @@ def main():
                "gemm_alone": lambda: tp_gemm.matmul(a, b, product, config=cfg)}
         fns.update({name: launcher(module) for name, module in modules.items()})
         ref = problem.reference(xs, bs)
-        errors, exact = {}, {}
-        for name, fn in fns.items():
-            try:
-                out.zero_()
-                for _ in range(2):
-                    fn()
-                    torch.cuda.synchronize()
-                    dist.barrier()
-                exact[name] = None if name == "gemm_alone" else bool(torch.equal(out, ref))
-            except Exception as exc:  # a variant that does not compile is reported, not fatal
-                errors[name] = f"{type(exc).__name__}: {str(exc)[:300]}"
-        every = [None] * world
-        dist.all_gather_object(every, errors)
-        failed = set().union(*every)
+        exact, errors, failed = variant_outcomes(fns, out, ref, untested=("gemm_alone",))
         us = timed({k: v for k, v in fns.items() if k not in failed}, 20 if m > 1000 else 200, 7, dog)
         rows.append(dict(M=m, K=k, N=n, us=us, exact=exact, errors=errors))
         if rank == 0:

@@ -56,11 +56,11 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from castpile.gpu import backends, collectives, runtime  # noqa: E402
 from castpile.gpu.fused import rmsnorm  # noqa: E402
+from bench_rmsnorm import EPS, reference as rmsnorm_reference  # noqa: E402
 from harness import run_header, start_ranks, timed  # noqa: E402
 
 SIZES = [64 << 10, 1 << 20, 16 << 20]  # bytes of each rank's bf16 input
 FUSED_SHAPES = [(16, 4096), (256, 8192)]  # rows x D of the fused all-reduce + residual + RMSNorm
-EPS = 1e-6
 SHARED_GPU_TIMING = "skipped: ranks share a GPU (gloo group, no NCCL to time against)"
 BLOCK, WARPS = 1024, 4
 ENV_PREFIXES = ("NVSHMEM_", "NCCL_", "TORCH_SYMM_MEM_", "CUDA_MPS_", "UCX_", "LOCAL_WORLD_SIZE", "WORLD_SIZE")
@@ -156,11 +156,22 @@ def check_and_time(name: str, symm, ours, reference, args, dog, entry):
     dist.all_reduce(totals)
     entry.update(iters=args.iters, mismatches=int(totals[0]), pads_nonzero_after=int(totals[1]))
     nccl_buf = x.clone()
+    time_against_nccl(entry, ours, lambda: dist.all_reduce(nccl_buf), args, dog)
+
+
+def time_against_nccl(entry, ours, nccl, args, dog):
+    """Medians of ``ours`` and ``nccl`` into ``entry`` (``castpile_us``, ``nccl_us``); where ranks share a GPU
+    (a gloo group) nothing is timed and ``entry`` says so."""
     if dist.get_backend() != "nccl":
         entry["timing"] = SHARED_GPU_TIMING
         return
-    medians = timed({name: ours, "nccl": lambda: dist.all_reduce(nccl_buf)}, args.timing_iters, args.reps, dog)
-    entry.update(castpile_us=round(medians[name], 2), nccl_us=round(medians["nccl"], 2))
+    medians = timed({"castpile": ours, "nccl": nccl}, args.timing_iters, args.reps, dog)
+    entry.update(castpile_us=round(medians["castpile"], 2), nccl_us=round(medians["nccl"], 2))
+
+
+def remote_tags(symm) -> list[int]:
+    """Each rank's entry in ``symm``'s remote_ptrs table shifted to its tag: 0 where an address, pe + 1 where remote."""
+    return [int(e) >> backends.REMOTE_TAG_SHIFT for e in symm.remote_ptrs.tolist()]
 
 
 def nccl_all_reduce(x, it):
@@ -178,13 +189,6 @@ def summed_patterns(x, it):
     return total.to(x.dtype)
 
 
-def fused_reference(xs, residual, weight):
-    """(new residual, y) in float32 torch from every rank's input: y rounded from float32 (bench_rmsnorm.py's)."""
-    h = (sum(x.float() for x in xs) + residual.float()).to(torch.bfloat16)
-    y = h.float() * torch.rsqrt((h.float() ** 2).mean(-1, keepdim=True) + EPS) * weight.float()
-    return h, y.to(torch.bfloat16)
-
-
 def check_and_time_fused(name: str, symm, fused, args, dog, entry):
     """``args.iters`` calls of ``fused(residual, weight, out)`` on fresh integer data: the residual exact, y within
     one bf16 rounding of float32 torch; pads zero after; medians against NCCL all-reduce + add + torch rms_norm."""
@@ -197,7 +201,7 @@ def check_and_time_fused(name: str, symm, fused, args, dog, entry):
         xs = [torch.randint(-8, 9, (m, d), generator=g, device=dev).to(torch.bfloat16) for g in gens[:world]]
         residual = torch.randint(-8, 9, (m, d), generator=gens[world], device=dev).to(torch.bfloat16)
         weight = (torch.randint(1, 9, (d,), generator=gens[world + 1], device=dev).float() / 4).to(torch.bfloat16)
-        expect_h, expect_y = fused_reference(xs, residual, weight)
+        expect_h, expect_y = rmsnorm_reference(sum(x.float() for x in xs), residual, weight)
         symm.tensor.copy_(xs[rank])
         fused(residual, weight, out)
         wrong[0] += (residual != expect_h).sum()
@@ -218,11 +222,7 @@ def check_and_time_fused(name: str, symm, fused, args, dog, entry):
         residual.add_(nccl_buf)
         return torch.nn.functional.rms_norm(residual, (d,), weight, EPS)
 
-    if dist.get_backend() != "nccl":
-        entry["timing"] = SHARED_GPU_TIMING
-        return
-    medians = timed({name: lambda: fused(residual, weight, out), "nccl": nccl}, args.timing_iters, args.reps, dog)
-    entry.update(castpile_us=round(medians[name], 2), nccl_us=round(medians["nccl"], 2))
+    time_against_nccl(entry, lambda: fused(residual, weight, out), nccl, args, dog)
 
 
 def all_gather_phases(run, args, dog, rank, world, remote_kernels, started):
@@ -240,7 +240,7 @@ def all_gather_phases(run, args, dog, rank, world, remote_kernels, started):
         with run.phase("allocate all-gather", bytes=nbytes) as entry:
             symm = runtime.symmetric_empty((world, n), torch.bfloat16, backend="nvshmem",
                                            force_remote=args.force_remote)
-            entry.update(remote_tags=[int(e) >> backends.REMOTE_TAG_SHIFT for e in symm.remote_ptrs.tolist()])
+            entry.update(remote_tags=remote_tags(symm))
         if symm is None:
             return
         dist.barrier()
@@ -268,15 +268,8 @@ def all_gather_phases(run, args, dog, rank, world, remote_kernels, started):
             totals = torch.tensor([mismatches, int(symm.signal_pad.count_nonzero())], device=symm.tensor.device)
             dist.all_reduce(totals)
             entry.update(iters=args.iters, mismatches=int(totals[0]), pads_nonzero_after=int(totals[1]))
-            if dist.get_backend() != "nccl":
-                entry["timing"] = SHARED_GPU_TIMING
-            else:
-                gathered = torch.empty_like(symm.tensor)
-                medians = timed({"castpile_remote_all_gather": gather,
-                                 "nccl": lambda: dist.all_gather_into_tensor(gathered, rows[rank])},
-                                args.timing_iters, args.reps, dog)
-                entry.update(castpile_us=round(medians["castpile_remote_all_gather"], 2),
-                             nccl_us=round(medians["nccl"], 2))
+            gathered = torch.empty_like(symm.tensor)
+            time_against_nccl(entry, gather, lambda: dist.all_gather_into_tensor(gathered, rows[rank]), args, dog)
         symm = None
         torch.cuda.synchronize()
         dist.barrier()
@@ -291,8 +284,7 @@ def fused_phases(run, args, dog, rank, world, remote_kernels, started):
         symm = None
         with run.phase("allocate fused", shape=[m, d]) as entry:
             symm = runtime.symmetric_empty((m, d), torch.bfloat16, backend="nvshmem", force_remote=args.force_remote)
-            entry.update(reachable=list(symm.reachable),
-                         remote_tags=[int(e) >> backends.REMOTE_TAG_SHIFT for e in symm.remote_ptrs.tolist()])
+            entry.update(reachable=list(symm.reachable), remote_tags=remote_tags(symm))
         if symm is None:
             return
         dist.barrier()
@@ -363,10 +355,9 @@ def main():
         with run.phase("allocate", bytes=nbytes) as entry:
             symm = runtime.symmetric_empty((n,), torch.bfloat16, backend="nvshmem", force_remote=args.force_remote)
             expected = backends.node_reachability(symm.pes, rank, backends.local_world_size(world), p2p=p2p)
-            tags = [int(e) >> backends.REMOTE_TAG_SHIFT for e in symm.remote_ptrs.tolist()]
             entry.update(backend=symm.backend, pes=list(symm.pes), reachable=list(symm.reachable),
                          expected_reachable=list(expected), as_expected=tuple(symm.reachable) == tuple(expected),
-                         buffer_ptr_nonzero=[int(p) != 0 for p in symm.buffer_ptrs.tolist()], remote_tags=tags,
+                         buffer_ptr_nonzero=[int(p) != 0 for p in symm.buffer_ptrs.tolist()], remote_tags=remote_tags(symm),
                          max_blocks=symm.max_blocks)
         if symm is None:
             break  # allocation is collective: a failure leaves nothing to run on

@@ -208,6 +208,29 @@ def load_variant(name: str, text: str, folder: Path):
     return module
 
 
+def variant_outcomes(fns: dict, out: torch.Tensor, reference: torch.Tensor, untested=()) -> tuple[dict, dict, set]:
+    """Each of a diagnostic's callables twice, ranks in step: (exact, errors, failed on any rank).
+
+    ``exact[name]``: ``out`` equals ``reference`` after the second call (None for ``untested``, which
+    write elsewhere); ``errors[name]``: why a callable raised (a variant that does not compile is
+    reported, not fatal); ``failed``: every rank's failures, so that all ranks time the same set.
+    """
+    errors, exact = {}, {}
+    for name, fn in fns.items():
+        try:
+            out.zero_()
+            for _ in range(2):
+                fn()
+                torch.cuda.synchronize()
+                dist.barrier()
+            exact[name] = None if name in untested else bool(torch.equal(out, reference))
+        except Exception as exc:
+            errors[name] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    every = [None] * dist.get_world_size()
+    dist.all_gather_object(every, errors)
+    return exact, errors, set().union(*every)
+
+
 # Test data and result files -----------------------------------------------------------------------------------
 
 

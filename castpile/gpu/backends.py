@@ -163,8 +163,11 @@ def table_reachability(reachable, rank: int, force_remote: bool = False) -> tupl
 
 
 def check_force_remote(backend: str, force_remote: bool) -> None:
-    """ValueError unless ``force_remote`` comes with the NVSHMEM backend (whose heap get/put can reach)."""
-    if force_remote and backend != "nvshmem":
+    """ValueError unless ``force_remote`` comes with the NVSHMEM backend (whose heap get/put can reach), in any case.
+
+    >>> check_force_remote("NVSHMEM", True)
+    """
+    if force_remote and not (isinstance(backend, str) and backend.lower() == "nvshmem"):
         raise ValueError(f"force_remote=True needs backend='nvshmem' (NVSHMEM get/put reach only its symmetric heap); "
                          f"this tensor is on {backend!r}")
 

@@ -213,7 +213,7 @@ def symmetric_empty(shape, dtype: torch.dtype, device=None, group=None, push_scr
     """
     from torch.distributed import _symmetric_memory as symm_mem
 
-    backends.check_force_remote(backend.lower() if isinstance(backend, str) else backend, force_remote)
+    backends.check_force_remote(backend, force_remote)
     device = _select(backend, device, symm_mem)
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     return rendezvous(symm_mem.empty(shape, dtype=dtype, device=device), group, push_scratch=push_scratch,
@@ -332,7 +332,7 @@ def symmetric_scratch(shape, dtype: torch.dtype, device=None, group=None, zero=T
     import torch.distributed as dist
     from torch.distributed import _symmetric_memory as symm_mem
 
-    backends.check_force_remote(backend.lower() if isinstance(backend, str) else backend, force_remote)
+    backends.check_force_remote(backend, force_remote)
     device = _select(backend, device, symm_mem)
     group = dist.group.WORLD if group is None else group
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
