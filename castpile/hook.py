@@ -4,13 +4,15 @@
 just before the standard path finder (so pytest's assertion rewriter, which sits in
 front, keeps the test modules it claims).  For a module named ``mypkg`` or
 ``mypkg.*`` it asks the finders behind it where the module is; when that is a ``.py``
-file whose bytes contain ``castpile``, the module is loaded from the transpiled entry
-in the compile cache (:mod:`castpile.cache`), built first if it is missing, damaged by
-accident (the seal catches truncation, partial writes, bit rot), not a regular file, or
-could have been written by another user (ownership and permission checks).  Nothing
-stops the cache's owner from rewriting an entry with a recomputed seal; it then runs,
-as any code the owner writes would.  Every other module is left to the normal finders
-untouched.
+file (on disk or in a zip archive) whose bytes contain ``castpile``, the module is
+loaded from the transpiled entry in the compile cache (:mod:`castpile.cache`), built
+first if it is missing, damaged by accident (the seal catches truncation, partial
+writes, bit rot), not a regular file, or could have been written by another user
+(ownership and permission checks).  Nothing stops the cache's owner from rewriting an
+entry with a recomputed seal; it then runs, as any code the owner writes would.  Every
+other module is left to the normal finders untouched.  The cache is an optimisation:
+when it fails (an ``OSError`` of any kind), the module is transpiled in memory and
+imported from there, and the hook warns once (:class:`CacheWarning`).
 
 What the loaded module looks like:
 
@@ -23,7 +25,8 @@ What the loaded module looks like:
   Triton's compile errors and interpreter errors give the user's line numbers, in a
   file named ``<module>-<key>.py`` in the cache.
 - The loader also serves the transpiled text through ``get_source``, so the interpreter
-  still finds it if the entry is removed while the process runs.
+  still finds it if the entry is removed while the process runs, and ``inspect`` finds
+  the text of a module transpiled in memory, whose code names no file.
 
 A warm import reads the source, hashes it, checks the entry and compiles it with
 Python's own compiler: libcst is imported only when an entry has to be built.
@@ -31,16 +34,23 @@ Python's own compiler: libcst is imported only when an entry has to be built.
 
 from __future__ import annotations
 
+import functools
 import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
 import sys
+import warnings
+import zipimport
 from pathlib import Path
 
 from . import cache
 from .compiler.errors import TranspileError
 from .options import check_strategy, mentions_castpile
+
+
+class CacheWarning(UserWarning):
+    """The compile cache could not be used: modules are transpiled in memory instead."""
 
 
 class TranspileImportError(SyntaxError):
@@ -61,32 +71,48 @@ class TranspileImportError(SyntaxError):
 
 
 class _Loader(importlib.abc.InspectLoader):
-    """Loads one module from its cache entry (exec_module is importlib's own)."""
+    """Loads one module from its cache entry, else from memory (exec_module is importlib's own)."""
 
-    def __init__(self, hook: ImportHook, spec: importlib.machinery.ModuleSpec, source: bytes):
+    def __init__(self, hook: ImportHook, spec: importlib.machinery.ModuleSpec, path: str, source: bytes):
         self._hook = hook
         self._name = spec.name
-        self._path = spec.origin
+        self._path = path
         self._source = source
         self._original = spec.loader
         self._package = spec.submodule_search_locations is not None
-        self._built: tuple[Path, bytes] | None = None
+        self._built: tuple[str, bytes] | None = None
         self.error: TranspileImportError | None = None
 
-    def _build(self) -> tuple[Path, bytes]:
-        """The entry's path and bytes, transpiling and storing them when the cache lacks them."""
-        if self._built is None:
-            directory = cache.prepare_dir(self._hook.cache_dir)
-            key = cache.entry_key(self._source, self._path, self._hook.options)
-            entry = cache.entry_path(directory, self._name, key)
-            data = cache.load(entry, key)
-            if data is None:
-                from .compiler import transpile_source
+    @functools.cached_property
+    def _transpiled(self) -> bytes:
+        from .compiler import transpile_source
 
-                out = transpile_source(self._source, self._path, **self._hook.options)
-                data = cache.store(entry, key, out)
-            self._built = (entry, data)
+        return transpile_source(self._source, self._path, **self._hook.options)
+
+    def _build(self) -> tuple[str, bytes]:
+        """The file name the module's code gives and its transpiled bytes.
+
+        The name is the cache entry's, the entry built and stored first when missing.  When
+        the cache fails (any OSError: no directory, an unsafe one, a full, read-only or
+        size-limited file system, an entry removed before its rename), the text stays in
+        memory under a name that is no file; ``inspect`` then gets it from :meth:`get_source`.
+        """
+        if self._built is None:
+            try:
+                self._built = self._through_cache()
+            except OSError as failure:
+                self._hook.report_cache_failure(self._name, failure)
+                self._built = (f"{self._path} (transpiled in memory)", self._transpiled)
         return self._built
+
+    def _through_cache(self) -> tuple[str, bytes]:
+        directory = cache.prepare_dir(self._hook.cache_dir)
+        key = cache.entry_key(self._source, self._path, self._hook.options)
+        entry = cache.entry_path(directory, self._name, key)
+        data = cache.load(entry, key)
+        if data is None:
+            data = cache.store(entry, key, self._transpiled)
+        return os.fspath(entry), data
 
     def get_code(self, fullname):
         try:
@@ -99,7 +125,7 @@ class _Loader(importlib.abc.InspectLoader):
             self.error = TranspileImportError(e)
             code = compile("raise __loader__.error\n", "<frozen importlib._bootstrap>", "exec", dont_inherit=True)
             return code.replace(co_name="_call_with_frames_removed")
-        return compile(data, os.fspath(entry), "exec", dont_inherit=True)
+        return compile(data, entry, "exec", dont_inherit=True)
 
     def get_source(self, fullname):
         return importlib.util.decode_source(self._build()[1])
@@ -111,6 +137,24 @@ class _Loader(importlib.abc.InspectLoader):
         return self._original.get_resource_reader(fullname)
 
 
+def _python_source(spec: importlib.machinery.ModuleSpec) -> tuple[str, bytes] | None:
+    """The path and bytes of the module's Python source, read through its loader, or None.
+
+    A plain ``.py`` file, or one in a zip archive (where a ``.pyc`` next to it is what
+    zipimport would run: the hook transpiles the source instead).  Anything else (an
+    extension module, a namespace package, a module with no source) is None.
+    """
+    loader, path = spec.loader, spec.origin
+    if isinstance(loader, zipimport.zipimporter) and path.endswith(".pyc"):
+        path = path[:-1]
+    elif not isinstance(loader, (importlib.machinery.SourceFileLoader, zipimport.zipimporter)):
+        return None
+    try:
+        return path, loader.get_data(path)
+    except OSError:
+        return None
+
+
 class ImportHook(importlib.abc.MetaPathFinder):
     """The installed hook; ``uninstall()`` or leaving its ``with`` block removes it."""
 
@@ -118,6 +162,7 @@ class ImportHook(importlib.abc.MetaPathFinder):
         self.packages = packages
         self.cache_dir = cache_dir
         self.options = options
+        self._cache_failed = False
 
     def _wants(self, name: str) -> bool:
         if name == "castpile" or name.startswith("castpile."):
@@ -141,23 +186,30 @@ class ImportHook(importlib.abc.MetaPathFinder):
         if not self._wants(fullname):
             return None
         spec = self._normal_spec(fullname, path, target)
-        if spec is None or not isinstance(spec.loader, importlib.machinery.SourceFileLoader):
-            return None
-        try:
-            source = spec.loader.get_data(spec.origin)
-        except OSError:
-            return None
-        if not mentions_castpile(source):
+        found = _python_source(spec) if spec is not None else None
+        if found is None or not mentions_castpile(found[1]):
             return None
         new = importlib.machinery.ModuleSpec(
             fullname,
-            _Loader(self, spec, source),
-            origin=spec.origin,
+            _Loader(self, spec, *found),
+            origin=found[0],
             is_package=spec.submodule_search_locations is not None,
         )
         new.submodule_search_locations = spec.submodule_search_locations
         new.has_location = True
         return new
+
+    def report_cache_failure(self, module: str, failure: OSError) -> None:
+        """Warn, the first time only, that the cache failed and modules are transpiled in memory."""
+        if not self._cache_failed:
+            self._cache_failed = True
+            warnings.warn(
+                f"castpile cannot use its compile cache {self.cache_dir} ({failure}); {module} was "
+                f"transpiled in memory, as every module the cache cannot hold will be, on every import "
+                f"(pass install_import_hook a cache_dir, or set {cache.ENV_VAR}, that you can write)",
+                CacheWarning,
+                stacklevel=2,
+            )
 
     def uninstall(self) -> None:
         """Remove the hook; modules already imported stay as they are."""

@@ -6,12 +6,15 @@ to tmp_path under fresh names; some checks run in fresh interpreters.
 
 import builtins
 import codecs
+import errno
 import hashlib
 import importlib
 import importlib.machinery
 import inspect
 import itertools
+import linecache
 import os
+import py_compile
 import re
 import stat
 import subprocess
@@ -19,6 +22,8 @@ import sys
 import textwrap
 import time
 import traceback
+import warnings
+import zipfile
 from pathlib import Path
 
 os.environ["TRITON_INTERPRET"] = "1"
@@ -27,8 +32,9 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import castpile  # noqa: E402
-from castpile import cache, options  # noqa: E402
-from castpile.hook import ImportHook, TranspileImportError  # noqa: E402
+from castpile import cache, files, options  # noqa: E402
+from castpile.hook import CacheWarning, ImportHook, TranspileImportError  # noqa: E402
+from compile_sm90 import Job, compile_for_sm90  # noqa: E402
 
 REPO = Path(castpile.__file__).absolute().parent.parent
 
@@ -333,17 +339,6 @@ def test_fifo_at_entry_path_is_replaced_without_hanging(pkg, cache_dir):
     assert res.stdout.split() == ["4", "False", "True"]
 
 
-def test_directory_at_entry_path_is_a_clear_error(pkg, cache_dir):
-    source = pkg.path("kern")
-    key = cache.entry_key(source.read_bytes(), str(source), {"strategy": "loop"})
-    entry = cache.entry_path(cache.prepare_dir(cache_dir), f"{pkg.name}.kern", key)
-    entry.mkdir()
-    castpile.install_import_hook(pkg.name, cache_dir=cache_dir)
-    with pytest.raises(cache.BlockedEntryError, match=rf"{re.escape(str(entry))} is a directory.*remove it"):
-        pkg.load("kern")
-    assert entry.is_dir() and sorted(cache_dir.iterdir()) == [entry]
-
-
 @pytest.mark.parametrize("module", ["k" * 200, "ядро", "я" * 110], ids=["long", "non-ascii", "long-non-ascii"])
 def test_long_and_non_ascii_module_names(pkg, cache_dir, module):
     pkg.write(module, KERNEL.format(scale=""))
@@ -422,13 +417,172 @@ def test_insecure_entry_is_never_loaded(pkg, cache_dir, insecure):
     assert stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid == os.geteuid()
 
 
-def test_unsafe_cache_dir_is_refused(pkg, cache_dir):
+class OsWith:
+    """The ``os`` module for :mod:`castpile.files` alone, with some of its functions replaced."""
+
+    def __init__(self, **replaced):
+        self.__dict__.update(replaced)
+
+    def __getattr__(self, name):
+        return getattr(os, name)
+
+
+def failing(errno_, why):
+    def fail(*args, **kwargs):
+        raise OSError(errno_, why)
+
+    return fail
+
+
+def under_a_file(pkg, cache_dir, monkeypatch):
+    cache_dir.parent.mkdir(parents=True, exist_ok=True)
+    (cache_dir.parent / "a-file").write_text("")
+    return cache_dir.parent / "a-file" / "cache", "Not a directory"
+
+
+def writable_by_others(pkg, cache_dir, monkeypatch):
     cache_dir.mkdir(mode=0o777)
     os.chmod(cache_dir, 0o777)
+    return cache_dir, "writable by group or others"
+
+
+def directory_at_entry(pkg, cache_dir, monkeypatch):
+    source = pkg.path("kern")
+    key = cache.entry_key(source.read_bytes(), str(source), {"strategy": "loop"})
+    cache.entry_path(cache.prepare_dir(cache_dir), f"{pkg.name}.kern", key).mkdir()
+    return cache_dir, "is a directory, which castpile did not make"
+
+
+def read_only(pkg, cache_dir, monkeypatch):
+    monkeypatch.setattr(files, "os", OsWith(open=failing(errno.EROFS, "Read-only file system")))
+    return cache_dir, "Read-only file system"
+
+
+def full(pkg, cache_dir, monkeypatch):
+    def no_space(fd, *args, **kwargs):  # the temporary file exists; its first write fails
+        os.close(fd)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(files, "os", OsWith(fdopen=no_space))
+    return cache_dir, "No space left on device"
+
+
+def cleared_before_rename(pkg, cache_dir, monkeypatch):
+    def clear_then_replace(src, dst):  # `castpile cache clear` runs between the write and the rename
+        cache.clear(cache_dir)
+        os.replace(src, dst)
+
+    monkeypatch.setattr(files, "os", OsWith(replace=clear_then_replace))
+    return cache_dir, "No such file or directory"
+
+
+CACHE_FAILURES = [under_a_file, writable_by_others, directory_at_entry, read_only, full, cleared_before_rename]
+
+
+def assert_triton_reads_transpiled_text(kern):
+    """The kernel's text, through inspect as Triton reads it, is the transpiled one, even with linecache emptied."""
+    fn = kern.sum_kernel.fn
+    text = inspect.getsource(fn)
+    assert "multicast_like(" in KERNEL and "multicast_like(" not in text
+    linecache.clearcache()
+    assert inspect.getsource(fn) == text
+
+
+@pytest.mark.parametrize("failure", CACHE_FAILURES, ids=lambda f: f.__name__)
+def test_cache_failure_imports_from_memory_and_warns(pkg, cache_dir, monkeypatch, failure):
+    directory, why = failure(pkg, cache_dir, monkeypatch)
+    before = sorted(directory.iterdir()) if directory.is_dir() else []
+    castpile.install_import_hook(pkg.name, cache_dir=directory)
+    with pytest.warns(CacheWarning, match=rf"{re.escape(str(directory))}.*{why}.*in memory"):
+        assert pkg.check() == 4
+    kern = sys.modules[f"{pkg.name}.kern"]
+    assert kern.__file__ == str(pkg.path("kern"))
+    assert_triton_reads_transpiled_text(kern)
+    assert not os.path.exists(kern.sum_kernel.fn.__code__.co_filename)
+    if directory.is_dir():  # nothing was added, temporary files included
+        assert sorted(directory.iterdir()) in (before, [])
+
+
+def test_cache_failure_warns_once(pkg, cache_dir, monkeypatch):
+    read_only(pkg, cache_dir, monkeypatch)
+    pkg.write("kern2", KERNEL.format(scale="2.0 * "))
     castpile.install_import_hook(pkg.name, cache_dir=cache_dir)
-    with pytest.raises(PermissionError, match="writable by group or others"):
-        pkg.load("kern")
-    assert entries(cache_dir) == []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        kern2 = pkg.load("kern2")
+        assert pkg.check() == 4
+    assert [w.category for w in caught] == [CacheWarning]
+    tensors = [torch.randn(6) for _ in range(3)]
+    torch.testing.assert_close(kern2.multicast_sum(tensors), 2.0 * torch.stack(tensors).sum(0))
+
+
+def test_cold_import_under_a_file_size_limit(pkg, cache_dir):
+    """`ulimit -f 1`: writing the entry fails with EFBIG (Python ignores SIGXFSZ); the import does not."""
+    import resource
+
+    code = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(pkg.root)!r})
+        import castpile
+        castpile.install_import_hook({pkg.name!r}, cache_dir={str(cache_dir)!r})
+        from {pkg.name} import check
+        print(check.check())
+    """)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TRITON_INTERPRET": "1"}
+    res = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=240,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024)),
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["4"]
+    assert res.stderr.count("CacheWarning") == 1 and "File too large" in res.stderr
+    assert list(cache_dir.iterdir()) == []
+
+
+def zip_package(pkg: Pkg, archive: Path, compiled: bool) -> Path:
+    """``pkg``'s files in a zip archive; with ``compiled``, each next to an unchecked .pyc, which zipimport prefers."""
+    with zipfile.ZipFile(archive, "w") as z:
+        for path in sorted(pkg.dir.glob("*.py")):
+            name = f"{pkg.name}/{path.name}"
+            z.write(path, name)
+            if compiled:
+                pyc = py_compile.compile(str(path), cfile=str(path) + "c", dfile=str(archive / name),
+                                         invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+                z.write(pyc, name + "c")
+    return archive
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["sources", "sources-and-pyc"])
+def test_package_in_a_zip_file_is_transpiled(tmp_path, cache_dir, compiled):
+    zipped = Pkg(tmp_path / "zipsrc")
+    archive = zip_package(zipped, tmp_path / "kernels.zip", compiled)
+    sys.path.insert(0, str(archive))
+    try:
+        castpile.install_import_hook(zipped.name, cache_dir=cache_dir)
+        assert zipped.check(W=3) == 3
+        kern = sys.modules[f"{zipped.name}.kern"]
+        assert kern.__file__ == str(archive / zipped.name / "kern.py")
+        assert_triton_reads_transpiled_text(kern)
+        assert len(entries(cache_dir)) == 1
+    finally:
+        zipped.forget()
+        sys.path.remove(str(archive))
+
+
+def test_kernels_from_memory_and_from_a_zip_compile_for_sm90(tmp_path, monkeypatch):
+    """What the two tests above run in the interpreter, compiled (in children that install the hooks)."""
+    hooked = "import castpile\n\ncastpile.install_import_hook(__name__)\n"
+    in_memory = Pkg(tmp_path / "src", init=hooked)
+    zipped = Pkg(tmp_path / "zipsrc", init=hooked)
+    archive = zip_package(zipped, tmp_path / "kernels.zip", compiled=True)
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("CASTPILE_CACHE_DIR", str(tmp_path / "a-file" / "cache"))
+    path = [str(in_memory.root), str(archive), os.environ.get("PYTHONPATH", str(REPO))]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(path))
+    sig = {"out": "*fp32", "ptrs": "*i64", "n": "i32", "W": "constexpr", "BLOCK": "constexpr"}
+    jobs = [Job(f"{p.name}.kern", "sum_kernel", sig, {"W": 3, "BLOCK": 8}, name=p.name) for p in (in_memory, zipped)]
+    for name, result in compile_for_sm90(jobs, tmp_path / "sm90").items():
+        assert result.ok, f"{name}: {result.error}"
 
 
 def test_transpile_error_is_a_located_syntax_error(pkg, cache_dir):
@@ -603,3 +757,4 @@ def test_pytest_assertion_rewriting_is_undisturbed(pkg, cache_dir, tmp_path):
     # pytest's rewriting shows the compared values; a plain assert would not.
     assert out.count("E       assert [2] == [3]") == 2, out
     assert len(entries(cache_dir)) == 1
+
