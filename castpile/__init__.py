@@ -37,19 +37,35 @@ def transpile(source: bytes | str, path: str = "<string>", *, strategy: str = "l
     return transpile_source(source, path, strategy=strategy)
 
 
-def multicast_like(*args, **kwargs):
-    """Bind a multicast tensor (a source-level marker; see docs/language.md)."""
-    raise RuntimeError(_HOW.format(name="multicast_like"))
+class _Marker:
+    """A source-level marker that castpile rewrites away; used without transpiling, it says how to transpile.
+
+    Calling it raises that error; so does reading its ``__triton_builtin__``, which Triton
+    reads from every global an ``@triton.jit`` function references before it compiles the
+    function (the JIT's dependency scan, then the code generator's name lookup).  So a
+    compiled kernel that was not transpiled reports the how-to message even where an
+    argument, evaluated before the call, could not compile (``dev_ptrs[:WORLD]``).  The
+    interpreter evaluates that argument first and fails on it before any call.
+    """
+
+    def __init__(self, name: str, doc: str):
+        self.__name__ = self.__qualname__ = name
+        self.__doc__ = doc
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(_HOW.format(name=self.__name__))
+
+    @property
+    def __triton_builtin__(self):
+        raise RuntimeError(_HOW.format(name=self.__name__))
+
+    def __repr__(self) -> str:
+        return f"<castpile marker {self.__name__}>"
 
 
-def signal(*args, **kwargs):
-    """Set flags in every addressed buffer (a source-level marker)."""
-    raise RuntimeError(_HOW.format(name="signal"))
-
-
-def wait(*args, **kwargs):
-    """Spin until every addressed flag holds a value (a source-level marker)."""
-    raise RuntimeError(_HOW.format(name="wait"))
+multicast_like = _Marker("multicast_like", "Bind a multicast tensor (a source-level marker; see docs/language.md).")
+signal = _Marker("signal", "Set flags in every addressed buffer (a source-level marker).")
+wait = _Marker("wait", "Spin until every addressed flag holds a value (a source-level marker).")
 
 
 def __getattr__(name):

@@ -35,6 +35,7 @@ import castpile  # noqa: E402
 from castpile import cache, files, options  # noqa: E402
 from castpile.hook import CacheWarning, ImportHook, TranspileImportError  # noqa: E402
 from compile_sm90 import Job, compile_for_sm90  # noqa: E402
+from testkit import import_file  # noqa: E402
 
 REPO = Path(castpile.__file__).absolute().parent.parent
 
@@ -758,3 +759,72 @@ def test_pytest_assertion_rewriting_is_undisturbed(pkg, cache_dir, tmp_path):
     assert out.count("E       assert [2] == [3]") == 2, out
     assert len(entries(cache_dir)) == 1
 
+
+UNTRANSPILED = '''\
+import triton
+import triton.language as tl
+import castpile
+from castpile import multicast_like
+
+
+@triton.jit
+def table_slice(out, dev_ptrs, n, WORLD: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    bufs = multicast_like(out, dev_ptrs[:WORLD], shape=(n,))
+    tl.store(out + offs, tl.sum(bufs[offs], axis=0), mask=offs < n)
+
+
+@triton.jit
+def module_attribute(out, dev_ptrs, n, WORLD: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    bufs = castpile.multicast_like(out, dev_ptrs[:WORLD], shape=(n,))
+    tl.store(out + offs, tl.sum(bufs[offs], axis=0), mask=offs < n)
+
+
+@triton.jit
+def tensor_tile(out, dev_ptrs, n, WORLD: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    bufs = multicast_like(out, tl.load(dev_ptrs + tl.arange(0, WORLD)), shape=(n,))
+    tl.store(out + offs, tl.sum(bufs[offs], axis=0), mask=offs < n)
+
+
+@triton.jit
+def signal_peers(flags, flag_ptrs, WORLD: tl.constexpr):
+    castpile.signal(multicast_like(flags, flag_ptrs[:WORLD])[tl.arange(0, WORLD), 0], value=1)
+
+
+@triton.jit
+def wait_flag(flags):
+    castpile.wait(flags + tl.arange(0, 1), value=1)
+'''
+HOW = "castpile.{name} only has meaning inside a kernel that castpile has transpiled: run `castpile kernel.py -o"
+TABLE = {"out": "*fp32", "dev_ptrs": "*i64", "n": "i32", "WORLD": "constexpr", "BLOCK": "constexpr"}
+UNTRANSPILED_JOBS = {  # kernel: (signature, constexprs, the castpile name it uses first)
+    "table_slice": (TABLE, {"WORLD": 2, "BLOCK": 4}, "multicast_like"),
+    "module_attribute": (TABLE, {"WORLD": 2, "BLOCK": 4}, "multicast_like"),
+    "tensor_tile": (TABLE, {"WORLD": 2, "BLOCK": 4}, "multicast_like"),
+    "signal_peers": ({"flags": "*i32", "flag_ptrs": "*i64", "WORLD": "constexpr"}, {"WORLD": 2}, "signal"),
+    "wait_flag": ({"flags": "*i32"}, {}, "wait"),
+}
+
+
+def test_untranspiled_kernels_say_how_to_transpile_when_compiled(tmp_path):
+    """Whatever the call's arguments, even a table slice that Triton cannot compile, the how-to message comes first."""
+    module = tmp_path / "untranspiled.py"
+    module.write_text(UNTRANSPILED)
+    jobs = [Job(module, kernel, sig, constexprs) for kernel, (sig, constexprs, _) in UNTRANSPILED_JOBS.items()]
+    results = compile_for_sm90(jobs, tmp_path / "sm90")
+    for kernel, (_, _, name) in UNTRANSPILED_JOBS.items():
+        assert not results[kernel].ok and HOW.format(name=name) in results[kernel].error, (kernel, results[kernel].error)
+
+
+def test_untranspiled_kernels_say_how_to_transpile_in_the_interpreter(tmp_path):
+    """In the interpreter, Python evaluates a call's arguments before the call: only a table slice fails first."""
+    module = tmp_path / "untranspiled.py"
+    module.write_text(UNTRANSPILED)
+    kernels = import_file(module)
+    out, ptrs, flags = torch.zeros(4), torch.zeros(2, dtype=torch.int64), torch.zeros(2, dtype=torch.int32)
+    with pytest.raises(Exception, match=re.escape(HOW.format(name="multicast_like"))):
+        kernels.tensor_tile[(1,)](out, ptrs, 4, WORLD=2, BLOCK=4)
+    with pytest.raises(Exception, match=re.escape(HOW.format(name="wait"))):
+        kernels.wait_flag[(1,)](flags)
