@@ -163,3 +163,14 @@ def test_without_the_barrier_an_early_rank_reads_stale_data():
 
     assert rank1_after_rank0(handles, inputs, _hand_all_reduce, reference, barrier=False) == [False, True]
     assert rank1_after_rank0(handles, inputs, _hand_all_reduce, reference, barrier=True) == [True, True]
+
+
+@pytest.mark.parametrize("value", [None, "0"], ids=["unset", "0"])
+def test_run_without_the_interpreter_says_what_to_set(monkeypatch, value):
+    """Without TRITON_INTERPRET=1 every rank would fail in Triton's driver lookup ("0 active drivers")."""
+    if value is None:
+        monkeypatch.delenv("TRITON_INTERPRET")
+    else:
+        monkeypatch.setenv("TRITON_INTERPRET", value)
+    with pytest.raises(RuntimeError, match=r"set TRITON_INTERPRET=1 .*before .*import"):
+        sim.run(lambda rank: rank, 2)

@@ -34,6 +34,7 @@ import time
 import traceback
 
 import torch
+import triton
 
 from .backends import node_reachability, remote_table, table_reachability
 from .runtime import (LowLatencyScratch, Scratch, SymmetricTensor, low_latency_blocks, low_latency_words,
@@ -201,8 +202,13 @@ def run(fn, world_size: int, *, args=(), timeout: float = 60.0) -> list:
     Results travel back pickled.  If a rank raises, :class:`RankError` carries its
     traceback (ranks still running a second later are killed).  If ranks are still
     running after ``timeout`` seconds, they are killed and :class:`RankTimeout`
-    names them.
+    names them.  Without ``TRITON_INTERPRET=1`` nothing is forked: RuntimeError says to set it.
     """
+    if not triton.knobs.runtime.interpret:
+        raise RuntimeError(
+            "castpile.gpu.sim runs every rank's kernels under the Triton interpreter: set TRITON_INTERPRET=1 "
+            "in the environment, before Python imports the kernels (@triton.jit reads it when it decorates them)"
+        )
     children: dict[int, tuple[int, int]] = {}  # rank -> (pid, read fd)
     for rank in range(world_size):
         rfd, wfd = os.pipe()
