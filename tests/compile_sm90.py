@@ -12,7 +12,10 @@ A test describes each compile as a :class:`Job` and calls :func:`compile_for_sm9
 
 In the child, :func:`compile_jobs` is the driver: it imports each job's module (a file
 path or a module name), compiles the kernel for ``GPUTarget("cuda", 90, 32)``, requires
-a non-empty cubin, and writes the PTX to ``<out_dir>/<n>.ptx``.  It runs as
+a non-empty cubin, and writes the PTX to ``<out_dir>/<n>.ptx``.  A job marked ``nvshmem``
+(a module with ``remote=`` bindings) compiles with torch's NVSHMEM device functions up to
+linking: without ``libnvshmem_device.bc`` on this CPU machine ptxas stops at the first
+NVSHMEM symbol, and that alone counts as a success (with no PTX).  It runs as
 
     python tests/compile_sm90.py JOBS.json OUT_DIR RESULTS.json
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
@@ -34,11 +38,14 @@ ROOT = HERE.parent
 class Job:
     """One kernel to compile.
 
-    ``module``: a Python file (its path) or an importable module name; ``signature``: every
-    parameter's Triton type (``"*fp32"``, ``"i32"``, ...) or ``"constexpr"``; ``constexprs``:
+    ``module``: a Python file (its path) or an importable module name; ``kernel``: its name
+    there, or ``factory()`` for the kernel a module-level function returns; ``signature``: every
+    parameter's Triton type (``"*fp32"``, ``"i32"``, ...) or ``"constexpr"`` (see
+    :func:`signature`); ``constexprs``:
     the constexpr values; ``attrs``: per parameter index, Triton's specialisation attributes
     (``{0: [["tt.divisibility", 16]]}`` is what the JIT records for a pointer divisible by
-    16); ``name``: the key of the result (default: the kernel's name).
+    16); ``name``: the key of the result (default: the kernel's name); ``nvshmem``: the module
+    calls NVSHMEM (``remote=`` bindings), compile up to linking.
     """
 
     module: str | Path
@@ -47,6 +54,7 @@ class Job:
     constexprs: dict = field(default_factory=dict)
     attrs: dict[int, list] = field(default_factory=dict)
     name: str | None = None
+    nvshmem: bool = False
 
     def key(self) -> str:
         return self.name or self.kernel
@@ -54,7 +62,7 @@ class Job:
 
 @dataclass
 class Result:
-    """What became of one job: ``ok`` with the path of its PTX, or the error."""
+    """What became of one job: ``ok`` with the path of its PTX (``None`` for an ``nvshmem`` job), or the error."""
 
     ok: bool
     error: str | None = None
@@ -95,6 +103,16 @@ def compile_for_sm90(jobs: list[Job], workdir: Path, processes: int = 1, timeout
     return results
 
 
+def signature(source: str, kernel: str, types: dict[str, str], default: str = "i32") -> dict[str, str]:
+    """The signature of the function ``kernel`` of ``source`` (at any depth): ``"constexpr"`` for a parameter
+    annotated ``tl.constexpr``, else its type in ``types``, else ``default``."""
+    import ast
+
+    [fn] = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.FunctionDef) and node.name == kernel]
+    constexpr = {a.arg for a in fn.args.args if a.annotation is not None and ast.unparse(a.annotation).endswith("constexpr")}
+    return {a.arg: "constexpr" if a.arg in constexpr else types.get(a.arg, default) for a in fn.args.args}
+
+
 def _as_json(k: int, job: Job) -> dict:
     item = asdict(job)
     item.update(module=str(job.module), name=job.key(), index=k, attrs={str(i): v for i, v in job.attrs.items()})
@@ -114,12 +132,22 @@ def compile_jobs(jobs: list[dict], out_dir: Path) -> list[dict]:
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
+    from triton.runtime.errors import PTXASError
 
     modules: dict[str, object] = {}
+    if any(job["nvshmem"] for job in jobs):
+        import torch.utils._triton
 
-    def load(module: str):
+        torch.utils._triton.has_triton = lambda: True  # a CPU torch leaves _nvshmem_triton's device functions out
+
+    def load(module: str, nvshmem: bool):
         if module not in modules:
-            if module.endswith(".py"):
+            if nvshmem:  # requires_nvshmem, which wraps remote kernels, needs the device library: unwrapped
+                text = re.sub(r"^(\w+) = _castpile\d*_remote_kernel\(\1\)$", "", Path(module).read_text(), flags=re.M)
+                module_copy = Path(out_dir) / f"nvshmem_{len(modules)}_{Path(module).name}"
+                module_copy.write_text(text)
+                modules[module] = load(str(module_copy), False)
+            elif module.endswith(".py"):
                 spec = importlib.util.spec_from_file_location(f"sm90_job_{len(modules)}_{Path(module).stem}", module)
                 loaded = importlib.util.module_from_spec(spec)
                 spec.loader.exec_module(loaded)
@@ -131,17 +159,44 @@ def compile_jobs(jobs: list[dict], out_dir: Path) -> list[dict]:
     results = []
     for job in jobs:
         try:
-            fn = getattr(load(job["module"]), job["kernel"])
+            fn = getattr(load(job["module"], job["nvshmem"]), job["kernel"].removesuffix("()"))
+            if job["kernel"].endswith("()"):
+                fn = fn()
             attrs = {(int(i),): v for i, v in job["attrs"].items()}
             source = ASTSource(fn, job["signature"], job["constexprs"], attrs)
-            kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32))
+            try:
+                kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32))
+            except PTXASError as error:
+                if job["nvshmem"] and "ptxas fatal   : Unresolved extern function 'nvshmem" in str(error):
+                    results.append({"name": job["name"], "ok": True, "error": None, "ptx": None})
+                    continue
+                raise
             assert kernel.asm["cubin"], "no cubin"
-            ptx = Path(out_dir) / f"{job['index']}-{job['kernel']}.ptx"
+            ptx = Path(out_dir) / f"{job['index']}-{job['kernel'].removesuffix('()')}.ptx"
             ptx.write_text(kernel.asm["ptx"])
             results.append({"name": job["name"], "ok": True, "error": None, "ptx": str(ptx)})
-        except Exception:  # reported to the test, which fails on it
-            results.append({"name": job["name"], "ok": False, "error": traceback.format_exc()[-4000:], "ptx": None})
+        except Exception as error:  # reported to the test, which fails on it
+            report = f"{_summary(error)}\n\n{traceback.format_exc()[-1500:]}"
+            results.append({"name": job["name"], "ok": False, "error": report, "ptx": None})
     return results
+
+
+def _summary(error: BaseException) -> str:
+    """A compile error in a few lines: each jit function's offending line, from the kernel inwards, and the cause.
+
+    Triton chains one ``CompilationError`` per call level; each shows the function's
+    text with a caret under the position, after ``at LINE:COL:``.
+    """
+    lines = []
+    while error.__cause__ is not None:
+        text = str(error).splitlines()
+        carets = [n for n, line in enumerate(text) if line.strip() == "^"]
+        if text and text[0].startswith("at ") and carets and carets[0] > 0:
+            where = next((line.strip() for line in text if line.lstrip().startswith("def ")), "")
+            lines.append(f"{text[0]} {where[:60]} | {text[carets[0] - 1].strip()}")
+        error = error.__cause__
+    lines.append(f"{type(error).__name__}: {error}")
+    return "\n".join(lines)
 
 
 def main(argv: list[str]) -> int:

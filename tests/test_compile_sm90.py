@@ -1,62 +1,117 @@
-"""The transpiled semantics kernels compile to sm_90 cubins, and align= buys 128-bit loads."""
+"""Every kernel the semantic tests run in the interpreter compiles to an sm_90 cubin, and align= buys 128-bit loads.
 
+The interpreter runs every scalar as a NumPy array, so a helper that treats a scalar as a
+block passes there and fails only when Triton compiles it: each kernel of
+tests/kernels_semantics.py and tests/kernels_v11.py is compiled under both strategies, for
+the element types and constexpr values its tests run (one W padded, and W = 1), and a test
+fails when a kernel of those files has no compiles.
+"""
+
+import ast
+import itertools
 from pathlib import Path
 
 import pytest
 
 import castpile
-from compile_sm90 import Job, compile_for_sm90
+from compile_sm90 import Job, compile_for_sm90, signature
 
 HERE = Path(__file__).parent
-PTR = "*fp32"
-T = {"table": "*i64"}
+# The parameters that are not the buffers' element pointers ("*<dtype>") or i32 scalars.
+TYPES = {"table": "*i64", "ctr": "*i32"}
 
-# (kernel, signature, constexprs): one job per helper family, world of 3 (padded to 4).
-JOBS = [
-    ("load_stack", {"out": PTR, **T, "n": "i32", "W": "constexpr", "BLOCK": "constexpr"}, {"W": 3, "BLOCK": 64}),
-    (
-        "reduce_stack",
-        {"out": PTR, "example": PTR, **T, "n": "i32", "OP": "constexpr", "W": "constexpr", "BLOCK": "constexpr"},
-        {"OP": "max", "W": 3, "BLOCK": 64},
-    ),
-    (
-        "reduce_stack",
-        {"out": PTR, "example": PTR, **T, "n": "i32", "OP": "constexpr", "W": "constexpr", "BLOCK": "constexpr"},
-        {"OP": "masked_max", "W": 3, "BLOCK": 64},
-    ),
-    ("store_row", {"src": PTR, **T, "n": "i32", "W": "constexpr", "BLOCK": "constexpr"}, {"W": 3, "BLOCK": 64}),
-    ("store_full", {"src": PTR, **T, "n": "i32", "W": "constexpr", "BLOCK": "constexpr"}, {"W": 3, "BLOCK": 64}),
-    ("scatter_rank", {"example": "*i32", **T, "k": "i32", "W": "constexpr"}, {"W": 4}),
-    ("augmented", {"src": PTR, **T, "n": "i32", "W": "constexpr", "BLOCK": "constexpr"}, {"W": 3, "BLOCK": 64}),
-    (
-        "load_store_calls",
-        {"out": PTR, **T, "n": "i32", "m": "i32", "W": "constexpr", "BLOCK": "constexpr"},
-        {"W": 3, "BLOCK": 64},
-    ),
-    (
-        "atomics",
-        {"out": "*i32", **T, "n": "i32", "OP": "constexpr", "W": "constexpr", "BLOCK": "constexpr"},
-        {"OP": "add", "W": 3, "BLOCK": 64},
-    ),
-    (
-        "atomics",
-        {"out": "*i32", **T, "n": "i32", "OP": "constexpr", "W": "constexpr", "BLOCK": "constexpr"},
-        {"OP": "cas", "W": 3, "BLOCK": 64},
-    ),
-    (
-        "elements_2d",
-        {"out": PTR, **T, "M": "i32", "N": "i32", "W": "constexpr", "BI": "constexpr", "BJ": "constexpr"},
-        {"W": 3, "BI": 16, "BJ": 16},
-    ),
-    (
-        "tile_2d",
-        {"out": PTR, **T, "n": "i32", "R": "constexpr", "C": "constexpr", "W": "constexpr", "BLOCK": "constexpr"},
-        {"R": 2, "C": 4, "W": 5, "BLOCK": 64},
-    ),
-    ("tile_1d_sum", {"out": PTR, **T, "n": "i32", "W": "constexpr", "BLOCK": "constexpr"}, {"W": 3, "BLOCK": 64}),
-    ("signal_then_wait", {"example": "*i32", **T, "W": "constexpr"}, {"W": 3}),
-    ("signal_exchange_wait_plain", {"example": "*i32", **T, "W": "constexpr"}, {"W": 3}),
-]
+
+def variants(dtypes, addresses="*i64", **constexprs):
+    """One compile per element type and combination of constexpr values (a list is a choice of values)."""
+    choices = {name: value if isinstance(value, list) else [value] for name, value in constexprs.items()}
+    return [(dtype, addresses, dict(zip(choices, combo))) for dtype in dtypes for combo in itertools.product(*choices.values())]
+
+
+ALL_TYPES, ARITHMETIC = ["fp32", "bf16", "i32"], ["fp32", "i32"]
+ATOMIC_OPS = ["add", "max", "min", "and", "or", "xor", "xchg", "cas"]
+COMPILES = {
+    "kernels_semantics.py": {
+        "load_stack": variants(ALL_TYPES, W=[1, 3], BLOCK=16) + variants(["fp32"], "*u64", W=3, BLOCK=16),
+        "reduce_stack": variants(ARITHMETIC, OP=["sum", "max", "min", "sum_f32", "masked_max"], W=[1, 3], BLOCK=16)
+        + variants(["bf16"], OP="sum_f32", W=3, BLOCK=16),
+        "store_row": variants(ALL_TYPES, W=[1, 3], BLOCK=8),
+        "store_full": variants(["fp32"], W=[1, 3], BLOCK=8),
+        "scatter_rank": variants(["i32"], W=[1, 4]),
+        "augmented": variants(ARITHMETIC, W=[1, 3], BLOCK=8),
+        "load_store_calls": variants(["fp32"], W=[1, 3], BLOCK=16),
+        "atomics": variants(["i32"], OP=ATOMIC_OPS, W=3, BLOCK=16) + variants(["fp32"], OP="add", W=[1, 3], BLOCK=16),
+        "elements_2d": variants(["fp32"], W=[1, 3], BI=4, BJ=8),
+        "strided_2d": variants(["fp32"], W=[1, 3], BI=4, BJ=8),
+        "tile_2d": variants(["fp32"], R=2, C=4, W=[1, 5], BLOCK=8),
+        "tile_1d_sum": variants(["fp32"], W=[1, 3], BLOCK=8),
+        "signal_then_wait": variants(["i32"], W=[1, 3]),
+        "signal_exchange_wait_plain": variants(["i32"], W=[2, 3]),
+    },
+    "kernels_v11.py": {
+        "cube_load": variants(["fp32"], W=[1, 3], B=16),
+        "load_at_counter": variants(["fp32"], W=[1, 3]),
+        "flat_at_counter": variants(["fp32"], W=[1, 3]),
+        "bump_at_counter": variants(["fp32"], W=[1, 3]),
+        "store_value_first": variants(["i32"], W=[1, 3]),
+        "lookalike_names": variants(["fp32"], W=3, B=16),
+        "helper_lookalike": variants(["fp32"], W=3),
+        "make_kernel()": variants(["fp32"], W=[1, 3]),
+        "full_extent": variants(["fp32"], M=2, N=4, W=[1, 3]),
+        "named_slice": variants(["fp32"], W=[2, 3]),
+        "group_sums": variants(["fp32"], R=2, C=3, B=16),
+        "stack_extrema": variants(["fp32"], OP=["max", "min"], W=[1, 3], B=16),
+        "scatter_add_unused": variants(["fp32"], W=[1, 4], B=16),
+        "scatter_add_by_hand": variants(["fp32"], W=4, B=16),
+        "bump_multiline": variants(["fp32"], W=3, B=8),
+        "extrema_spellings": variants(["fp32"], W=[1, 3], B=16),
+        "direct_imports": variants(["fp32"], W=[1, 3], B=16),
+        "masked_old_values": variants(["fp32"], W=[1, 3], B=16),
+        "keywords_in_source_order": variants(["fp32"], W=3, B=16),
+    },
+}
+# jit functions that are no kernels: compiled through the kernels that call them.
+CALLED_ONLY = {"kernels_v11.py": {"_castpile_load_loop"}}
+
+
+def kernels_of(source: str) -> dict[str, str]:
+    """The kernels of a module by how a job names them (``factory()`` for one a module-level function returns),
+    each with the name of its ``def``."""
+    found = {}
+    for node in ast.parse(source).body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        if any(ast.unparse(d).split("(")[0].endswith("jit") for d in node.decorator_list):
+            found[node.name] = node.name
+        else:
+            found.update({f"{node.name}()": inner.name for inner in ast.walk(node) if isinstance(inner, ast.FunctionDef)
+                          and any(ast.unparse(d).split("(")[0].endswith("jit") for d in inner.decorator_list)})
+    return found
+
+
+@pytest.mark.parametrize("filename", COMPILES)
+def test_every_kernel_of_the_semantic_files_has_compiles(filename):
+    kernels = set(kernels_of((HERE / filename).read_text()))
+    assert sorted(kernels) == sorted(set(COMPILES[filename]) | CALLED_ONLY.get(filename, set()))
+
+
+@pytest.mark.parametrize("strategy", castpile.STRATEGIES)
+def test_the_semantic_kernels_compile_for_sm90(tmp_path, strategy):
+    jobs = []
+    for filename, kernels in COMPILES.items():
+        source = (HERE / filename).read_text()
+        module = tmp_path / f"{Path(filename).stem}_{strategy}.py"
+        module.write_bytes(castpile.transpile(source.encode(), str(HERE / filename), strategy=strategy))
+        defs = kernels_of(source)
+        for kernel, compiles in kernels.items():
+            for dtype, addresses, constexprs in compiles:
+                types = {**TYPES, "table": addresses, **{p: f"*{dtype}" for p in ("out", "example", "src")}}
+                jobs.append(Job(module, kernel, signature(source, defs[kernel], types), constexprs,
+                                name=f"{filename}:{kernel} {dtype} {addresses} {constexprs}"))
+    results = compile_for_sm90(jobs, tmp_path)
+    failures = {name: r.error for name, r in results.items() if not r.ok}
+    assert not failures, "\n\n".join(f"{name}:\n{error}" for name, error in failures.items())
+    assert ".target sm_90" in next(iter(results.values())).ptx.read_text()
+
 
 ALIGN_KERNELS = b'''
 import triton
@@ -77,18 +132,6 @@ def stack_sum_aligned(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(out + offs, tl.sum(bufs[offs].to(tl.float32), axis=0), mask=offs < n)
 '''
-
-
-@pytest.mark.parametrize("strategy", castpile.STRATEGIES)
-def test_every_helper_family_compiles_for_sm90(tmp_path, strategy):
-    source = HERE / "kernels_semantics.py"
-    module = tmp_path / f"kernels_{strategy}.py"
-    module.write_bytes(castpile.transpile(source.read_bytes(), str(source), strategy=strategy))
-    jobs = [Job(module, name, sig, const, name=f"{name}_{const.get('OP', '')}") for name, sig, const in JOBS]
-    results = compile_for_sm90(jobs, tmp_path)
-    failures = [f"{name}: {r.error}" for name, r in results.items() if not r.ok]
-    assert not failures, "\n".join(failures)
-    assert ".target sm_90" in results["load_stack_"].ptx.read_text()
 
 
 @pytest.mark.parametrize("strategy", castpile.STRATEGIES)

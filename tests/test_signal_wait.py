@@ -11,6 +11,7 @@ import os
 
 os.environ["TRITON_INTERPRET"] = "1"
 
+import re
 import time
 
 import pytest
@@ -19,6 +20,7 @@ import triton
 
 import castpile
 from castpile.gpu import sim
+from compile_sm90 import Job, compile_for_sm90, signature
 from testkit import import_file
 
 KERNELS = '''
@@ -72,6 +74,21 @@ def wait_rounds(pad, peer, ROUNDS: tl.constexpr):
     """Wait ROUNDS times for flag ``peer`` on this rank, lowering it each time."""
     for _ in tl.static_range(ROUNDS):
         cp.wait(pad + peer + tl.arange(0, 1))
+
+
+@triton.jit
+def signal_rounds_one_peer(pad, pad_ptrs, rank, peer, W: tl.constexpr, ROUNDS: tl.constexpr):
+    """signal_rounds through a rank-0 tile (the peer's pad alone): the flag is a scalar, P + I = ()."""
+    to_peer = cp.multicast_like(pad, tl.load(pad_ptrs + peer), shape=(W,))
+    for _ in tl.static_range(ROUNDS):
+        cp.signal(to_peer[rank], wait_for=0)
+
+
+@triton.jit
+def wait_rounds_scalar(pad, peer, ROUNDS: tl.constexpr):
+    """wait_rounds on the scalar pointer ``pad + peer``."""
+    for _ in tl.static_range(ROUNDS):
+        cp.wait(pad + peer)
 '''
 
 N, BLOCK = 5, 8  # elements per row; BLOCK > N, so the masks matter
@@ -165,19 +182,23 @@ def check_waiting_ranks_read_what_was_written(k, world, *, wait_for, access, giv
         assert not pad.any(), f"rank {rank}'s flags end at {pad.tolist()}"
 
 
-def check_two_signals_in_a_row_both_arrive(k, *, give_up_s=1.0, timeout=TIMEOUT, handles=None, signal_twice=None):
+def check_two_signals_in_a_row_both_arrive(k, *, give_up_s=1.0, timeout=TIMEOUT, handles=None, signal_twice=None,
+                                           scalar=False):
     """Rank 1 signals rank 0 twice with ``wait_for=0``; rank 0 starts waiting only once rank 1 is done
     (or after ``give_up_s`` seconds), then waits twice.  The second signal must wait for the first to
     be lowered: one that overwrites it is lost, and rank 0's second wait never returns.  ``handles``
-    and ``signal_twice(h)`` (rank 1's signals) replace the defaults (tests/test_remote.py's remote ones)."""
+    and ``signal_twice(h)`` (rank 1's signals) replace the defaults (tests/test_remote.py's remote ones);
+    ``scalar``: signal through a rank-0 tile and wait on a scalar pointer."""
     handles = _handles(2) if handles is None else handles
     rank1_done = sim.shared_empty((1,), torch.int32).zero_()
+    signal_rounds, wait_rounds = (k.signal_rounds_one_peer, k.wait_rounds_scalar) if scalar else (k.signal_rounds,
+                                                                                                 k.wait_rounds)
 
     def body(rank):
         h = handles[rank]
         if rank == 1:
             if signal_twice is None:
-                k.signal_rounds[(1,)](h.signal_pad, h.signal_pad_ptrs, 1, 0, 2, 2)
+                signal_rounds[(1,)](h.signal_pad, h.signal_pad_ptrs, 1, 0, 2, 2)
             else:
                 signal_twice(h)
             rank1_done.fill_(1)
@@ -185,7 +206,7 @@ def check_two_signals_in_a_row_both_arrive(k, *, give_up_s=1.0, timeout=TIMEOUT,
         give_up = time.monotonic() + give_up_s
         while not rank1_done.item() and time.monotonic() < give_up:
             time.sleep(0.01)
-        k.wait_rounds[(1,)](h.signal_pad, 1, 2)
+        wait_rounds[(1,)](h.signal_pad, 1, 2)
 
     sim.run(body, 2, timeout=timeout)
     for rank, pad in enumerate(_pads(handles)):
@@ -210,8 +231,9 @@ def test_a_waiting_rank_reads_what_its_peers_wrote_before_signalling(strategy, w
 
 
 @pytest.mark.parametrize("strategy", castpile.STRATEGIES)
-def test_two_signals_in_a_row_with_wait_for_are_both_received(strategy, tmp_path):
-    check_two_signals_in_a_row_both_arrive(kernels(strategy, tmp_path))
+@pytest.mark.parametrize("scalar", [False, True], ids=["one_element_tensors", "scalar_flags"])
+def test_two_signals_in_a_row_with_wait_for_are_both_received(strategy, scalar, tmp_path):
+    check_two_signals_in_a_row_both_arrive(kernels(strategy, tmp_path), scalar=scalar)
 
 
 # -- the checks fail when signal or wait is broken -----------------------------------------
@@ -253,8 +275,34 @@ def test_a_wait_that_does_not_wait_fails_the_ordering_check(strategy, tmp_path):
 
 
 @pytest.mark.parametrize("strategy", castpile.STRATEGIES)
-def test_a_signal_that_ignores_wait_for_loses_the_second_signal(strategy, tmp_path):
+@pytest.mark.parametrize("scalar", [False, True], ids=["one_element_tensors", "scalar_flags"])
+def test_a_signal_that_ignores_wait_for_loses_the_second_signal(strategy, scalar, tmp_path):
     k = kernels(strategy, tmp_path, SIGNAL_IGNORES_WAIT_FOR)
     with pytest.raises(sim.RankTimeout) as hung:
-        check_two_signals_in_a_row_both_arrive(k, give_up_s=FOREVER, timeout=HANG)
+        check_two_signals_in_a_row_both_arrive(k, give_up_s=FOREVER, timeout=HANG, scalar=scalar)
     assert hung.value.hung == [0]
+
+
+# -- what these tests run compiles for sm_90 ----------------------------------------------------------
+
+TYPES = {"data": "*fp32", "src": "*fp32", "out": "*fp32", "buf_ptrs": "*i64", "pad": "*i32", "pad_ptrs": "*i64"}
+COMPILES = {
+    "publish": [{"W": 3, "BLOCK": BLOCK, "WAIT_FOR": wait_for} for wait_for in (False, True)],
+    "collect": [{"W": 3, "WP": 4, "BLOCK": BLOCK, "ACCESS": access} for access in (False, True)],
+    "signal_rounds": [{"W": 2, "ROUNDS": 2}],
+    "wait_rounds": [{"ROUNDS": 2}],
+    "signal_rounds_one_peer": [{"W": 2, "ROUNDS": 2}],
+    "wait_rounds_scalar": [{"ROUNDS": 2}],
+}
+
+
+@pytest.mark.parametrize("strategy", castpile.STRATEGIES)
+def test_the_kernels_compile_for_sm90(strategy, tmp_path):
+    assert sorted(COMPILES) == sorted(re.findall(r"^def (\w+)\(", KERNELS, re.M))
+    path = tmp_path / f"signal_wait_kernels_{strategy}.py"
+    path.write_bytes(castpile.transpile(KERNELS.encode(), str(path), strategy=strategy))
+    jobs = [Job(path, kernel, signature(KERNELS, kernel, TYPES), constexprs, name=f"{kernel} {constexprs}")
+            for kernel, variants in COMPILES.items() for constexprs in variants]
+    results = compile_for_sm90(jobs, tmp_path)
+    failures = {name: r.error for name, r in results.items() if not r.ok}
+    assert not failures, "\n\n".join(f"{name}:\n{error}" for name, error in failures.items())
