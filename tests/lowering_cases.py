@@ -557,6 +557,173 @@ KERNEL_CASES = [
         "_castpile_load_{s}(bufs, W, None, out, _castpile_i0, "
         "(_castpile_i0 >= 0) & (_castpile_i0 < n)) + tl.load(idx))\n",
     ),
+    # -- binding time (v1.2): arguments evaluated where the binding stands -------------------------
+    (
+        "a shape name rebound after the binding is copied at it",
+        TABLE_N + "n = n + 4\n"
+        "x = bufs[offs]\n",
+        "bufs = table; bufs_shape0 = n\n"
+        "n = n + 4\n"
+        "x = _castpile_load_{s}(bufs, W, None, out, offs, (offs >= 0) & (offs < bufs_shape0))\n",
+    ),
+    (
+        "left alone: a name assigned only before the binding is used as it is",
+        "m = n + 1\n"
+        "bufs = multicast_like(out, table[:W], shape=(m,))\n"
+        "x = bufs[offs]\n",
+        "m = n + 1\n"
+        "bufs = table\n"
+        "x = _castpile_load_{s}(bufs, W, None, out, offs, (offs >= 0) & (offs < m))\n",
+    ),
+    (
+        "left alone: a name rebound after the binding's last use is used as it is",
+        TABLE_N + "x = bufs[offs]\n"
+        "n = n + 4\n",
+        "bufs = table\n"
+        f"x = _castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N})\n"
+        "n = n + 4\n",
+    ),
+    (
+        "left alone: a static_range variable reused by a later loop, after the binding's uses",
+        "for r in tl.static_range(W):\n"
+        "    tail = multicast_like(out, table[r:W])\n"
+        "    x = tail[offs]\n"
+        "for r in tl.static_range(C):\n"
+        "    y = r\n",
+        "for r in tl.static_range(W):\n"
+        "    tail = r + table\n"
+        "    x = _castpile_load_{s}(tail, -r + W, None, out, offs, None)\n"
+        "for r in tl.static_range(C):\n"
+        "    y = r\n",
+    ),
+    (
+        "a name rebound later in a loop around the uses but not the binding",
+        TABLE_N + "for _ in range(2):\n"
+        "    x = bufs[offs]\n"
+        "    n = n - 1\n",
+        "bufs = table; bufs_shape0 = n\n"
+        "for _ in range(2):\n"
+        "    x = _castpile_load_{s}(bufs, W, None, out, offs, (offs >= 0) & (offs < bufs_shape0))\n"
+        "    n = n - 1\n",
+    ),
+    (
+        "a strides name rebound in the loop around the binding",
+        "for _ in range(2):\n"
+        "    bufs = multicast_like(out, table[:W], strides=(m,))\n"
+        "    m = m + 1\n"
+        "    x = bufs[offs]\n",
+        "for _ in range(2):\n"
+        "    bufs = table; bufs_stride0 = m\n"
+        "    m = m + 1\n"
+        "    x = _castpile_load_{s}(bufs, W, None, out, bufs_stride0*offs, None)\n",
+    ),
+    (
+        "the example bound to its own name: copied before the name takes the stack",
+        "out = multicast_like(out, table[:W], shape=(n,))\n"
+        "x = out[offs]\n",
+        "out_example = out; out = table\n"
+        f"x = _castpile_load_{{s}}(out, W, None, out_example, offs, {IN_N})\n",
+    ),
+    (
+        "read before its own binding; the stack stored last",
+        "y = tl.load(out)\n"
+        "out = multicast_like(out, table[:W], shape=(n - 1,))\n"
+        "x = out[offs]\n",
+        "y = tl.load(out)\n"
+        "out_example = out; out_shape0 = n - 1; out = table\n"
+        "x = _castpile_load_{s}(out, W, None, out_example, offs, (offs >= 0) & (offs < out_shape0))\n",
+    ),
+    (
+        "a tile bound to its own name, its ptr_mask reading it first",
+        "tile = multicast_like(out, tile, ptr_mask=tile != 0)\n"
+        "x = tile[offs]\n",
+        "tile_mask = tile != 0; tile = tile\n"
+        "x = _castpile_load_{s}(tile, tile.numel, tile_mask, out, offs, None)\n",
+    ),
+    (
+        "a constexpr slice bound rebound after the binding: the count stays a constexpr",
+        TABLE + "W = W + 1\n"
+        "x = bufs[offs]\n",
+        "bufs_count: tl.constexpr = W; bufs = table\n"
+        "W = W + 1\n"
+        "x = _castpile_load_{s}(bufs, bufs_count, None, out, offs, None)\n",
+    ),
+    (
+        "a constexpr extent rebound after the binding",
+        "bufs = multicast_like(out, table[:W], shape=(C, BLOCK))\n"
+        "C = C + 1\n"
+        "x = bufs[i, ...]\n",
+        "bufs = table; bufs_shape0: tl.constexpr = C\n"
+        "C = C + 1\n"
+        "x = _castpile_load_{s}(bufs, W, None, out, BLOCK*_castpile_trailing(i, 1) + _castpile_span(BLOCK, 0, 1), "
+        "(_castpile_trailing(i, 1) >= 0) & (_castpile_trailing(i, 1) < bufs_shape0) & "
+        "(_castpile_span(BLOCK, 0, 1) >= 0) & (_castpile_span(BLOCK, 0, 1) < BLOCK))\n",
+    ),
+    (
+        "left alone: the table rebound after the binding (the stack holds its start)",
+        TABLE + "table = table + W\n"
+        "x = bufs[offs]\n",
+        "bufs = table\n"
+        "table = table + W\n"
+        "x = _castpile_load_{s}(bufs, W, None, out, offs, None)\n",
+    ),
+    (
+        "a named slice rebound after the binding",
+        "rows = table[:W]\n"
+        "bufs = multicast_like(out, rows)\n"
+        "rows = ptrs\n"
+        "x = bufs[offs]\n",
+        "rows = table\n"
+        "bufs = rows\n"
+        "rows = ptrs\n"
+        "x = _castpile_load_{s}(bufs, W, None, out, offs, None)\n",
+    ),
+    (
+        "align=None is no alignment",
+        "bufs = multicast_like(out, table[:W], shape=(n,), align=None)\n"
+        "x = bufs[offs]\n",
+        "bufs = table\n"
+        f"x = _castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N})\n",
+    ),
+    # -- strides of any value: the offsets keep the shape of the indices ---------------------------
+    (
+        "strides=(0,): 0*offs",
+        "bufs = multicast_like(out, table[:W], shape=(n,), strides=(0,))\n"
+        "x = bufs[offs]\n",
+        "bufs = table\n"
+        f"x = _castpile_load_{{s}}(bufs, W, None, out, 0*offs, {IN_N})\n",
+    ),
+    (
+        "strides=(0,) without shape, in a store",
+        "bufs = multicast_like(out, table[:W], strides=(0,))\n"
+        "bufs[offs] = v\n",
+        "bufs = table\n"
+        "_castpile_store_{s}(bufs, W, None, out, 0*offs, None, v)\n",
+    ),
+    (
+        "index terms that cancel: bufs[3 - offs, offs] with strides=(1, 1)",
+        "bufs = multicast_like(out, table[:W], shape=(n, m), strides=(1, 1))\n"
+        "x = bufs[3 - offs, offs]\n",
+        "bufs = table\n"
+        "x = _castpile_load_{s}(bufs, W, None, out, 3 + 0*offs, "
+        "(-offs + 3 >= 0) & (-offs + 3 < n) & (offs >= 0) & (offs < m))\n",
+    ),
+    (
+        "a broadcast view read whole: strides=(0, 1)",
+        "bufs = multicast_like(out, table[:W], shape=(C, BLOCK), strides=(0, 1))\n"
+        "x = bufs[...]\n",
+        "bufs = table\n"
+        "x = _castpile_load_{s}(bufs, W, None, out, _castpile_span(BLOCK, 1, 2) + 0*_castpile_span(C, 0, 2), "
+        "(_castpile_span(C, 0, 2) >= 0) & (_castpile_span(C, 0, 2) < C) & "
+        "(_castpile_span(BLOCK, 1, 2) >= 0) & (_castpile_span(BLOCK, 1, 2) < BLOCK))\n",
+    ),
+    (
+        "left alone: a stride of 0 with an index evaluated once (the index helper keeps its shape)",
+        "bufs = multicast_like(out, table[:W], shape=(n, m), strides=(0, 1))\n"
+        "x = bufs[i, tl.atomic_add(ctr, 1)]\n",
+        "bufs = table\n"
+        "x = _castpile_load_{s}(bufs, W, None, out, *_castpile_index((i, tl.atomic_add(ctr, 1)), (n, m), (0, 1)))\n",
+    ),
     # -- layout: line numbers kept, untouched bytes kept ------------------------------------------
     (
         "an access spanning two lines keeps both",
@@ -936,6 +1103,9 @@ REMOTE_CASES = [
      'rows = table + 1\npeers = rows\nz = _castpile_reduce_remote(peers, W - 1, None, out, offs, None, table, "max", align=16)\n'),
     ("remote table expression, hoisted", 'far = multicast_like(out, (table + 2)[:C], remote="nvshmem")\nfar[offs] = v\n',
      "far = table + 2; far_table = (table + 2)\n_castpile_store_remote(far, C, None, out, offs, None, far_table, v)\n"),
+    ("remote table rebound after the binding: copied at it", REMOTE + "table = table + 1\nx = bufs[offs]\n",
+     f"bufs = table; bufs_table = table\ntable = table + 1\n"
+     f"x = _castpile_load_remote(bufs, W, None, out, offs, {IN_N}, bufs_table)\n"),
     ("a binding without remote= next to one with it", REMOTE + 'near = multicast_like(out, table[:W])\nx = bufs[offs] + near[offs]\n',
      {s: f"bufs = table\nnear = table\nx = _castpile_load_remote(bufs, W, None, out, offs, {IN_N}, table) + "
          f"_castpile_load_{s}(near, W, None, out, offs, None)\n" for s in ("loop", "gather")}),

@@ -97,7 +97,7 @@ CASES = [
     ),
     (  # align not a power of two
         "bufs = multicast_like(out, table[:W], align=12)\n",
-        [(0, 49, "align= must be a power-of-two integer literal (bytes)")],
+        [(0, 49, "align= must be a power-of-two integer literal (bytes), or None")],
     ),
     (  # remote= names no backend castpile knows: at the value
         "bufs = multicast_like(out, table[:W], remote='ucx')\n",

@@ -114,7 +114,7 @@ KNOWN_MESSAGES = [re.compile(m) for m in [
     r"ptr_mask applies to a tensor ptr_tile; a table slice has no entries to mask",
     r"(shape|strides)= must be a non-empty tuple literal such as \(n,\) or \(m, n\)",
     r"strides= has \d+ entries but shape= has \d+",
-    r"align= must be a power-of-two integer literal \(bytes\)",
+    r"align= must be a power-of-two integer literal \(bytes\), or None",
     r"a table slice takes no step",
     r"a table slice needs an upper bound: table\[:WORLD\] or table\[lo:hi\]",
     r"table slice bounds must be constexpr: integer literals, tl\.constexpr parameters or names, "

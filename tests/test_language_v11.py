@@ -421,8 +421,8 @@ def k(out, table, n, W: tl.constexpr):
     z = c[1.5]
 """
     assert errors(source) == [
-        (9, 29, "'tile' holds a table slice but is bound more than once in this function; "
-                 "bind the slice to a name once, or pass table[lo:hi] itself"),
+        (9, 29, "'tile' holds a table slice, but another assignment of it may reach this binding (before it, or "
+                 "in a loop around it); bind the slice to a name once before the binding, or pass table[lo:hi] itself"),
         (10, 29, "empty table slice: it selects 0 buffers"),
         (12, 11, "'None' is not an index: index 'c' with Triton integer scalars or tensors"),
         (13, 11, """'"a"' is not an index: index 'c' with Triton integer scalars or tensors"""),

@@ -17,6 +17,25 @@ def import_file(path: Path, name: str | None = None):
     return module
 
 
+def transpiled_module(kernels: Path, strategy: str, directory: Path):
+    """The kernels file ``kernels`` transpiled under ``strategy`` into ``directory``, imported."""
+    import castpile
+
+    out = directory / f"{kernels.stem}_{strategy}.py"
+    out.write_bytes(castpile.transpile(kernels.read_bytes(), str(kernels), strategy=strategy))
+    return import_file(out)
+
+
+def padded(w: int) -> int:
+    """``w`` rounded up to a power of two: the stack dim P of a table slice of ``w`` buffers."""
+    return 1 << (w - 1).bit_length()
+
+
+def address_table(bufs) -> torch.Tensor:
+    """The int64 table of the buffers' addresses (what a kernel's ``table[:W]`` slices)."""
+    return torch.tensor([b.data_ptr() for b in bufs], dtype=torch.int64)
+
+
 def rank1_after_rank0(handles, inputs, collective, reference, barrier: bool, give_up_s: float = 2.0) -> list[bool]:
     """Two simulated ranks where rank 1 writes its input only once rank 0 has returned; which ranks came out exact.
 

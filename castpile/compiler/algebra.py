@@ -9,6 +9,8 @@ products, never powers (Triton tensors have no ``**``)::
     'N*i[:, None] + j[None, :]'
     >>> offsets(("i", "j", "k"), ("n", "n", "n"), None)
     'i*n*n + j*n + k'
+    >>> offsets(("3 - j", "j"), None, ("1", "1"))   # the sum keeps the indices' shape
+    '3 + 0*j'
     >>> bounds_mask(("offs",), ("n",))
     '(offs >= 0) & (offs < n)'
 
@@ -34,6 +36,7 @@ class _Terms:
     def __init__(self):
         self.text: dict[sp.Symbol, str] = {}
         self.names: dict[str, sp.Symbol] = {}
+        self.mentioned: dict[sp.Symbol, None] = {}  # every symbol converted so far, in order (terms that cancel too)
 
     def convert(self, source: str) -> sp.Expr:
         source = source.strip()
@@ -43,6 +46,7 @@ class _Terms:
         if name not in self.names:
             symbol = self.names[name] = sp.Symbol(name, integer=True)
             self.text[symbol] = name
+        self.mentioned[self.names[name]] = None
         return self.names[name]
 
     def _opaque(self, node: ast.AST, source: bytes) -> sp.Symbol:
@@ -50,6 +54,7 @@ class _Terms:
         text = source[node.col_offset : node.end_col_offset].decode("utf-8")
         symbol = sp.Symbol(f"_cp{len(self.text)}'", integer=True)  # never a Python name: no clash with the user's
         self.text[symbol] = text if isinstance(node, _ATOMIC) else f"({text})"
+        self.mentioned[symbol] = None
         return symbol
 
     def _node(self, node: ast.AST, source: bytes) -> sp.Expr:
@@ -117,8 +122,15 @@ def offsets(indices: tuple[str, ...], shape: tuple[str, ...] | None, strides: tu
     """``sum(i_d * stride_d)`` as simplified source; contiguous strides come from ``shape``."""
     terms = _Terms()
     index_terms = [terms.convert(i) for i in indices]
+    shaping = list(terms.mentioned)
     stride_terms = _strides(terms, len(indices), shape, strides)
-    return _render(sp.Add(*(i * s for i, s in zip(index_terms, stride_terms))), terms)
+    total = sp.Add(*(i * s for i, s in zip(index_terms, stride_terms)))
+    # A stride of 0 or terms that cancel drop an index from the sum; ``0*i`` keeps its shape in the offsets.
+    present = total.free_symbols
+    kept = [f"0*{terms.text[symbol]}" for symbol in shaping if symbol not in present]
+    if not kept:
+        return _render(total, terms)
+    return " + ".join(([] if total == 0 else [_render(total, terms)]) + kept)
 
 
 @lru_cache(maxsize=4096)

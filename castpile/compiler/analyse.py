@@ -52,7 +52,10 @@ class _ModuleAnalyser(Walker):
         self.plan = plan
         self.module_constexprs = set()
         self.resolvers: list[Resolver] = [Resolver([module_scope])]
-        self.frames: list[dict[str, Binding] | None] = [None]  # bindings of the enclosing jit function
+        self.frames: list[dict[str, Binding] | None] = [None]  # bindings of the enclosing jit function, once passed
+        self.ahead: list[dict[str, cst.Assign]] = [{}]  # bindings the walk has not passed yet, by name
+        self.binding_loops: dict[cst.Assign, frozenset[cst.CSTNode]] = {}
+        self.binding_walked: cst.Assign | None = None  # the binding whose arguments are being walked
         self.binding_assigns: set[cst.Assign] = set()
         self.owned: set[cst.CSTNode] = set()  # accesses and loads lowered with the use around them
         self.reported: set[cst.Name] = set()  # names with an error already: one diagnostic per mistake
@@ -109,10 +112,13 @@ class _ModuleAnalyser(Walker):
             found = JitBindings(node, self.resolver, constexprs, self.plan)
             self._remote_kernel(node, found.bindings)
             self.binding_assigns |= found.assigns
+            self.binding_loops.update(found.loops)
             self.constexprs = found.constexprs
-            self.frames.append(found.bindings)
+            self.frames.append({})
+            self.ahead.append({binding.name: binding.node for binding in found.bindings.values()})
         else:
             self.frames.append(None)
+            self.ahead.append({})
         return True
 
     def _remote_kernel(self, node: cst.FunctionDef, bindings: dict[str, Binding]) -> None:
@@ -130,10 +136,12 @@ class _ModuleAnalyser(Walker):
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.resolvers.pop()
         self.frames.pop()
+        self.ahead.pop()
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
         self._enter_function(node.params, [cst.Expr(node.body)])
         self.frames.append(None)
+        self.ahead.append({})
         return True
 
     def leave_Lambda(self, original_node: cst.Lambda) -> None:
@@ -163,6 +171,14 @@ class _ModuleAnalyser(Walker):
                 access = self.accesses[node] = Access(bindings[node.value.value], node)
             return access
         return None
+
+    def _bound_later_in_this_loop(self, node: cst.Name) -> bool:
+        """Whether the walk has not passed the binding of ``node`` yet but is in a loop around it."""
+        binding = self.ahead[-1].get(node.value)
+        if binding is None:
+            return False
+        loops = self.binding_loops[binding]
+        return any(ancestor in loops for ancestor in self.ancestors)
 
     def _bound_name(self, node: cst.BaseExpression) -> bool:
         return bool(self.bindings) and isinstance(node, cst.Name) and node.value in self.bindings
@@ -218,8 +234,14 @@ class _ModuleAnalyser(Walker):
 
     def visit_Assign(self, node: cst.Assign) -> bool:
         if node in self.binding_assigns:
-            for arg in node.value.args:
+            self.binding_walked = node
+            for arg in node.value.args:  # before the name is bound: they see what it held
                 self.walk(arg.value)
+            self.binding_walked = None
+            use = self.plan.uses.get(node)
+            if isinstance(use, Binding):
+                self.bindings[use.name] = use
+                del self.ahead[-1][use.name]
             return False
         if self.bindings:
             single = len(node.targets) == 1
@@ -459,6 +481,12 @@ class _ModuleAnalyser(Walker):
             return
         if self._bound_name(node):
             self.error(node, f"'{node.value}' is a multicast tensor and may only be subscripted, as in {node.value}[idx]")
+        elif self._bound_later_in_this_loop(node):
+            name = node.value
+            where = "in its own binding, which is inside a loop" if self.binding_walked is not None else \
+                f"in a loop before `{name} = multicast_like(...)` further on in it"
+            self.error(node, f"'{name}' is used {where}, so from the second pass on it would be the multicast tensor; "
+                             f"bind the multicast tensor to a name of its own, or bind it before the loop")
         elif self._enclosing_binding(node):
             self.error(node, f"'{node.value}' is a multicast tensor of the enclosing jit function; nested functions and lambdas cannot use it")
 

@@ -7,9 +7,16 @@ plan (table or tile form), a name bound once to a table slice
 :class:`~castpile.compiler.plan.SliceAlias`, and every problem a located error.  The
 function's constexpr names grow by its ``tl.static_range`` loop variables and
 its names annotated ``tl.constexpr``.
+
+A binding's arguments are evaluated where it stands: each binding records the names
+its arguments use that the function assigns at or after it (``Binding.rebound``),
+which lowering copies at the binding, and the loops around it (``loops``), in which
+its name may not be used before it.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import libcst as cst
 
@@ -17,11 +24,15 @@ from .algebra import simplify
 from .contract import BINDING_KEYWORDS, REMOTE_BACKENDS, argument_positions, constexpr_ok, literal_int
 from .plan import Binding, Plan, SliceAlias
 from .scopes import Resolver, is_constexpr_annotation
-from .walk import Walker
+from .walk import Walker, names_in
 
 
 def _code(node: cst.CSTNode) -> str:
     return cst.Module(body=[]).code_for_node(node)
+
+
+def _is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
 
 
 def table_slice(tile: cst.BaseExpression) -> cst.Slice | None:
@@ -32,7 +43,8 @@ def table_slice(tile: cst.BaseExpression) -> cst.Slice | None:
 
 
 class JitBindings:
-    """The bindings of one jit function (``bindings`` by name, their statements in ``assigns``)."""
+    """The bindings of one jit function (``bindings`` by name, their statements in ``assigns``, the loops
+    around each in ``loops``)."""
 
     def __init__(self, func: cst.FunctionDef, resolver: Resolver, constexprs: set[str], plan: Plan):
         finder = _BindingFinder(resolver)
@@ -41,10 +53,8 @@ class JitBindings:
         self.constexprs = constexprs | finder.constexprs
         self.assigns = set(finder.found)
         self.bindings: dict[str, Binding] = {}
-        self._slice_aliases = {
-            name: assign for name, assign in finder.slice_assigns.items() if finder.assigned[name] == 1
-        }
-        self._rebound_slices = set(finder.slice_assigns) - set(self._slice_aliases)
+        self.loops = {assign: finder.sites[assign].loops for assign in finder.found}
+        self._finder = finder
         bindings = self.bindings
         for assign in finder.found:
             target = assign.targets[0].target
@@ -77,11 +87,14 @@ class JitBindings:
         binding = Binding(name, assign, args["example"])
         ok = True
         tile = args["ptr_tile"]
-        if isinstance(tile, cst.Name) and tile.value in self._rebound_slices:
-            self.error(tile, f"'{tile.value}' holds a table slice but is bound more than once in this function; "
-                             "bind the slice to a name once, or pass table[lo:hi] itself")
-            return None
-        alias = self._slice_aliases.get(tile.value) if isinstance(tile, cst.Name) else None
+        alias = None
+        if isinstance(tile, cst.Name) and tile.value in self._finder.slice_names:
+            alias = self._finder.only_slice_reaching(tile.value, assign)
+            if alias is None:
+                self.error(tile, f"'{tile.value}' holds a table slice, but another assignment of it may reach this "
+                                 "binding (before it, or in a loop around it); bind the slice to a name once before "
+                                 "the binding, or pass table[lo:hi] itself")
+                return None
         if alias is not None:
             tile = alias.value
         slice_ = table_slice(tile)
@@ -99,7 +112,7 @@ class JitBindings:
         for key in ("shape", "strides"):
             if key in args:
                 value = args[key]
-                if isinstance(value, cst.Name) and value.value == "None":
+                if _is_none(value):
                     continue
                 if not isinstance(value, cst.Tuple) or not value.elements or any(
                     isinstance(e, cst.StarredElement) for e in value.elements
@@ -111,15 +124,19 @@ class JitBindings:
         if binding.shape is not None and binding.strides is not None and len(binding.shape) != len(binding.strides):
             self.error(args["strides"], f"strides= has {len(binding.strides)} entries but shape= has {len(binding.shape)}")
             ok = False
-        if "align" in args:
+        if "align" in args and not _is_none(args["align"]):
             align = literal_int(args["align"])
             if align is None or align <= 0 or align & (align - 1):
-                self.error(args["align"], "align= must be a power-of-two integer literal (bytes)")
+                self.error(args["align"], "align= must be a power-of-two integer literal (bytes), or None")
                 ok = False
             binding.align = align
         remote = args.get("remote")
-        if remote is not None and not (isinstance(remote, cst.Name) and remote.value == "None"):
+        if remote is not None and not _is_none(remote):
             ok = self._remote(binding, remote) and ok
+        evaluated = [args[key] for key in ("example", "shape", "strides", "ptr_mask") if key in args]
+        evaluated.append(tile)
+        binding.rebound = frozenset(self._finder.rebound(assign, name, names_in(*evaluated)))
+        binding.constexpr_rebound = binding.rebound & self.constexprs
         return binding if ok else None
 
     def _remote(self, binding: Binding, value: cst.BaseExpression) -> bool:
@@ -162,30 +179,106 @@ class JitBindings:
         return ok
 
 
+@dataclass(frozen=True)
+class _Site:
+    """Where an assignment or a use of a name stands: its place in source order and the loops around it."""
+
+    order: int
+    loops: frozenset[cst.CSTNode]
+
+    def may_reach(self, later: "_Site") -> bool:
+        """Whether a value assigned here may be the one seen at ``later``: it comes first, or a loop holds both."""
+        return self.order < later.order or bool(self.loops & later.loops)
+
+    def may_run_between(self, binding: "_Site", use: "_Site") -> bool:
+        """Whether an assignment here may run after ``binding`` and before ``use``: it stands after the binding,
+        and before the use or in a loop around the use that the binding is not in."""
+        return self.order > binding.order and (self.order < use.order or bool((self.loops & use.loops) - binding.loops))
+
+
 class _BindingFinder(Walker):
     """What a jit function's body binds: multicast_like assignments, table-slice names, constexpr names.
 
-    ``assigned`` counts the bindings of each name (a name bound once to ``table[lo:hi]``
-    may stand for that slice); ``constexprs`` holds ``tl.static_range`` loop variables
-    and names annotated ``tl.constexpr``.  Nested functions are not entered.
+    ``sites`` places every assignment statement, ``assignments`` every name's assignments and
+    ``mentions`` every other occurrence of a name (a name bound to ``table[lo:hi]`` may stand
+    for that slice where no other assignment reaches); ``constexprs`` holds ``tl.static_range``
+    loop variables and names annotated ``tl.constexpr``.  Nested functions are not entered.
     """
 
     def __init__(self, resolver: Resolver):
         super().__init__()
         self.resolver = resolver
         self.found: list[cst.Assign] = []
-        self.slice_assigns: dict[str, cst.Assign] = {}
-        self.assigned: dict[str, int] = {}
+        self.slice_names: set[str] = set()
+        self.sites: dict[cst.CSTNode, _Site] = {}
+        self.assignments: dict[str, list[tuple[cst.CSTNode, _Site]]] = {}
+        self.mentions: dict[str, list[_Site]] = {}
         self.constexprs: set[str] = set()
+        self._order = 0
+        self._loops: list[cst.CSTNode] = []  # the loops around the walk, innermost last
+        self._around: frozenset[cst.CSTNode] = frozenset()
+        self._targets: set[cst.Name] = set()
 
-    def _count(self, target: cst.BaseExpression) -> None:
+    def _site(self) -> _Site:
+        self._order += 1
+        return _Site(self._order, self._around)
+
+    def _enter_loop(self, node: cst.CSTNode) -> None:
+        self._loops.append(node)
+        self._around = frozenset(self._loops)
+
+    def _leave_loop(self) -> None:
+        self._loops.pop()
+        self._around = frozenset(self._loops)
+
+    def _place(self, node: cst.CSTNode) -> None:
+        self.sites[node] = self._site()
+
+    def _count(self, target: cst.BaseExpression, statement: cst.CSTNode) -> None:
         if isinstance(target, cst.Name):
-            self.assigned[target.value] = self.assigned.get(target.value, 0) + 1
+            self.assignments.setdefault(target.value, []).append((statement, self.sites[statement]))
+            self._targets.add(target)
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
-                self._count(element.value)
+                self._count(element.value, statement)
         elif isinstance(target, cst.StarredElement):
-            self._count(target.value)
+            self._count(target.value, statement)
+
+    def rebound(self, binding: cst.Assign, bound: str, names: set[str]) -> set[str]:
+        """Those of ``names`` (what the binding of ``bound`` evaluates) that an assignment may change between
+        the binding and a use of ``bound``; ``bound`` itself if among them (the binding rebinds it)."""
+        site = self.sites[binding]
+        uses = [use for use in self.mentions.get(bound, ()) if use.order > site.order]
+        changed = {bound} & names
+        for name in names - changed:
+            if any(at.may_run_between(site, use) for _, at in self.assignments.get(name, ()) for use in uses):
+                changed.add(name)
+        return changed
+
+    def only_slice_reaching(self, name: str, binding: cst.Assign) -> cst.Assign | None:
+        """The table-slice assignment of ``name`` that ``binding`` sees, if no other assignment may reach it."""
+        site = self.sites[binding]
+        reaching = [statement for statement, at in self.assignments[name] if at.may_reach(site)]
+        if len(reaching) == 1 and isinstance(reaching[0], cst.Assign) and _slice_assignment(reaching[0]):
+            return reaching[0]
+        return None
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node not in self._targets:
+            self.mentions.setdefault(node.value, []).append(self._site())
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        self.walk(node.value)  # `a.b` mentions `a`, not `b`
+        return False
+
+    def visit_While(self, node: cst.While) -> None:
+        self._enter_loop(node)
+
+    def leave_While(self, original_node: cst.While) -> None:
+        self._leave_loop()
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self._leave_loop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return False
@@ -194,37 +287,46 @@ class _BindingFinder(Walker):
         return False
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        self._place(node)
         for target in node.targets:
-            self._count(target.target)
+            self._count(target.target, node)
         if isinstance(node.value, cst.Call) and self.resolver.castpile(node.value.func) == "multicast_like":
             self.found.append(node)
-        elif (
-            len(node.targets) == 1
-            and isinstance(node.targets[0].target, cst.Name)
-            and table_slice(node.value) is not None
-        ):
-            self.slice_assigns[node.targets[0].target.value] = node
+        elif _slice_assignment(node):
+            self.slice_names.add(node.targets[0].target.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._count(node.target)
+        self._place(node)
+        self._count(node.target, node)
         if isinstance(node.target, cst.Name) and is_constexpr_annotation(node.annotation):
             self.constexprs.add(node.target.value)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._count(node.target)
+        self._place(node)
+        self._count(node.target, node)
 
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._count(node.target)
+        self._place(node)
+        self._count(node.target, node)
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:
-            self._count(node.asname.name)
+            self._place(node)
+            self._count(node.asname.name, node)
 
     def visit_For(self, node: cst.For) -> None:
-        self._count(node.target)
+        self._enter_loop(node)  # its target is assigned on every pass
+        self._place(node)
+        self._count(node.target, node)
         if (
             isinstance(node.target, cst.Name)
             and isinstance(node.iter, cst.Call)
             and self.resolver.triton_language(node.iter.func) == "static_range"
         ):
             self.constexprs.add(node.target.value)
+
+
+def _slice_assignment(node: cst.Assign) -> bool:
+    """``name = table[lo:hi]``."""
+    single = len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)
+    return single and table_slice(node.value) is not None

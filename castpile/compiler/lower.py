@@ -32,7 +32,7 @@ import libcst as cst
 from .algebra import bounds_mask, offsets, simplify, strides
 from .contract import ATOMICS
 from .plan import Access, AugStore, Binding, CallOn, Load, Plan, Reduction, SliceAlias, Store
-from .walk import paths_to, rebuild
+from .walk import names_in, paths_to, rebuild
 
 HELPER_PREFIX = "_castpile_"
 _EMPTY = cst.Module(body=[])
@@ -200,11 +200,22 @@ class Lowerer:
         return self._stacks[binding]
 
     def _hoisted(self, binding: Binding, node: cst.BaseExpression, suffix: str, statements: list[str]) -> str:
-        """A name or literal as is; anything else evaluated once at the binding."""
-        if isinstance(node, (cst.Name, cst.Integer)):
+        """A literal, or a name the function does not assign at or after the binding, as is; anything else
+        evaluated once at the binding."""
+        if isinstance(node, cst.Integer) or (isinstance(node, cst.Name) and node.value not in binding.rebound):
             return code(node)
+        constexpr = isinstance(node, cst.Name) and node.value in binding.constexpr_rebound
+        return self._evaluated(binding, self.render.text(node), suffix, statements, constexpr)
+
+    def _evaluated(self, binding: Binding, text: str, suffix: str, statements: list[str],
+                   constexpr: bool = False) -> str:
+        """A fresh name that holds ``text``, evaluated at the binding.
+
+        A constexpr is annotated ``tl.constexpr`` (a plain assignment would make it a tensor); the
+        helpers that the accesses after the binding call are appended with ``tl`` imported.
+        """
         name = self.fresh(f"{binding.name}_{suffix}")
-        statements.append(f"{name} = {self.render.text(node)}")
+        statements.append(f"{name}: tl.constexpr = {text}" if constexpr else f"{name} = {text}")
         return name
 
     def _start(self, table: cst.BaseExpression, lo: cst.BaseExpression | None) -> str:
@@ -212,26 +223,34 @@ class Lowerer:
         return simplify(f"{self.render.atom(table)} + ({code(lo) if lo is not None else '0'})")
 
     def _build_stack(self, binding: Binding) -> StackText:
+        """The binding's statements: its arguments evaluated, the stack in the bound name (last, when an
+        argument reads the name it rebinds)."""
         statements: list[str] = []
         example = self._hoisted(binding, binding.example, "example", statements)
         smask = "None"
         if binding.table is not None:
             lo = code(binding.lo) if binding.lo is not None else "0"
             count = simplify(f"({code(binding.hi)}) - ({lo})")
+            if names_in(binding.lo, binding.hi) & binding.rebound:
+                count = self._evaluated(binding, count, "count", statements, constexpr=True)
             start = code(binding.start) if binding.start is not None else self._start(binding.table, binding.lo)
-            statements.append(f"{binding.name} = {start}")
+            stack = f"{binding.name} = {start}"
         else:
-            statements.append(f"{binding.name} = {self.render.text(binding.tile)}")
+            stack = f"{binding.name} = {self.render.text(binding.tile)}"
             count = f"{binding.name}.numel"
+        arguments: list[str] = []
         shape = strides_ = None
         if binding.shape is not None:
-            shape = tuple(self._hoisted(binding, n, f"shape{d}", statements) for d, n in enumerate(binding.shape))
+            shape = tuple(self._hoisted(binding, n, f"shape{d}", arguments) for d, n in enumerate(binding.shape))
         if binding.strides is not None:
-            strides_ = tuple(self._hoisted(binding, n, f"stride{d}", statements) for d, n in enumerate(binding.strides))
+            strides_ = tuple(self._hoisted(binding, n, f"stride{d}", arguments) for d, n in enumerate(binding.strides))
         if binding.tile is not None and binding.ptr_mask is not None:
-            smask = self.fresh(f"{binding.name}_mask")
-            statements.append(f"{smask} = {self.render.text(binding.ptr_mask)}")
-        table = self._hoisted(binding, binding.table, "table", statements) if binding.remote else None
+            smask = self._evaluated(binding, self.render.text(binding.ptr_mask), "mask", arguments)
+        table = self._hoisted(binding, binding.table, "table", arguments) if binding.remote else None
+        if binding.name in binding.rebound:
+            statements += [*arguments, stack]
+        else:
+            statements += [stack, *arguments]
         return StackText(binding.name, count, smask, example, shape, strides_, statements, table)
 
     def slice_alias(self, alias: SliceAlias) -> list[str]:
@@ -248,8 +267,9 @@ class Lowerer:
         if not access.spans:
             return explicit
         r = len(access.spans)
+        extents = self.stack(access.binding).shape[len(explicit):]  # the spans' extents, as the binding holds them
         explicit = [i if i.isdigit() else f"{self._helper('trailing')}({i}, {r})" for i in explicit]
-        return explicit + [f"{self._helper('span')}({code(n)}, {d}, {r})" for d, n in enumerate(access.spans)]
+        return explicit + [f"{self._helper('span')}({n}, {d}, {r})" for d, n in enumerate(extents)]
 
     def _where(self, access: Access, indices: list[str], pure: bool) -> str:
         """``offs, bounds`` of an access: inline when the indices may repeat, else through the index helper."""

@@ -33,6 +33,8 @@ class Binding:
     strides: list[cst.BaseExpression] | None = None
     align: int | None = None
     remote: str | None = None  # remote="nvshmem": remote peers through NVSHMEM (table form only)
+    rebound: frozenset[str] = frozenset()  # names the arguments use that are assigned at or after the binding
+    constexpr_rebound: frozenset[str] = frozenset()  # those of them that are constexpr
 
     @property
     def ndim(self) -> int:

@@ -75,6 +75,28 @@ class Walker:
             leave(node)
 
 
+class _Names(Walker):
+    def __init__(self):
+        super().__init__()
+        self.found: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.found.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        self.walk(node.value)  # `a.b` mentions `a`, not `b`
+        return False
+
+
+def names_in(*nodes: cst.CSTNode | None) -> set[str]:
+    """Every name that the code of ``nodes`` mentions (``None`` entries are skipped)."""
+    names = _Names()
+    for node in nodes:
+        if node is not None:
+            names.walk(node)
+    return names.found
+
+
 Replace = Callable[[cst.CSTNode, cst.CSTNode], "cst.CSTNode | cst.FlattenSentinel"]
 
 
