@@ -10,6 +10,12 @@ time is reported.  Small sizes are also timed inside a CUDA graph (GPU time
 without host launch cost).  ``copy`` is a device-to-device copy of the same
 number of bytes a 64M-element sum moves, the bandwidth reference.
 Every competitor's result is checked against torch first.
+
+``--cases row_norm`` (also in the default run): a row-normalising kernel whose stack sum
+converts each bf16 buffer to fp32 first (``tl.sum(bufs[row, cols].to(tl.float32), axis=0)``),
+M x D = 4096 x 8192, BLOCK_D = 8192, 8 warps, 4 programs per SM looping over the rows, against
+the same kernel by hand (a ``tl.static_range`` loop over the addresses accumulating in fp32),
+eager and in CUDA graphs; written under ``row_norm`` in the result, with hand / castpile ratios.
 """
 
 import argparse
@@ -36,6 +42,7 @@ WORLDS = (2, 4, 8)
 KERNELS = ("sum", "store", "gather")
 GRAPH_SIZES = ("4K", "1M")
 GRAPH_CALLS = 20
+ROW_NORM = {"M": 4096, "D": 8192, "BLOCK_D": 8192, "num_warps": 8, "programs_per_sm": 4, "eps": 1e-6}
 
 
 def host_times(fns: dict, calls: int = 500) -> dict:
@@ -132,10 +139,61 @@ def case(kernel, world, n, dev, helion_sum):
     return fns, errors, moved
 
 
+def row_norm_case(world, dev):
+    """(callables by competitor name, max abs error of each against torch, grid) for the row norm at W = world."""
+    m, d, eps = ROW_NORM["M"], ROW_NORM["D"], ROW_NORM["eps"]
+    bufs = [torch.randn(m, d, device=dev, dtype=torch.bfloat16) for _ in range(world)]
+    table = torch.tensor([b.data_ptr() for b in bufs], device=dev, dtype=torch.int64)
+    out = torch.empty(m, d, device=dev, dtype=torch.bfloat16)
+    grid = (ROW_NORM["programs_per_sm"] * torch.cuda.get_device_properties(dev).multi_processor_count,)
+    cfg = dict(W=world, BLOCK_D=ROW_NORM["BLOCK_D"], num_warps=ROW_NORM["num_warps"])
+    args = (bufs[0], table, out, m, d, eps)
+    fns = {
+        "hand": lambda: hand.hand_row_norm[grid](*args, ALIGN=True, **cfg),
+        "castpile_loop": lambda: cp_loop.stack_row_norm[grid](*args, **cfg),
+        "castpile_gather": lambda: cp_gather.stack_row_norm[grid](*args, **cfg),
+    }
+    summed = torch.stack(bufs).float().sum(0)
+    expect = (summed * torch.rsqrt(summed.pow(2).mean(1, keepdim=True) + eps)).float()
+    errors = {}
+    for name, fn in list(fns.items()):
+        try:
+            out.zero_()
+            fn()
+            torch.cuda.synchronize()
+            errors[name] = float((out.float() - expect).abs().max())
+        except Exception as exc:  # a competitor that fails is reported, not timed
+            errors[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+            del fns[name]
+    return fns, errors, grid
+
+
+def row_norm_rows(dev, reps: int) -> list[dict]:
+    """The row norm at each W: eager and CUDA-graph medians, and hand time / castpile time."""
+    rows = []
+    for world in WORLDS:
+        fns, errors, grid = row_norm_case(world, dev)
+        eager = timed_one_gpu(fns, 20, reps)
+        graphs = {name: graphed(fn, GRAPH_CALLS) for name, fn in fns.items()}
+        graph = {name: t / GRAPH_CALLS for name, t in timed_one_gpu(graphs, 5, reps).items()}
+        ratios = {f"{when}_{name}": times["hand"] / times[name] for when, times in (("eager", eager), ("graph", graph))
+                  for name in times if name != "hand" and "hand" in times}
+        row = {"kernel": "row_norm", "W": world, **ROW_NORM, "programs": grid[0],
+               "bytes_moved": (world + 1) * ROW_NORM["M"] * ROW_NORM["D"] * 2, "eager_us": eager, "graph_us": graph,
+               "hand_over_castpile": ratios, "max_abs_error": errors}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        del fns, graphs
+        torch.cuda.empty_cache()
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="docs/data/bench-gpu.json")
     parser.add_argument("--reps", type=int, default=11)
+    parser.add_argument("--cases", nargs="+", choices=("stack", "row_norm"), default=["stack", "row_norm"],
+                        help="the stack kernels (sum, store, gather) and/or the row norm")
     args = parser.parse_args(argv)
     dev = torch.device("cuda", 0)
     helion_sum, helion_note = helion_kernels()
@@ -157,7 +215,8 @@ def main(argv=None):
         t = timed_one_gpu({"copy": lambda: dst.copy_(src)}, 10, args.reps)["copy"]
         copies[f"W{world}"] = {"bytes_moved": 2 * nbytes, "us": t, "TBps": 2 * nbytes / t / 1e6}
         del src, dst
-    for size, n in SIZES.items():
+    sizes = SIZES if "stack" in args.cases else {}
+    for size, n in sizes.items():
         for world in WORLDS:
             for kernel in KERNELS:
                 fns, errors, moved = case(kernel, world, n, dev, helion_sum)
@@ -177,7 +236,8 @@ def main(argv=None):
                 write_result(args.out, {**meta, "copy": copies, "rows": rows})
                 del fns
                 torch.cuda.empty_cache()
-    write_result(args.out, {**meta, "copy": copies, "rows": rows})
+    norm = row_norm_rows(dev, args.reps) if "row_norm" in args.cases else []
+    write_result(args.out, {**meta, "copy": copies, "rows": rows, "row_norm": norm})
 
 
 if __name__ == "__main__":

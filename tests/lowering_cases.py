@@ -381,13 +381,13 @@ KERNEL_CASES = [
         "castpile.wait(ptrs + offs, reset=5)\n",
         "_castpile_wait_flags(ptrs + offs, 1, 5)\n",
     ),
-    # -- stack reductions ----------------------------------------------------------------------
+    # -- stack reductions: a table's buffer by buffer under both strategies, a tile's through P + I ------------
     *[
         (
             f"tl.{op}(bufs[offs], axis=0)",
             TABLE_N + f"s = tl.{op}(bufs[offs], axis=0)\n",
             "bufs = table\n"
-            f's = _castpile_reduce_{{s}}(bufs, W, None, out, offs, {IN_N}, "{op}")\n',
+            f's = _castpile_reduce_loop(bufs, W, None, out, offs, {IN_N}, "{op}")\n',
         )
         for op in ("sum", "max", "min")
     ],
@@ -395,33 +395,87 @@ KERNEL_CASES = [
         "tl.min with a positional axis 0",
         TABLE_N + "s = tl.min(bufs[offs], 0)\n",
         "bufs = table\n"
-        f's = _castpile_reduce_{{s}}(bufs, W, None, out, offs, {IN_N}, "min")\n',
+        f's = _castpile_reduce_loop(bufs, W, None, out, offs, {IN_N}, "min")\n',
     ),
     (
-        "tl.sum of .to(T): acc_dtype",
+        "tl.sum of .to(T): a step",
         TABLE_N + "s = tl.sum(bufs[offs].to(tl.float32), axis=0)\n",
         "bufs = table\n"
-        f's = _castpile_reduce_{{s}}(bufs, W, None, out, offs, {IN_N}, "sum", acc_dtype=tl.float32)\n',
+        f's = _castpile_reduce_loop(bufs, W, None, out, offs, {IN_N}, "sum", steps="to", operands=(tl.float32,))\n',
+    ),
+    (
+        "tl.sum of .to(T) with dtype=: the cast, then dtype=",
+        TABLE_N + "s = tl.sum(bufs[offs].to(tl.int8), axis=0, dtype=tl.int32)\n",
+        "bufs = table\n"
+        f's = _castpile_reduce_loop(bufs, W, None, out, offs, {IN_N}, "sum", steps="to", operands=(tl.int8,), '
+        "dtype=tl.int32)\n",
+    ),
+    (
+        "the method with a positional dtype",
+        TABLE_N + "s = bufs[offs].sum(0, False, tl.int8)\n",
+        "bufs = table\n"
+        f's = _castpile_reduce_loop(bufs, W, None, out, offs, {IN_N}, "sum", keep_dims=False, dtype=tl.int8)\n',
+    ),
+    (
+        "casts with bitcast= and fp_downcast_rounding= literals",
+        TABLE_N + "s = tl.max(bufs[offs].to(tl.float32, bitcast=True).to(tl.float16, fp_downcast_rounding='rtz'), axis=0)\n",
+        "bufs = table\n"
+        f's = _castpile_reduce_loop(bufs, W, None, out, offs, {IN_N}, "max", steps="bitcast to_rtz", '
+        "operands=(tl.float32, tl.float16))\n",
+    ),
+    (
+        "arithmetic with literals and constexprs, either side: steps in order",
+        TABLE_N + "s = tl.sum(3 * (bufs[offs].to(tl.float32) / 2.0 - C), axis=0)\n",
+        "bufs = table\n"
+        f's = _castpile_reduce_loop(bufs, W, None, out, offs, {IN_N}, "sum", steps="to truediv sub rmul", '
+        "operands=(tl.float32, 2.0, C, 3))\n",
+    ),
+    (
+        "a negation has no operand",
+        TABLE_N + "s = tl.max(-bufs[offs], axis=0)\n",
+        "bufs = table\n"
+        f's = _castpile_reduce_loop(bufs, W, None, out, offs, {IN_N}, "max", steps="neg")\n',
+    ),
+    (
+        "a step over tl.load",
+        TABLE_N + "s = tl.min(-1 - tl.load(bufs[offs], mask=offs < m), axis=0)\n",
+        "bufs = table\n"
+        f's = _castpile_reduce_loop(bufs, W, None, out, offs, {IN_N}, "min", offs < m, steps="rsub", operands=(-1,))\n',
     ),
     (
         "tl.sum of tl.load with mask",
         TABLE_N + "s = tl.sum(tl.load(bufs[offs], mask=offs < m), axis=0)\n",
         "bufs = table\n"
-        f's = _castpile_reduce_{{s}}(bufs, W, None, out, offs, {IN_N}, "sum", offs < m)\n',
+        f's = _castpile_reduce_loop(bufs, W, None, out, offs, {IN_N}, "sum", offs < m)\n',
     ),
     (
         "tl.max of tl.load with mask, other and an option",
         TABLE_N + "s = tl.max(tl.load(bufs[offs], mask=offs < m, other=-5.0, eviction_policy='evict_first'), axis=0)\n",
         "bufs = table\n"
-        f"s = _castpile_reduce_{{s}}(bufs, W, None, out, offs, {IN_N}, "
+        f"s = _castpile_reduce_loop(bufs, W, None, out, offs, {IN_N}, "
         "\"max\", offs < m, -5.0, eviction_policy='evict_first')\n",
+    ),
+    (
+        "return_indices and its tie-break, by keyword",
+        TABLE_N + "s, at = tl.max(bufs[offs], axis=0, return_indices=True, return_indices_tie_break_left=False)\n",
+        "bufs = table\n"
+        f's, at = _castpile_reduce_loop(bufs, W, None, out, offs, {IN_N}, "max", return_indices=True, '
+        "return_indices_tie_break_left=False)\n",
+    ),
+    (
+        "return_indices and keep_dims by position",
+        TABLE_N + "s, at = tl.min(bufs[offs], 0, True, True, C)\n",
+        "bufs = table\n"
+        f's, at = _castpile_reduce_loop(bufs, W, None, out, offs, {IN_N}, "min", return_indices=True, '
+        "return_indices_tie_break_left=True, keep_dims=C)\n",
     ),
     (
         "reduction over a tile: the gather reduction under both strategies",
         "bufs = multicast_like(out, tile, shape=(n,))\n"
-        "s = tl.sum(bufs[offs], axis=0)\n",
+        "s = tl.sum(bufs[offs].to(tl.float32) * 2, axis=0)\n",
         "bufs = tile\n"
-        f's = _castpile_reduce_gather(bufs, bufs.numel, None, out, offs, {IN_N}, "sum")\n',
+        f's = _castpile_reduce_gather(bufs, bufs.numel, None, out, offs, {IN_N}, "sum", steps="to mul", '
+        "operands=(tl.float32, 2))\n",
     ),
     (
         "tl.sum over another axis: a plain load, reduced",
@@ -430,10 +484,34 @@ KERNEL_CASES = [
         f"s = tl.sum(_castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N}), axis=1)\n",
     ),
     (
+        "tl.sum without an axis: a plain load, reduced",
+        TABLE_N + "s = tl.sum(bufs[offs].to(tl.float32))\n",
+        "bufs = table\n"
+        f"s = tl.sum(_castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N}).to(tl.float32))\n",
+    ),
+    (
+        "arithmetic with a tensor: a plain load, reduced",
+        TABLE_N + "s = tl.sum(bufs[offs] * v, axis=0)\n",
+        "bufs = table\n"
+        f"s = tl.sum(_castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N}) * v, axis=0)\n",
+    ),
+    (
+        "arithmetic of two accesses: plain loads, reduced",
+        TABLE_N + "s = tl.max(bufs[offs] - bufs[offs + 1], axis=0)\n",
+        "bufs = table\n"
+        f"s = tl.max(_castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N}) - "
+        "_castpile_load_{s}(bufs, W, None, out, offs + 1, (offs + 1 >= 0) & (offs + 1 < n)), axis=0)\n",
+    ),
+    (
+        "a cast whose bitcast= is not a literal: a plain load, reduced",
+        TABLE_N + "s = tl.max(bufs[offs].to(tl.int32, bitcast=C), axis=0)\n",
+        "bufs = table\n"
+        f"s = tl.max(_castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N}).to(tl.int32, bitcast=C), axis=0)\n",
+    ),
+    (
         "tl.sum with keep_dims=True: a stack reduction that keeps the stack dim",
         TABLE_N + "s = tl.sum(bufs[offs], axis=0, keep_dims=True)\n",
-        {strategy: f'bufs = table\ns = _castpile_reduce_{strategy}(bufs, W, None, out, offs, {IN_N}, "sum", keep_dims=True)\n'
-         for strategy in ("loop", "gather")},
+        f'bufs = table\ns = _castpile_reduce_loop(bufs, W, None, out, offs, {IN_N}, "sum", keep_dims=True)\n',
     ),
     # -- Ellipsis --------------------------------------------------------------------------------
     (
@@ -509,7 +587,7 @@ KERNEL_CASES = [
         "atomic index in a reduction",
         TABLE_N + "x = tl.sum(bufs[tl.atomic_add(ctr, 1)], axis=0)\n",
         "bufs = table\n"
-        'x = _castpile_reduce_{s}(bufs, W, None, out, *_castpile_index((tl.atomic_add(ctr, 1),), (n,), (1,)), "sum")\n',
+        'x = _castpile_reduce_loop(bufs, W, None, out, *_castpile_index((tl.atomic_add(ctr, 1),), (n,), (1,)), "sum")\n',
     ),
     (
         "atomic index in an atomic",

@@ -81,6 +81,8 @@ LOAD_LOOP = {"load_loop", "offsets", "positions", "zeros", "prepend", "peer", "l
 LOAD_GATHER = {"load_gather", "pointers", "offsets", "prepend"}
 STORE_LOOP = {"store_loop", "offsets", "positions", "peer", "slice", "leading_ones", "lane_mask"}
 STORE_GATHER = {"store_gather", "pointers", "full", "offsets", "prepend"}
+REDUCE_LOOP = {"reduce_loop", "offsets", "peer", "lane_mask", "apply", "apply_one", "step_count", "step", "operand",
+               "accumulator", "fold", "identity", "folded", "keeps_zero"}
 HELPERS = [
     ("x = bufs[offs]\n", LOAD_LOOP, LOAD_GATHER),
     ("bufs[offs] = v\n", STORE_LOOP, STORE_GATHER),
@@ -89,10 +91,13 @@ HELPERS = [
     (  # a temporary, not _castpile_index
         "bufs[tl.atomic_add(ctr, 1)] = v\n", STORE_LOOP, STORE_GATHER,
     ),
+    ("s = tl.sum(bufs[offs], axis=0)\n", REDUCE_LOOP, REDUCE_LOOP),  # a table's: buffer by buffer under both
     (
-        "s = tl.sum(bufs[offs], axis=0)\n",
-        {"reduce_loop", "offsets", "accumulator", "peer", "lane_mask"},
-        {"reduce_gather", "pointers", "accumulator", "identity", "prepend", "offsets"},
+        "t = multicast_like(out, tile)\ns = tl.sum(t[offs], axis=0)\n",
+        {"reduce_gather", "pointers", "offsets", "prepend", "apply", "apply_one", "step_count", "step", "operand",
+         "accumulator", "identity", "first_max", "first_min"},
+        {"reduce_gather", "pointers", "offsets", "prepend", "apply", "apply_one", "step_count", "step", "operand",
+         "accumulator", "identity", "first_max", "first_min"},
     ),
     (
         "x = tl.atomic_cas(bufs[offs], 0, v)\n",

@@ -1,6 +1,6 @@
 """The single-GPU benchmark kernels written by hand in Triton with explicit pointers.
 
-The same algorithms as ``stack_kernels.py`` (scatter-add included): a static loop over the W
+The same algorithms as ``stack_kernels.py`` (scatter-add and the row norm included): a static loop over the W
 addresses of the table, each turned into a typed pointer (``tl.multiple_of``
 16 when ``ALIGN``), one masked access per buffer.  Also :func:`_copy`, the
 plain copy kernel that the Nsight Compute drivers (ncu_single_gpu.py,
@@ -80,3 +80,18 @@ def hand_scatter_add(ex, table, vals, n, W: tl.constexpr, BLOCK: tl.constexpr, A
     v = tl.load(vals + offs, mask=mask)
     for p in tl.static_range(W):
         tl.atomic_add(_peer(table, p, ex, ALIGN) + offs, v, mask=mask, sem="relaxed")
+
+
+@triton.jit
+def hand_row_norm(ex, table, out, M, D, eps, W: tl.constexpr, BLOCK_D: tl.constexpr, ALIGN: tl.constexpr):
+    """Each row of ``out`` = the row summed over the W buffers in fp32, over its root mean square."""
+    cols = tl.arange(0, BLOCK_D)
+    mask = cols < D
+    row = tl.program_id(0)
+    while row < M:
+        h = tl.zeros((BLOCK_D,), tl.float32)
+        for p in tl.static_range(W):
+            h += tl.load(_peer(table, p, ex, ALIGN) + row * D + cols, mask=mask, other=0).to(tl.float32)
+        scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
+        tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
+        row += tl.num_programs(0)

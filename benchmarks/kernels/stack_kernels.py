@@ -2,7 +2,8 @@
 
 Each reads or writes W same-layout bf16 buffers named by a table of W
 addresses.  The ``_u`` twins omit ``align=16``: Triton then cannot prove the
-buffers' alignment and issues scalar 16-bit accesses.
+buffers' alignment and issues scalar 16-bit accesses.  ``stack_row_norm`` is the
+row-normalising kernel whose stack sum converts each buffer to fp32 first.
 """
 
 import triton
@@ -80,3 +81,17 @@ def stack_scatter_add(ex, table, vals, n, W: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     v = tl.load(vals + offs, mask=offs < n)
     tl.atomic_add(bufs[offs], v[None, :], sem="relaxed")
+
+
+@triton.jit
+def stack_row_norm(ex, table, out, M, D, eps, W: tl.constexpr, BLOCK_D: tl.constexpr):
+    """Each row of ``out`` (M x D) = the row summed over the stack in fp32, over its root mean square; a
+    persistent loop over the rows (BLOCK_D >= D)."""
+    bufs = multicast_like(ex, table[:W], shape=(M, D), align=16)
+    cols = tl.arange(0, BLOCK_D)
+    row = tl.program_id(0)
+    while row < M:
+        h = tl.sum(bufs[row, cols].to(tl.float32), axis=0)
+        scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
+        tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=cols < D)
+        row += tl.num_programs(0)

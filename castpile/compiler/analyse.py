@@ -30,7 +30,7 @@ from .contract import (
     literal_int,
 )
 from .bindings import JitBindings
-from .plan import Access, AugStore, Binding, CallOn, Load, Plan, Reduction, Store
+from .plan import Access, AugStore, Binding, CallOn, Load, Plan, Reduction, Step, Store
 from .scopes import Resolver, Scope, collect_scope, is_constexpr_annotation, is_triton_jit
 from .walk import Walker
 
@@ -367,54 +367,88 @@ class _ModuleAnalyser(Walker):
         self.plan.uses[node] = CallOn(node, op, access, positions, result_used=used, impure=impure)
 
     def _reduction(self, node: cst.Call, op: str, method: bool) -> None:
-        """``tl.sum/max/min(X, axis=0)`` or ``X.sum/max/min(axis=0)``, X an access, its ``.to(T)``
-        or a ``tl.load`` of it: a stack reduction (anything else is an ordinary reduction)."""
+        """``tl.sum/max/min(X, axis=0)`` or ``X.sum/max/min(axis=0)``, X an access or a ``tl.load`` of one taken
+        through elementwise steps (see :meth:`_stack_operand`): a stack reduction; anything else is an ordinary
+        reduction.  The reduction's other arguments go to the helper as given."""
         params = REDUCTION_PARAMS[op][1:] if method else REDUCTION_PARAMS[op]
         positions, problems = argument_positions(node, params, 0)
-        if problems or "axis" not in positions or ("input" not in positions) != method:
-            return
         given = {name: node.args[k].value for name, k in positions.items()}
-        if literal_int(given["axis"]) != 0:
+        operand = self._stack_operand(node.func.value if method else given.get("input"))
+        if operand is None:
             return
-        if "return_indices" in given and literal_bool(given["return_indices"]) is not False:
+        for problem in problems:
+            self.error(node, f"tl.{op} of a multicast access: {problem}")
+        if problems or "axis" not in given or literal_int(given["axis"]) != 0:
             return
-        keep_dims = literal_bool(given["keep_dims"]) if "keep_dims" in given else False
-        if keep_dims is None:
-            return
-        inner = node.func.value if method else given["input"]
-        inner, dtype = self._converted(inner)
-        dtype = given.get("dtype", dtype)  # tl.sum(x, dtype=T) sums x converted to T
-        load, load_positions = None, {}
-        if isinstance(inner, cst.Call) and self.resolver.triton_language(inner.func) == "load" and inner.args:
-            load_positions, problems = argument_positions(inner, CALL_PARAMS["load"], 1)
-            if problems or {"boundary_check", "padding_option"} & set(load_positions):
-                return
-            load, inner = inner, inner.args[0].value
-        access = self._access(inner)
-        if access is None:
-            return
+        access, load, load_positions, steps = operand
         self._own(access)
         if load is not None:
             self.owned.add(load)
         impure = self._impure_arguments(load, load_positions) if load is not None else frozenset()
-        self.plan.uses[node] = Reduction(node, op, access, dtype, load, load_positions, keep_dims, impure)
+        options = {name: given[name] for name in params if name in given and name not in ("input", "axis")}
+        self.plan.uses[node] = Reduction(node, op, access, steps, options, load, load_positions, impure)
+
+    def _stack_operand(
+        self, node: cst.BaseExpression | None
+    ) -> tuple[Access, cst.Call | None, dict[str, int], list[Step]] | None:
+        """``(access, load, load_positions, steps)`` when ``node`` is ``bufs[idx]`` or ``tl.load(bufs[idx], ...)``
+        taken through elementwise steps (:meth:`_step`), else ``None``."""
+        steps = []
+        while node is not None and (step := self._step(node)) is not None:
+            steps.append(step[0])
+            node = step[1]
+        load, load_positions = None, {}
+        if isinstance(node, cst.Call) and self.resolver.triton_language(node.func) == "load" and node.args:
+            load_positions, problems = argument_positions(node, CALL_PARAMS["load"], 1)
+            if problems or {"boundary_check", "padding_option"} & set(load_positions):
+                return None  # diagnosed as a tl.load of an access
+            load, node = node, node.args[0].value
+        access = self._access(node) if node is not None else None
+        if access is None:
+            return None
+        return access, load, load_positions, steps[::-1]
+
+    def _step(self, node: cst.BaseExpression) -> tuple[Step, cst.BaseExpression] | None:
+        """``(step, x)`` when ``node`` is one elementwise step applied to ``x`` whose meaning does not depend on
+        shapes castpile cannot see: ``x.to(T)`` (``bitcast=`` a literal, ``fp_downcast_rounding=`` a string literal),
+        ``x op s`` / ``s op x`` for ``+ - * / // %`` and a scalar ``s`` (:meth:`_scalar`), or ``-x``."""
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+            return Step("neg"), node.expression
+        if isinstance(node, cst.BinaryOperation) and type(node.operator) in _STEP_OPERATORS:
+            name = _STEP_OPERATORS[type(node.operator)]
+            if self._scalar(node.right):
+                return Step(name, node.right), node.left
+            if self._scalar(node.left):
+                return Step("r" + name, node.left), node.right
+            return None
+        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "to"):
+            return None
+        positions, problems = argument_positions(node, ("dtype", "fp_downcast_rounding", "bitcast"), 0)
+        args = {name: node.args[k].value for name, k in positions.items()}
+        if problems or "dtype" not in args:
+            return None
+        bitcast = literal_bool(args["bitcast"]) if "bitcast" in args else False
+        rounding = args.get("fp_downcast_rounding")
+        if isinstance(rounding, cst.Name) and rounding.value == "None":
+            rounding = None
+        if rounding is not None:
+            rounding = rounding.evaluated_value if isinstance(rounding, cst.SimpleString) else None
+            if bitcast is not False or rounding not in ("rtne", "rtz"):
+                return None
+            return Step(f"to_{rounding}", args["dtype"]), node.func.value
+        if bitcast is None:
+            return None
+        return Step("bitcast" if bitcast else "to", args["dtype"]), node.func.value
+
+    def _scalar(self, node: cst.BaseExpression) -> bool:
+        """A number literal (signed) or a constexpr expression: a scalar whatever the kernel's shapes."""
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+            node = node.expression
+        return isinstance(node, (cst.Integer, cst.Float)) or constexpr_ok(node, self.constexprs)
 
     def _impure_arguments(self, call: cst.Call, positions: dict[str, int]) -> frozenset[str]:
         """The parameters of ``call`` whose argument is not pure (see :meth:`_pure`)."""
         return frozenset(name for name, k in positions.items() if not self._pure(call.args[k].value))
-
-    @staticmethod
-    def _converted(node: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseExpression | None]:
-        """``(x, T)`` for ``x.to(T)`` / ``x.to(dtype=T)`` / ``x.to(T, bitcast=False)``, else ``(node, None)``."""
-        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "to"):
-            return node, None
-        positions, problems = argument_positions(node, ("dtype", "fp_downcast_rounding", "bitcast"), 0)
-        args = {name: node.args[k].value for name, k in positions.items()}
-        if problems or "dtype" not in args or set(args) - {"dtype", "bitcast"}:
-            return node, None
-        if "bitcast" in args and literal_bool(args["bitcast"]) is not False:
-            return node, None
-        return node.func.value, args["dtype"]
 
     def visit_Subscript(self, node: cst.Subscript) -> bool:
         access = self._access(node)
@@ -502,6 +536,12 @@ class _ModuleAnalyser(Walker):
         self.walk(node.value)
         return False
 
+
+_STEP_OPERATORS = {
+    cst.Add: "add", cst.Subtract: "sub", cst.Multiply: "mul", cst.Divide: "truediv", cst.FloorDivide: "floordiv",
+    cst.Modulo: "mod",
+}
+"""The operators of an elementwise step with a scalar (see ``_castpile_apply`` in helpers.py)."""
 
 _NOT_INTEGERS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Float, cst.Imaginary)
 

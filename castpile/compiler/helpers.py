@@ -37,11 +37,47 @@ def _castpile_leading_ones(shape, r):
 
 
 @triton.constexpr_function
-def _castpile_accumulator(dtype, OP):
-    """The type a reduction ``OP`` of ``dtype`` accumulates in: ``tl.sum``'s pick (int32 for small ints)."""
-    if OP == "sum" and dtype.is_int() and dtype.primitive_bitwidth < 32:
-        return tl.int32 if dtype.is_int_signed() else tl.uint32
+def _castpile_accumulator(dtype, OP, sum_dtype, indices):
+    """The type Triton's ``tl.sum`` / ``max`` / ``min`` of ``dtype`` reduces in: ``tl.sum``'s ``dtype=``
+    (``sum_dtype``), else int32 / uint32 for narrower integers; ``max`` / ``min``: float32 for bfloat16 and,
+    without ``return_indices``, float32 / int32 for any narrower type."""
+    if OP == "sum":
+        if sum_dtype is not None:
+            return sum_dtype
+        if dtype.is_int_signed() and dtype.int_bitwidth < 32:
+            return tl.int32
+        if dtype.is_int_unsigned() and dtype.int_bitwidth < 32:
+            return tl.uint32
+        return dtype
+    if dtype.is_bf16():
+        return tl.float32
+    if not indices and dtype.primitive_bitwidth < 32:
+        return tl.float32 if dtype.is_floating() else tl.int32
     return dtype
+
+
+@triton.constexpr_function
+def _castpile_step_count(steps):
+    """How many elementwise steps ``steps`` (their kinds, space-separated) names."""
+    return len(steps.split())
+
+
+@triton.constexpr_function
+def _castpile_step(steps, k):
+    """The kind of step ``k`` of ``steps``."""
+    return steps.split()[k]
+
+
+@triton.constexpr_function
+def _castpile_operand(steps, k):
+    """Where the operand of step ``k`` of ``steps`` sits among the steps' operands (``neg`` has none)."""
+    return sum(1 for kind in steps.split()[:k] if kind != "neg")
+
+
+@triton.constexpr_function
+def _castpile_keeps_zero(steps):
+    """Whether every step of ``steps`` turns 0 into 0, so that lanes whose loads gave 0 still hold 0."""
+    return all(kind in ("to", "bitcast", "to_rtne", "to_rtz", "neg") for kind in steps.split())
 
 
 @triton.constexpr_function
@@ -191,6 +227,120 @@ def _castpile_offsets(offs):
 
 
 @triton.jit
+def _castpile_apply_one(v, KIND: tl.constexpr, x):
+    """``v`` through one step of :func:`_castpile_apply` whose operand is ``x``."""
+    if KIND == "to":
+        r = v.to(x)
+    elif KIND == "bitcast":
+        r = v.to(x, bitcast=True)
+    elif KIND == "to_rtne":
+        r = v.to(x, fp_downcast_rounding="rtne")
+    elif KIND == "to_rtz":
+        r = v.to(x, fp_downcast_rounding="rtz")
+    elif KIND == "add":
+        r = v + x
+    elif KIND == "radd":
+        r = x + v
+    elif KIND == "sub":
+        r = v - x
+    elif KIND == "rsub":
+        r = x - v
+    elif KIND == "mul":
+        r = v * x
+    elif KIND == "rmul":
+        r = x * v
+    elif KIND == "truediv":
+        r = v / x
+    elif KIND == "rtruediv":
+        r = x / v
+    elif KIND == "floordiv":
+        r = v // x
+    elif KIND == "rfloordiv":
+        r = x // v
+    elif KIND == "mod":
+        r = v % x
+    else:
+        r = x % v
+    return r
+
+
+@triton.jit
+def _castpile_apply(v, steps: tl.constexpr, operands):
+    """``v`` through the elementwise steps that stand between an access and its reduction, in order: ``to``,
+    ``bitcast``, ``to_rtne``, ``to_rtz`` (``.to(T, ...)``), an operator with a scalar operand on the right (``add``,
+    ``sub``, ``mul``, ``truediv``, ``floordiv``, ``mod``) or on the left (``radd``, ``rsub``, ...), ``neg``."""
+    for k in tl.static_range(_castpile_step_count(steps)):
+        if _castpile_step(steps, k) == "neg":
+            v = -v
+        else:
+            v = _castpile_apply_one(v, _castpile_step(steps, k), operands[_castpile_operand(steps, k)])
+    return v
+
+
+@triton.jit
+def _castpile_fold(p: tl.constexpr, v, valid, acc, at, seen, OP: tl.constexpr, indices: tl.constexpr):
+    """Buffer ``p``'s values ``v`` (of the accumulator's type) folded into ``acc``, the reduction of the buffers
+    before it; ``at``: the position each lane's max / min comes from (``indices``; the first on a tie); ``seen``:
+    the lanes some valid buffer reached.  ``valid`` says whether buffer ``p`` is; ``p == 0`` starts the fold."""
+    v = tl.where(valid, v, _castpile_identity(v.dtype, OP))
+    if p == 0:
+        acc = v
+        at = tl.zeros(v.shape, tl.int32)
+        seen = _castpile_lane_mask(valid, None, v)
+    elif indices:
+        if OP == "max":
+            better = v > acc
+        else:
+            better = v < acc
+        take = valid & (better | ~seen)
+        acc = tl.where(take, v, acc)
+        at = tl.where(take, p, at)
+        seen = seen | valid
+    else:
+        if OP == "sum":
+            acc = acc + v
+        elif OP == "max":
+            acc = tl.maximum(acc, v)
+        else:
+            acc = tl.minimum(acc, v)
+        seen = seen | valid
+    return acc, at, seen
+
+
+@triton.jit
+def _castpile_folded(acc, at, seen, bounds, zeroed: tl.constexpr, keep_dims: tl.constexpr, indices: tl.constexpr):
+    """The result of a fold (:func:`_castpile_fold`): a lane that no valid buffer reached, or out of ``bounds``,
+    gives 0 and position 0 (``zeroed``: its loads gave 0 and it holds 0 already); ``keep_dims`` keeps the stack
+    dim as extent 1; with ``indices``, the values and their positions."""
+    live = seen
+    if bounds is not None and not zeroed:
+        live = live & bounds
+    acc = tl.where(live, acc, tl.zeros_like(acc))
+    at = tl.where(live, at, tl.zeros_like(at))
+    if keep_dims:
+        acc = tl.expand_dims(acc, 0)
+        at = tl.expand_dims(at, 0)
+    if indices:
+        return acc, at
+    else:
+        return acc
+
+
+@triton.jit
+def _castpile_first_max(v1, i1, v2, i2):
+    """The combine of a max with positions: the larger value, on a tie the smaller position."""
+    take = (v1 > v2) | ((v1 == v2) & (i1 < i2))
+    return tl.where(take, v1, v2), tl.where(take, i1, i2)
+
+
+@triton.jit
+def _castpile_first_min(v1, i1, v2, i2):
+    """The combine of a min with positions: the smaller value, on a tie the smaller position."""
+    take = (v1 < v2) | ((v1 == v2) & (i1 < i2))
+    return tl.where(take, v1, v2), tl.where(take, i1, i2)
+
+
+@triton.jit
 def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, bounds, mask=None, other=None,
                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
                         volatile: tl.constexpr = False, align: tl.constexpr = None):
@@ -212,76 +362,87 @@ def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, bounds, 
 
 @triton.jit
 def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, mask=None,
-                          other=None, acc_dtype: tl.constexpr = None, cache_modifier: tl.constexpr = tl.constexpr(""),
-                          eviction_policy: tl.constexpr = tl.constexpr(""), volatile: tl.constexpr = False,
-                          align: tl.constexpr = None, keep_dims: tl.constexpr = False):
-    """``tl.sum``/``max``/``min`` over a table's buffers, one at a time, without the P + I tensor.
+                          other=None, steps: tl.constexpr = tl.constexpr(""), operands=None, dtype: tl.constexpr = None,
+                          keep_dims: tl.constexpr = False, return_indices: tl.constexpr = False,
+                          return_indices_tie_break_left: tl.constexpr = True,
+                          cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
+                          volatile: tl.constexpr = False, align: tl.constexpr = None):
+    """``tl.sum``/``max``/``min`` over axis 0 of a table's access, one buffer at a time, without the P + I tensor.
 
-    Every buffer of a table is valid; lanes out of bounds have no valid entry and give 0.
-    Lanes the user's ``mask`` turns off take part as ``other``.
+    Each valid buffer's elements are loaded, taken through ``steps`` (:func:`_castpile_apply`) and the
+    conversion the reduction makes, and folded in stack order; ``return_indices``: and the positions (a tie goes
+    to the first buffer, whichever ``return_indices_tie_break_left``).  Lanes the user's ``mask`` turns off take
+    part as ``other``; a lane out of bounds gives 0 (position 0).
     """
     offs = _castpile_offsets(offs)
-    dtype = example.dtype.element_ty
-    if acc_dtype is not None:
-        dtype = acc_dtype
-    ACC: tl.constexpr = _castpile_accumulator(dtype, OP)
-    if other is None:
-        other = 0
-    acc = tl.zeros_like(offs).to(ACC)
+    acc = None  # the fold starts at buffer 0
+    at = None
+    seen = None
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=other,
+        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=0 if other is None else other,
                     cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
-        v = v.to(dtype).to(ACC)
-        if p == 0:
-            acc = v
-        elif OP == "sum":
-            acc = acc + v
-        elif OP == "max":
-            acc = tl.maximum(acc, v)
-        else:
-            acc = tl.minimum(acc, v)
-    if bounds is not None:
-        acc = tl.where(bounds, acc, tl.zeros_like(acc))
-    if keep_dims:
-        acc = tl.expand_dims(acc, 0)
-    return acc
+        v = _castpile_apply(v, steps, operands)
+        v = v.to(_castpile_accumulator(v.dtype, OP, dtype, return_indices))
+        acc, at, seen = _castpile_fold(p, v, valid, acc, at, seen, OP, return_indices)
+    zeroed: tl.constexpr = other is None and _castpile_keeps_zero(steps)
+    return _castpile_folded(acc, at, seen, bounds, zeroed, keep_dims, return_indices)
 
 
 @triton.jit
 def _castpile_reduce_gather(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, mask=None,
-                            other=None, acc_dtype: tl.constexpr = None, cache_modifier: tl.constexpr = tl.constexpr(""),
-                            eviction_policy: tl.constexpr = tl.constexpr(""), volatile: tl.constexpr = False,
-                            align: tl.constexpr = None, keep_dims: tl.constexpr = False):
-    """``tl.sum``/``max``/``min`` over axis 0 of the P + I tensor, of its valid entries only.
+                            other=None, steps: tl.constexpr = tl.constexpr(""), operands=None, dtype: tl.constexpr = None,
+                            keep_dims: tl.constexpr = False, return_indices: tl.constexpr = False,
+                            return_indices_tie_break_left: tl.constexpr = True,
+                            cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
+                            volatile: tl.constexpr = False, align: tl.constexpr = None):
+    """``tl.sum``/``max``/``min`` over axis 0 of the P + I tensor of a tile's access, of its valid entries only.
 
-    Padded, ``ptr_mask``-false and out-of-bounds entries take no part; a lane with no
-    valid entry gives 0.  Lanes the user's ``mask`` turns off take part as ``other``.
+    The tensor is loaded, taken through ``steps`` (:func:`_castpile_apply`) and the conversion the reduction
+    makes; padded, ``ptr_mask``-false and out-of-bounds entries take no part, and a lane with no valid entry
+    gives 0 (position 0).  ``return_indices``: and the positions along the stack dim (a tie goes to the first
+    valid entry).  Lanes the user's ``mask`` turns off take part as ``other``.  A rank-0 tile (P = ()) has no
+    stack dim: its reduction is Triton's own, over axis 0 of the elements (masked lanes hold 0 or ``other``).
     """
+    offs = _castpile_offsets(offs)
     ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align)
-    dtype = example.dtype.element_ty
-    if acc_dtype is not None:
-        dtype = acc_dtype
-    ACC: tl.constexpr = _castpile_accumulator(dtype, OP)
-    if other is None:
-        other = 0
     lanes = valid
     if mask is not None:
-        lanes = lanes & _castpile_prepend(mask, len(ptrs.shape) - len(mask.shape))
-    v = tl.load(ptrs, mask=lanes, other=other, cache_modifier=cache_modifier, eviction_policy=eviction_policy,
-                volatile=volatile)
-    v = tl.where(valid, v.to(dtype).to(ACC), _castpile_identity(ACC, OP))
-    if OP == "sum":
-        r = tl.sum(v, axis=0)
-    elif OP == "max":
-        r = tl.max(v, axis=0)
+        lanes = lanes & mask
+    v = tl.load(ptrs, mask=lanes, other=0 if other is None else other, cache_modifier=cache_modifier,
+                eviction_policy=eviction_policy, volatile=volatile)
+    v = _castpile_apply(v, steps, operands)
+    if len(ptrs.shape) == len(offs.shape):
+        if OP == "sum":
+            return tl.sum(v, axis=0, keep_dims=keep_dims, dtype=dtype)
+        elif OP == "max":
+            return tl.max(v, axis=0, return_indices=return_indices,
+                          return_indices_tie_break_left=return_indices_tie_break_left, keep_dims=keep_dims)
+        else:
+            return tl.min(v, axis=0, return_indices=return_indices,
+                          return_indices_tie_break_left=return_indices_tie_break_left, keep_dims=keep_dims)
     else:
-        r = tl.min(v, axis=0)
-    anywhere = tl.max(valid.to(tl.int32), axis=0) > 0
-    r = tl.where(anywhere, r, tl.zeros_like(r))
-    if keep_dims:
-        r = tl.expand_dims(r, 0)
-    return r
+        v = v.to(_castpile_accumulator(v.dtype, OP, dtype, return_indices))
+        v = tl.where(valid, v, _castpile_identity(v.dtype, OP))
+        anywhere = tl.max(valid.to(tl.int32), axis=0, keep_dims=keep_dims) > 0
+        if return_indices:
+            pos = tl.arange(0, ptrs.shape[0])
+            for _ in tl.static_range(len(ptrs.shape) - 1):
+                pos = tl.expand_dims(pos, len(pos.shape))
+            pos = tl.where(valid, pos, 2**31 - 1)
+            if OP == "max":
+                r, at = tl.reduce((v, pos), 0, _castpile_first_max, keep_dims=keep_dims)
+            else:
+                r, at = tl.reduce((v, pos), 0, _castpile_first_min, keep_dims=keep_dims)
+            return tl.where(anywhere, r, tl.zeros_like(r)), tl.where(anywhere, at, tl.zeros_like(at))
+        else:
+            if OP == "sum":
+                r = tl.sum(v, axis=0, keep_dims=keep_dims, dtype=v.dtype)
+            elif OP == "max":
+                r = tl.max(v, axis=0, keep_dims=keep_dims)
+            else:
+                r = tl.min(v, axis=0, keep_dims=keep_dims)
+            return tl.where(anywhere, r, tl.zeros_like(r))
 
 
 @triton.jit
@@ -709,40 +870,31 @@ def _castpile_load_remote(src, count: tl.constexpr, smask, example, offs, bounds
 
 @triton.jit
 def _castpile_reduce_remote(src, count: tl.constexpr, smask, example, offs, bounds, table, OP: tl.constexpr, mask=None,
-                            other=None, acc_dtype: tl.constexpr = None, cache_modifier: tl.constexpr = tl.constexpr(""),
-                            eviction_policy: tl.constexpr = tl.constexpr(""), volatile: tl.constexpr = False,
-                            align: tl.constexpr = None, keep_dims: tl.constexpr = False):
-    """``tl.sum``/``max``/``min`` over a table's buffers, one at a time (remote ones fetched by NVSHMEM gets)."""
+                            other=None, steps: tl.constexpr = tl.constexpr(""), operands=None, dtype: tl.constexpr = None,
+                            keep_dims: tl.constexpr = False, return_indices: tl.constexpr = False,
+                            return_indices_tie_break_left: tl.constexpr = True,
+                            cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
+                            volatile: tl.constexpr = False, align: tl.constexpr = None):
+    """``tl.sum``/``max``/``min`` over a table's buffers, one at a time (remote ones fetched by NVSHMEM gets), as
+    :func:`_castpile_reduce_loop` does."""
     offs = _castpile_offsets(offs)
-    dtype = example.dtype.element_ty
-    if acc_dtype is not None:
-        dtype = acc_dtype
-    ACC: tl.constexpr = _castpile_accumulator(dtype, OP)
-    if other is None:
-        other = 0
     lanes = _castpile_lane_mask(True, bounds, offs, mask)
-    acc = tl.zeros_like(offs).to(ACC)
+    fill = 0 if other is None else other
+    acc = None  # the fold starts at buffer 0
+    at = None
+    seen = None
     for p in tl.static_range(count):
         addr, pe = _castpile_remote_entry(src, p)
         if pe < 0:  # `x`, not `v`: a name both branches define keeps one type across the unrolled buffers
-            x = tl.load(_castpile_address(addr, example, align) + offs, mask=lanes, other=other,
+            x = tl.load(_castpile_address(addr, example, align) + offs, mask=lanes, other=fill,
                         cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
         else:
-            x = _castpile_remote_get(addr, pe, example, table, offs, lanes, other)
-        v = x.to(dtype).to(ACC)
-        if p == 0:
-            acc = v
-        elif OP == "sum":
-            acc = acc + v
-        elif OP == "max":
-            acc = tl.maximum(acc, v)
-        else:
-            acc = tl.minimum(acc, v)
-    if bounds is not None:
-        acc = tl.where(bounds, acc, tl.zeros_like(acc))
-    if keep_dims:
-        acc = tl.expand_dims(acc, 0)
-    return acc
+            x = _castpile_remote_get(addr, pe, example, table, offs, lanes, fill)
+        v = _castpile_apply(x, steps, operands)
+        v = v.to(_castpile_accumulator(v.dtype, OP, dtype, return_indices))
+        acc, at, seen = _castpile_fold(p, v, True, acc, at, seen, OP, return_indices)
+    zeroed: tl.constexpr = other is None and _castpile_keeps_zero(steps)
+    return _castpile_folded(acc, at, seen, bounds, zeroed, keep_dims, return_indices)
 
 
 @triton.jit

@@ -365,17 +365,25 @@ class Lowerer:
         return statements
 
     def reduction(self, use: Reduction) -> str:
-        """``tl.sum/max/min(bufs[idx], axis=0)`` (of a ``tl.load`` too) over the valid buffers only."""
+        """``tl.sum/max/min(bufs[idx], axis=0)`` (of a ``tl.load`` too, through elementwise steps) over the valid
+        buffers only: a table's buffer by buffer under either strategy, a tile's through its P + I tensor."""
         access = use.access
         given = self._arguments(use.load, use.load_positions) if use.load is not None else {}
-        helper = "reduce_loop" if self.strategy == "loop" and access.binding.table is not None else "reduce_gather"
         if access.binding.remote is not None:
             helper = "reduce_remote"
+        elif access.binding.table is not None:
+            helper = "reduce_loop"
+        else:
+            helper = "reduce_gather"
+        steps = operands = None
+        if use.steps:
+            steps = '"' + " ".join(step.kind for step in use.steps) + '"'
+            texts = [self.render.text(step.operand) for step in use.steps if step.operand is not None]
+            operands = _tuple(texts) if texts else None
         return self._call(
             helper, self._access_prefix(access), f'"{use.op}"',
             *self._values(("mask", "other"), given, use.load_positions, use.load_impure),
-            acc_dtype=self.render.text(use.dtype) if use.dtype is not None else None,
-            keep_dims="True" if use.keep_dims else None,
+            steps=steps, operands=operands, **{name: self.render.text(value) for name, value in use.options.items()},
             **{key: given.get(key) for key in _OPTIONS["load"]}, align=self._align(access),
         )
 

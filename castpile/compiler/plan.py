@@ -109,18 +109,30 @@ class CallOn:
 
 
 @dataclass(eq=False)
+class Step:
+    """One elementwise step between an access and its reduction, as ``_castpile_apply`` names it: ``to``,
+    ``bitcast``, ``to_rtne``, ``to_rtz`` (``.to(T, ...)``, ``operand`` the type); an arithmetic operator with a
+    scalar ``operand`` on the right (``add``, ``sub``, ``mul``, ``truediv``, ``floordiv``, ``mod``) or on the left
+    (``radd``, ``rsub``, ...); or ``neg`` (no operand)."""
+
+    kind: str
+    operand: cst.BaseExpression | None = None
+
+
+@dataclass(eq=False)
 class Reduction:
     """``tl.sum/max/min(X, axis=0)`` (or ``X.sum(axis=0)``...) where X is ``bufs[idx]`` or
-    ``tl.load(bufs[idx], ...)``, optionally converted with ``.to(dtype)``; ``load_positions``
-    maps the load's parameters to argument positions."""
+    ``tl.load(bufs[idx], ...)`` taken through ``steps``, innermost first; ``options`` holds the reduction's
+    other arguments by parameter name (``dtype``, ``keep_dims``, ``return_indices``,
+    ``return_indices_tie_break_left``); ``load_positions`` maps the load's parameters to argument positions."""
 
     node: cst.Call
     op: str
     access: Access
-    dtype: cst.BaseExpression | None
+    steps: list[Step] = field(default_factory=list)
+    options: dict[str, cst.BaseExpression] = field(default_factory=dict)
     load: cst.Call | None = None
     load_positions: dict[str, int] = field(default_factory=dict)
-    keep_dims: bool = False
     load_impure: frozenset[str] = frozenset()  # the load's parameters whose argument has side effects
 
 
