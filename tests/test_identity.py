@@ -176,3 +176,65 @@ def test_multi_line_indices_and_values_do_not_add_lines(tmp_path):
     module.k[(1,)](bufs[0], torch.tensor([b.data_ptr() for b in bufs]), 5, 3, 8)
     expected = torch.tensor([11.0, 12, 13, 14, 15, -1])
     assert all(torch.equal(b, expected) for b in bufs)
+
+
+@pytest.mark.parametrize("strategy", castpile.STRATEGIES)
+def test_backslash_continuations_in_stores_keep_lines_and_parse(tmp_path, strategy):
+    """A store continued with a backslash after or before its operator: the output parses and every
+    later line keeps its number (the continuation is whitespace of the operator, not part of the value)."""
+    source = (
+        b"import triton\nimport triton.language as tl\nfrom castpile import multicast_like\n\n\n@triton.jit\n"
+        b"def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):\n"
+        b"    bufs = multicast_like(out, table[:W], shape=(n,))\n"
+        b"    offs = tl.arange(0, BLOCK)\n"
+        b"    bufs[offs] = \\\n"
+        b"        offs\n"
+        b"    bufs[offs] += \\\n"
+        b"        10\n"
+        b"    bufs[offs] \\\n"
+        b"        *= 2\n"
+        b"    bufs[offs] \\\n"
+        b"        -= \\\n"
+        b"        1\n"
+        b"    last_line = 1\n"
+    )
+    out = transpile(source, strategy)
+    compile(out, "out.py", "exec")
+    check_line_stable(source, out, rewritten=set(range(10, 19)))
+    assert out.split(b"\n")[18] == b"    last_line = 1"
+    path = tmp_path / "continued.py"
+    path.write_bytes(out)
+    module = import_file(path)
+    bufs = [torch.full((6,), -1.0) for _ in range(3)]
+    module.k[(1,)](bufs[0], torch.tensor([b.data_ptr() for b in bufs]), 5, 3, 8)
+    expected = torch.tensor([19.0, 21, 23, 25, 27, -1])  # (offs + 10) * 2 - 1
+    assert all(torch.equal(b, expected) for b in bufs)
+
+
+@pytest.mark.parametrize("strategy", castpile.STRATEGIES)
+def test_line_breaks_in_parentheses_and_after_semicolons_are_not_counted_twice(tmp_path, strategy):
+    """The parentheses around a rewritten expression and the `; \\` after a rewritten statement stay in the
+    output with their line breaks: the replacement must not add those line breaks again."""
+    source = (
+        b"import triton\nimport triton.language as tl\nfrom castpile import multicast_like\n\n\n@triton.jit\n"
+        b"def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):\n"
+        b"    bufs = multicast_like(out, table[:W], shape=(n,)); \\\n"
+        b"        offs = tl.arange(0, BLOCK)\n"
+        b"    total = (  # the stack sum\n"
+        b"        tl.sum(bufs[offs], axis=0)\n"
+        b"    )\n"
+        b"    bufs[offs] = total; \\\n"
+        b"        last = 1\n"
+        b"    last_line = 1\n"
+    )
+    out = transpile(source, strategy)
+    compile(out, "out.py", "exec")
+    check_line_stable(source, out, rewritten={8, 11, 13})
+    assert out.split(b"\n")[14] == b"    last_line = 1"
+    path = tmp_path / "parenthesised.py"
+    path.write_bytes(out)
+    module = import_file(path)
+    bufs = [torch.arange(6.0) * (j + 1) for j in range(3)]
+    module.k[(1,)](bufs[0], torch.tensor([b.data_ptr() for b in bufs]), 5, 3, 8)
+    for j, b in enumerate(bufs):  # the sum of the three buffers where in bounds, element 5 as it was
+        assert torch.equal(b, torch.cat([torch.arange(5.0) * 6, torch.tensor([5.0 * (j + 1)])]))

@@ -240,7 +240,8 @@ class _ModuleAnalyser(Walker):
             self._refuse_targets(node.target, "an augmented assignment")
         access = self._access(node.target)
         if access is not None:
-            self.plan.uses[node] = AugStore(node, access, _code(node.operator).strip().rstrip("="))
+            bare = node.operator.with_changes(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+            self.plan.uses[node] = AugStore(node, access, _code(bare).rstrip("="))  # no backslash continuation around it
             self._own(access)
         return True
 

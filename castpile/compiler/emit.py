@@ -44,7 +44,12 @@ def _replace_uses(module: cst.Module, plan: Plan, lowering: Lowering) -> tuple[s
     texts: dict[str, str] = {}
 
     def lines(node: cst.CSTNode) -> int:
-        return len(_LINE_BREAK.findall(module.code_for_node(node)))
+        """The line breaks inside ``node`` that its replacement must keep: not those of the
+        parentheses or semicolon around it, which stay in the output as they were."""
+        inner = node.with_changes(lpar=[], rpar=[]) if hasattr(node, "lpar") else node
+        if hasattr(node, "semicolon"):
+            inner = inner.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+        return len(_LINE_BREAK.findall(module.code_for_node(inner)))
 
     def swap(original: cst.CSTNode, updated: cst.CSTNode):
         name = lowering.placeholders.get(original)
