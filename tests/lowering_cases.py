@@ -381,6 +381,59 @@ KERNEL_CASES = [
         "castpile.wait(ptrs + offs, reset=5)\n",
         "_castpile_wait_flags(ptrs + offs, 1, 5)\n",
     ),
+    # -- value arguments with side effects written out of the helper's order: evaluated in the order
+    # written.  A call that stands alone as a statement puts them (and impure indices before them) in
+    # fresh names on its line; inside an expression they are handed over rearranged.
+    (
+        "signal: mask then value, wait_for's default between them",
+        TABLE + "castpile.signal(bufs[0], mask=tl.atomic_add(ctr, 1) > 0, value=tl.atomic_add(ctr, 1))\n",
+        "bufs = table\n"
+        "_castpile_v0 = tl.atomic_add(ctr, 1) > 0; _castpile_v1 = tl.atomic_add(ctr, 1); "
+        "_castpile_signal(bufs, W, None, out, 0, None, _castpile_v1, None, _castpile_v0)\n",
+    ),
+    (
+        "signal at an impure index: mask then wait_for, value's default first",
+        TABLE + "castpile.signal(bufs[tl.atomic_add(ctr, 1)], mask=tl.load(idx) > 0, wait_for=tl.load(idx + 1))\n",
+        "bufs = table\n"
+        "_castpile_i0 = tl.atomic_add(ctr, 1); _castpile_v1 = tl.load(idx) > 0; _castpile_v2 = tl.load(idx + 1); "
+        "_castpile_signal(bufs, W, None, out, _castpile_i0, None, 1, _castpile_v2, _castpile_v1)\n",
+    ),
+    (
+        "wait: mask then value, reset's default between them",
+        TABLE + "castpile.wait(bufs[offs], mask=tl.load(idx + offs) > 0, value=tl.load(idx))\n",
+        "bufs = table\n"
+        "_castpile_v0 = tl.load(idx + offs) > 0; _castpile_v1 = tl.load(idx); "
+        "_castpile_wait(bufs, W, None, out, offs, None, _castpile_v1, 0, _castpile_v0)\n",
+    ),
+    (
+        "wait on plain pointers: the pointers first, then mask and value",
+        "castpile.wait(ptrs + offs, mask=tl.load(idx + offs) > 0, value=tl.load(idx))\n",
+        "_castpile_p0 = ptrs + offs; _castpile_v1 = tl.load(idx + offs) > 0; _castpile_v2 = tl.load(idx); "
+        "_castpile_wait_flags(_castpile_p0, _castpile_v2, 0, _castpile_v1)\n",
+    ),
+    (
+        "an unused atomic: mask then val, in fresh names",
+        TABLE + "tl.atomic_add(bufs[offs], mask=tl.load(idx + offs) > 0, val=tl.load(idx))\n",
+        "bufs = table\n"
+        "_castpile_v0 = tl.load(idx + offs) > 0; _castpile_v1 = tl.load(idx); "
+        '_castpile_atomic_{s}(bufs, W, None, out, offs, None, "add", _castpile_v1, _castpile_v0, keep_old=False)\n',
+    ),
+    (
+        "an atomic inside an expression: mask then val, handed over rearranged",
+        TABLE + "x = tl.atomic_add(bufs[offs], mask=tl.load(idx + offs) > 0, val=tl.load(idx))\n",
+        "bufs = table\n"
+        'x = _castpile_atomic_{s}(bufs, W, None, out, offs, None, "add", '
+        "*_castpile_in_order((tl.load(idx + offs) > 0, tl.load(idx)), (1, 0)))\n",
+    ),
+    (
+        "a parenthesised two-line signal out of order: statements without the parentheses, the line break inside the last",
+        TABLE + "(castpile.signal(bufs[0], mask=tl.atomic_add(ctr, 1) > 0,\n"
+        "                 value=tl.atomic_add(ctr, 1)))\n",
+        "bufs = table\n"
+        "_castpile_v0 = tl.atomic_add(ctr, 1) > 0; _castpile_v1 = tl.atomic_add(ctr, 1); "
+        "_castpile_signal(bufs, W, None, out, 0, None, _castpile_v1, None, _castpile_v0\n"
+        ")\n",
+    ),
     # -- stack reductions ----------------------------------------------------------------------
     *[
         (

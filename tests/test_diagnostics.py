@@ -152,6 +152,14 @@ CASES = [
         "bufs = multicast_like(out, table[:W], shape=(n,))\nx = bufs[...]\n",
         [(1, 14, "'...' stands for full extents, which must be constexpr powers of two; 'n' is not")],
     ),
+    (  # signal and wait return nothing: at the call
+        "bufs = multicast_like(out, table[:W])\nx = castpile.wait(bufs[0])\n",
+        [(1, 9, "castpile.wait returns nothing: call it as a statement of its own")],
+    ),
+    (
+        "bufs = multicast_like(out, table[:W])\nx = (castpile.signal(bufs[0]), 1)\n",
+        [(1, 10, "castpile.signal returns nothing: call it as a statement of its own")],
+    ),
     (  # deleted
         "bufs = multicast_like(out, table[:W])\ndel bufs\n",
         [(1, 9, "a multicast tensor cannot be deleted")],

@@ -101,9 +101,11 @@ def test_v11_kernels_compile_for_sm90(tmp_path, strategy):
         Job(module, "helper_lookalike", {**fp32, "W": "constexpr"}, {"W": 3}),
         Job(module, "keywords_in_source_order", {**counter, "n": "i32", "W": "constexpr", "B": "constexpr"},
             {"W": 3, "B": 16}),
+        Job(module, "flags_in_source_order", {"flags": "*i32", "table": "*i64", "ctr": "*i32", "W": "constexpr"},
+            {"W": 3}),
     ]
     results = compile_for_sm90(jobs, tmp_path)
-    assert len(results) == 12 and all(r.ok for r in results.values()), {k: r.error for k, r in results.items() if not r.ok}
+    assert len(results) == 13 and all(r.ok for r in results.values()), {k: r.error for k, r in results.items() if not r.ok}
 
 
 @pytest.mark.parametrize("w", [1, 3])
@@ -439,3 +441,14 @@ def test_keyword_arguments_run_in_the_order_written(k, w):
     expected = torch.zeros(n)
     expected[:2] = 3.0  # mask first: o < 2 (ctr 2 -> 3); then val: 3 (ctr 3 -> 4)
     assert ctr.item() == 4 and all(torch.equal(x, expected) for x in bufs)
+
+
+@pytest.mark.parametrize("w", [1, 3])
+def test_signal_and_wait_keywords_run_in_the_order_written(k, w):
+    """mask before value with wait_for's (or reset's) default between them in the helper: mask runs first."""
+    flags = [torch.tensor([0, 0, 7, 0], dtype=torch.int32) for _ in range(w)]  # flag 2 already holds what wait wants
+    ctr = torch.zeros(1, dtype=torch.int32)
+    k.flags_in_source_order[(1,)](flags[0], table(flags), ctr, w)
+    assert ctr.item() == 6
+    expected = torch.tensor([11, 1, 0, 0], dtype=torch.int32)  # set to 11; swapped 0 -> 1; seen at 7 and reset to 0
+    assert all(torch.equal(f, expected) for f in flags), flags

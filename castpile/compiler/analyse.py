@@ -342,6 +342,9 @@ class _ModuleAnalyser(Walker):
                                  "castpile.signal/wait, or a binding without remote= for peers in one NVLink domain")
                 return
         used = not (isinstance(self.ancestors[-1], cst.Expr) if self.ancestors else False)
+        if used and op in ("signal", "wait"):
+            self.error(node, f"castpile.{op} returns nothing: call it as a statement of its own")
+            return
         impure = self._impure_arguments(node, positions)
         self.plan.uses[node] = CallOn(node, op, access, positions, result_used=used, impure=impure)
 

@@ -43,10 +43,10 @@ def _replace_uses(module: cst.Module, plan: Plan, lowering: Lowering) -> tuple[s
     newline = module.default_newline
     texts: dict[str, str] = {}
 
-    def lines(node: cst.CSTNode) -> int:
+    def lines(node: cst.CSTNode, parentheses_kept: bool = True) -> int:
         """The line breaks inside ``node`` that its replacement must keep: not those of the
-        parentheses or semicolon around it, which stay in the output as they were."""
-        inner = node.with_changes(lpar=[], rpar=[]) if hasattr(node, "lpar") else node
+        parentheses (when they stay) or the semicolon around it, which stay in the output as they were."""
+        inner = node.with_changes(lpar=[], rpar=[]) if parentheses_kept and hasattr(node, "lpar") else node
         if hasattr(node, "semicolon"):
             inner = inner.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
         return len(_LINE_BREAK.findall(module.code_for_node(inner)))
@@ -56,11 +56,14 @@ def _replace_uses(module: cst.Module, plan: Plan, lowering: Lowering) -> tuple[s
         if name is None:
             return updated
         replacement = lowering.replacements[original]
-        if not isinstance(plan.uses[original], STATEMENTS):
-            texts[name] = _padded(replacement[0], lines(original), newline)
-            return cst.Name(name, lpar=original.lpar, rpar=original.rpar)
-        texts[name] = _statements(replacement, lines(original), newline)
-        return cst.Expr(cst.Name(name), semicolon=original.semicolon)
+        if isinstance(plan.uses[original], STATEMENTS):
+            texts[name] = _statements(replacement, lines(original), newline)
+            return cst.Expr(cst.Name(name), semicolon=original.semicolon)
+        if len(replacement) > 1:  # a call standing alone as a statement, become statements: no parentheses
+            texts[name] = _statements(replacement, lines(original, parentheses_kept=False), newline)
+            return cst.Name(name)
+        texts[name] = _padded(replacement[0], lines(original), newline)
+        return cst.Name(name, lpar=original.lpar, rpar=original.rpar)
 
     return rebuild(module, swap, lowering.paths).code, texts
 
