@@ -27,6 +27,15 @@ def check_strategy(strategy: str) -> str:
 def mentions_castpile(source: bytes) -> bool:
     """Whether ``source`` may use castpile; a file that does not is copied through as it is.
 
-    The one test every front end uses to skip the compiler (it loads libcst and sympy).
+    The one test every front end uses to skip the compiler (it loads libcst and sympy).  A
+    file that calls ``multicast_like``, or ``signal`` or ``wait`` by a bare name in what may
+    be a jit function, goes to the compiler even without the word castpile: if no import
+    reaches the name, that is an error to report, not a file to copy.
     """
-    return b"castpile" in source
+    if b"castpile" in source or b"multicast_like" in source:
+        return True
+    if b"jit" not in source or (b"signal" not in source and b"wait" not in source):
+        return False
+    import re
+
+    return re.search(rb"(?<![\w.])(?:signal|wait)\s*\(", source) is not None

@@ -837,6 +837,96 @@ FILE_CASES = [
     ),
 ]
 
+
+
+def _alias_case(name: str, head: str, mcl: str, arange: str, top: str, load: str, signal: str) -> tuple[str, str, str]:
+    """A file case whose module names castpile and triton.language as ``head`` does, and whose kernel calls
+    them as ``mcl``, ``arange``, ``top`` (a stack max), ``load`` and ``signal``."""
+    kernel = "\n\n@triton.jit\ndef k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):\n"
+    source = (
+        f"{head}{kernel}"
+        f"    bufs = {mcl}(out, table[:W], shape=(n,))\n"
+        f"    offs = {arange}(0, BLOCK)\n"
+        f"    top = {top}(bufs[offs], axis=0)\n"
+        f"    x = {load}(bufs[offs], mask=offs < 2, other=-1)\n"
+        f"    {signal}(bufs[0])\n"
+    )
+    expected = (
+        f"{head}{kernel}"
+        "    bufs = table\n"
+        f"    offs = {arange}(0, BLOCK)\n"
+        f'    top = _castpile_reduce_{{s}}(bufs, W, None, out, offs, {IN_N}, "max")\n'
+        f"    x = _castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N}, offs < 2, -1)\n"
+        "    _castpile_signal(bufs, W, None, out, 0, (0 < n))\n"
+    )
+    return name, source, expected
+
+
+# Every way a module names triton.language and castpile that Python resolves statically (docs/language.md, Names).
+FILE_CASES += [
+    _alias_case("tl = triton.language", "import triton\nimport castpile\ntl = triton.language\n",
+                "castpile.multicast_like", "tl.arange", "tl.max", "tl.load", "castpile.signal"),
+    _alias_case("language = triton.language, next to tl",
+                "import triton\nimport triton.language as tl\nimport castpile\nlanguage = triton.language\n",
+                "castpile.multicast_like", "language.arange", "language.max", "language.load", "castpile.signal"),
+    _alias_case("import triton; triton.language.max",
+                "import triton\nimport triton.language as tl\nfrom castpile import multicast_like, signal\n",
+                "multicast_like", "triton.language.arange", "triton.language.max", "triton.language.load", "signal"),
+    _alias_case("from triton import language as tl; import castpile as cp",
+                "import triton\nfrom triton import language as tl\nimport castpile as cp\n",
+                "cp.multicast_like", "tl.arange", "tl.max", "tl.load", "cp.signal"),
+    _alias_case("cp = castpile, mcl = cp.multicast_like, sig = castpile.signal, ld = tl.load, mx = tl.max",
+                "import triton\nimport triton.language as tl\nimport castpile\ncp = castpile\nmcl = cp.multicast_like\n"
+                "sig = castpile.signal\nld = tl.load\nmx = tl.max\n",
+                "mcl", "tl.arange", "mx", "ld", "sig"),
+    _alias_case("aliases of aliases: T = triton, L = T.language",
+                "import triton\nimport triton.language as tl\nimport castpile\nT = triton\nL = T.language\n",
+                "castpile.multicast_like", "L.arange", "L.max", "L.load", "castpile.signal"),
+    _alias_case("an annotated alias and one by :=",
+                "import triton\nimport castpile\ntl: object = triton.language\nprint(cp := castpile)\n",
+                "cp.multicast_like", "tl.arange", "tl.max", "tl.load", "cp.signal"),
+    _alias_case("an import fallback: except ImportError does not shadow the try body's import",
+                "import triton\nimport castpile\ntry:\n    import triton.language as tl\nexcept ImportError:\n    tl = None\n",
+                "castpile.multicast_like", "tl.arange", "tl.max", "tl.load", "castpile.signal"),
+    _alias_case("if/else imports that agree",
+                "import triton\nimport castpile\nif castpile:\n    import triton.language as tl\nelse:\n"
+                "    from triton import language as tl\n",
+                "castpile.multicast_like", "tl.arange", "tl.max", "tl.load", "castpile.signal"),
+    (
+        "aliases in an enclosing function",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "import castpile\n"
+        "\n"
+        "\n"
+        "def make():\n"
+        "    lang = triton.language\n"
+        "    mcl = castpile.multicast_like\n"
+        "\n"
+        "    @triton.jit\n"
+        "    def k(out, table, W: tl.constexpr):\n"
+        "        bufs = mcl(out, table[:W])\n"
+        "        top = lang.max(bufs[0], axis=0)\n"
+        "\n"
+        "    return k\n",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "import castpile\n"
+        "\n"
+        "\n"
+        "def make():\n"
+        "    lang = triton.language\n"
+        "    mcl = castpile.multicast_like\n"
+        "\n"
+        "    @triton.jit\n"
+        "    def k(out, table, W: tl.constexpr):\n"
+        "        bufs = table\n"
+        '        top = _castpile_reduce_{s}(bufs, W, None, out, 0, None, "max")\n'
+        "\n"
+        "    return k\n",
+    ),
+]
+
 _KERNEL_TAIL = (
     "\n"
     "\n"
@@ -859,11 +949,6 @@ _WITH_OTHER = (  # a kernel's head in a module that imports castpile and a looka
 
 # Files castpile must return byte for byte: nothing in them is castpile's.
 LEFT_ALONE = [
-    (
-        "no castpile import",
-        "import triton\n"
-        "import triton.language as tl\n" + _KERNEL_TAIL,
-    ),
     (
         "a lookalike module-level function named multicast_like",
         "import triton\n"
@@ -944,6 +1029,50 @@ LEFT_ALONE = [
         _WITH_OTHER + "    bufs = other.multicast_like(out, table[:W], remote=\"nvshmem\")\n"
         "    x = bufs[0]\n"
         "    other.put(out, remote=\"ucx\")\n",
+    ),
+    (
+        "signal and wait from other modules, no castpile anywhere",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "from signal import signal\n"
+        "from threading import Event\n"
+        "wait = Event().wait\n"
+        "\n"
+        "\n"
+        "@triton.jit\n"
+        "def k(out):\n"
+        "    signal(out)\n"
+        "    wait(out)\n",
+    ),
+    (
+        "a local def named multicast_like and a parameter named wait, no castpile import",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "\n"
+        "\n"
+        "@triton.jit\n"
+        "def k(out, table, wait, W: tl.constexpr):\n"
+        "    def multicast_like(a, b):\n"
+        "        return b\n"
+        "    bufs = multicast_like(out, table[:W])\n"
+        "    wait(bufs[0])\n",
+    ),
+    (
+        "aliases of another module's names",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "import castpile as cp\n"
+        "import other\n"
+        "multicast_like = other.multicast_like\n"
+        "signal = other.signal\n"
+        "cp = other\n"
+        "\n"
+        "\n"
+        "@triton.jit\n"
+        "def k(out, table, W: tl.constexpr):\n"
+        "    bufs = multicast_like(out, table[:W])\n"
+        "    more = cp.multicast_like(out, table[:W])\n"
+        "    signal(bufs[0])\n",
     ),
     (
         "star import",

@@ -238,3 +238,21 @@ def test_line_breaks_in_parentheses_and_after_semicolons_are_not_counted_twice(t
     module.k[(1,)](bufs[0], torch.tensor([b.data_ptr() for b in bufs]), 5, 3, 8)
     for j, b in enumerate(bufs):  # the sum of the three buffers where in bounds, element 5 as it was
         assert torch.equal(b, torch.cat([torch.arange(5.0) * 6, torch.tensor([5.0 * (j + 1)])]))
+
+
+@pytest.mark.parametrize("source,compiled", [
+    (b"x = 1\n", False),
+    (b"import signal, triton\nsignal.signal(2, None)\n@triton.jit\ndef k(e):\n    e.wait()\n", False),  # attributes
+    (b"def f(x):\n    wait(x)\n", False),  # no jit function anywhere
+    (b"@triton.jit\ndef k(x):\n    wait(x)\n", True),
+    (b"@jit\ndef k(x):\n    signal (x)\n", True),
+    (b"y = multicast_like(a, b)\n", True),
+    (b"import castpile\n", True),
+])
+def test_the_fast_path_copies_only_files_that_cannot_reach_castpile(source, compiled):
+    """Files that may call castpile's names without importing them go to the compiler (to be diagnosed)."""
+    from castpile.options import mentions_castpile
+
+    assert mentions_castpile(source) is compiled
+    if not compiled:
+        assert transpile(source) == source

@@ -154,3 +154,13 @@ def test_the_lowered_cases_compile_for_sm90(tmp_path):
     results = compile_for_sm90(jobs, tmp_path, processes=2)
     failures = {name: r.error for name, r in results.items() if not r.ok}
     assert not failures, failures
+
+
+def test_the_readmes_before_snippet_transpiles_to_its_after_snippet():
+    """README.md shows a whole module before and after: the first is valid input, the second castpile's output."""
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "README.md").read_text()
+    before, after = re.findall(r"```python\n(.*?)```", text, re.S)[:2]
+    head, _ = head_and_helpers(transpile(before, "loop"))
+    assert head == after
