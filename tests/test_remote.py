@@ -489,6 +489,49 @@ def test_remote_kernels_compile_for_sm90_up_to_nvshmem_linking(tmp_path):
         assert "ptxas fatal   : Unresolved extern function 'nvshmem" in outcome, f"{name}: {outcome[-3000:]}"
 
 
+# -- a module without NVSHMEM's device library -------------------------------------------------------------
+
+WITHOUT_LIBRARY = r'''
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("remote_module", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+print("imported:", type(module.plain).__name__, type(module.remote).__name__)
+try:
+    module.remote[(1,)](None, None, 1, 2, 16)
+except RuntimeError as exc:
+    print("launch:", exc)
+'''
+
+
+def test_a_module_with_a_remote_kernel_imports_without_the_nvshmem_library(tmp_path):
+    """Without TRITON_INTERPRET and without libnvshmem_device.bc (NVSHMEM_LIB_DIR names an empty folder): the
+    module imports with every kernel, and the remote kernel's first launch raises torch's error."""
+    import subprocess
+    import sys
+
+    source = (
+        "import triton\nimport triton.language as tl\nfrom castpile import multicast_like\n\n\n"
+        "@triton.jit\ndef plain(out):\n    tl.store(out, 1)\n\n\n"
+        "@triton.jit\ndef remote(out, table, n, W: tl.constexpr, B: tl.constexpr):\n"
+        "    bufs = multicast_like(out, table[:W], shape=(n,), remote='nvshmem')\n"
+        "    bufs[tl.arange(0, B)] = 1\n"
+    )
+    path = tmp_path / "remote_module.py"
+    path.write_bytes(castpile.transpile(source.encode(), str(path)))
+    empty = tmp_path / "no-nvshmem"
+    empty.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(NVSHMEM_LIB_DIR=str(empty), TRITON_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, "-c", WITHOUT_LIBRARY, str(path)], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.splitlines() == [
+        "imported: JITFunction JITFunction",
+        f"launch: NVSHMEM device library not found at specified path: {empty}",
+    ]
+
+
 # -- the GPU proof's kernel (benchmarks/gpu_nvshmem.py), as checked in -------------------------------------
 
 
