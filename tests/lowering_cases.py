@@ -12,6 +12,8 @@ docs/language.md (the helpers' parameter order is that of castpile's helpers.py:
 position in the contract's order, then options by keyword).
 """
 
+from castpile.options import VERSION
+
 HEADER = (
     "import triton\n"
     "import triton.language as tl\n"
@@ -927,6 +929,52 @@ FILE_CASES += [
     ),
 ]
 
+
+_LAUNCHED = (  # a module whose kernel module-level code may launch: (what follows the kernel, as castpile writes it)
+    "import triton\n"
+    "import triton.language as tl\n"
+    "from castpile import multicast_like\n"
+    "\n"
+    "\n"
+    "@triton.jit\n"
+    "def k(out, table, W: tl.constexpr):\n"
+    "    bufs = multicast_like(out, table[:W])\n"
+    "    x = bufs[0]\n"
+)
+_LAUNCHED_OUT = _LAUNCHED.replace("    bufs = multicast_like(out, table[:W])\n    x = bufs[0]\n",
+                                  "    bufs = table\n    x = _castpile_load_{s}(bufs, W, None, out, 0, None)\n")
+_EARLY = '__import__("castpile").define_helpers(globals())'
+
+# Module-level code after a rewritten kernel: the first statement that calls anything defines the helpers first.
+FILE_CASES += [
+    (name, _LAUNCHED + "\n\n" + after, _LAUNCHED_OUT + "\n\n" + expected)
+    for name, after, expected in [
+        ("an `if __name__ == '__main__':` block",
+         "N = 4\n\n\ndef main():\n    k[(1,)](None, None, N)\n\n\nif __name__ == '__main__':\n    main()\n",
+         f"N = 4\n\n\ndef main():\n    k[(1,)](None, None, N)\n\n\nif {_EARLY} or (__name__ == '__main__'):\n    main()\n"),
+        ("a launch at import, then more",
+         "k[(1,)](None, None, 4)  # at import\nk[(2,)](None, None, 4)\n",
+         f"{_EARLY}; k[(1,)](None, None, 4)  # at import\nk[(2,)](None, None, 4)\n"),
+        ("a for loop, its iterable in parentheses",
+         "for grid in (1,), (2,):\n    k[grid](None, None, 4)\n",
+         f"for grid in {_EARLY} or ((1,), (2,)):\n    k[grid](None, None, 4)\n"),
+        ("a with statement",
+         "with open('log') as log, open('x'):\n    k[(1,)](None, None, 4)\n",
+         f"with {_EARLY} or (open('log')) as log, open('x'):\n    k[(1,)](None, None, 4)\n"),
+        ("a try statement: its body's first statement",
+         "try:\n    def helper():\n        pass\n    k[(1,)](None, None, 4)\nexcept RuntimeError:\n    pass\n",
+         f"try:\n    def helper():\n        pass\n    {_EARLY}; k[(1,)](None, None, 4)\nexcept RuntimeError:\n    pass\n"),
+        ("a one-line try",
+         "try: k[(1,)](None, None, 4)\nexcept RuntimeError: pass\n",
+         f"try: {_EARLY}; k[(1,)](None, None, 4)\nexcept RuntimeError: pass\n"),
+        ("definitions and constants only: nothing changes",
+         "BLOCK = 4\n\n\n@triton.jit(do_not_specialize=['n'])\ndef other(out, n):\n    tl.store(out, tl.load(out) + n)\n\n\n"
+         "class Host:\n    size = len('abc')\n",
+         "BLOCK = 4\n\n\n@triton.jit(do_not_specialize=['n'])\ndef other(out, n):\n    tl.store(out, tl.load(out) + n)\n\n\n"
+         "class Host:\n    size = len('abc')\n"),
+    ]
+]
+
 _KERNEL_TAIL = (
     "\n"
     "\n"
@@ -1122,5 +1170,5 @@ REMOTE_CASES = [
      {s: f"bufs = table\nnear = table\nx = _castpile_load_remote(bufs, W, None, out, offs, {IN_N}, table) + "
          f"_castpile_load_{s}(near, W, None, out, offs, None)\n" for s in ("loop", "gather")}),
 ]
-REMOTE_TAIL = "\n\nk = _castpile_remote_kernel(k)\n"
+REMOTE_TAIL = f"\n\n# ---- castpile {VERSION} the kernels with remote= bindings, launched with NVSHMEM ----\nk = _castpile_remote_kernel(k)\n"
 """How a module with a remote kernel ``k`` ends: ``k`` rebound, wrapped for NVSHMEM."""

@@ -1,5 +1,7 @@
 """Output rules: untouched bytes stay, lines keep their numbers, look-alikes are left alone."""
 
+import os
+
 import pytest
 import torch
 
@@ -256,3 +258,70 @@ def test_the_fast_path_copies_only_files_that_cannot_reach_castpile(source, comp
     assert mentions_castpile(source) is compiled
     if not compiled:
         assert transpile(source) == source
+
+
+SCRIPT = b'''\
+"""A script that launches its kernel from module-level code."""
+import sys
+
+import torch
+import triton
+import triton.language as tl
+from castpile import multicast_like
+
+
+@triton.jit
+def stack_sum(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
+    bufs = multicast_like(out, table[:W], shape=(n,))
+    offs = tl.arange(0, BLOCK)
+    tl.store(out + offs, tl.sum(bufs[offs], axis=0), mask=offs < n)
+
+
+def run(w=3, n=5):
+    bufs = [torch.arange(n, dtype=torch.float32) * (j + 1) for j in range(w)]
+    out = torch.zeros(n)
+    stack_sum[(1,)](out, torch.tensor([b.data_ptr() for b in bufs]), n, w, 8)
+    return out, torch.stack(bufs).sum(0)
+
+
+AT_IMPORT = run(2) if "--at-import" in sys.argv else None
+
+if __name__ == "__main__":
+    got, expected = run()
+    print("main:", torch.equal(got, expected))
+'''
+
+
+def test_a_script_launching_its_kernel_runs_as_main_and_as_a_module(tmp_path):
+    """Contract v1.2: module-level code, an `if __name__ == "__main__":` block included, finds every helper;
+    every input line keeps its number (the first statement after the kernel that calls anything gets the
+    definition of the helpers in front), and the kernel's source is the file's."""
+    import inspect
+    import subprocess
+    import sys
+
+    out = transpile(SCRIPT)
+    compile(out, "out.py", "exec")
+    first_call = SCRIPT.split(b"\n").index(b'AT_IMPORT = run(2) if "--at-import" in sys.argv else None') + 1
+    check_line_stable(SCRIPT, out, rewritten={first_call})
+    path = tmp_path / "script_out.py"
+    path.write_bytes(out)
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
+    for args, expected in (([], "main: True"), (["--at-import"], "main: True")):
+        proc = subprocess.run([sys.executable, str(path), *args], env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert proc.stdout.splitlines() == [expected]
+    module = import_file(path, "script_out")
+    got, expected = module.run()
+    assert torch.equal(got, expected)
+    source = inspect.getsource(module.stack_sum.fn)
+    assert source.startswith("@triton.jit\ndef stack_sum(") and source in out.decode()
+
+
+def test_module_level_code_after_the_kernel_launches_it_at_import(tmp_path):
+    source = SCRIPT.replace(b'AT_IMPORT = run(2) if "--at-import" in sys.argv else None', b"AT_IMPORT = run(2)")
+    path = tmp_path / "at_import.py"
+    path.write_bytes(transpile(source))
+    module = import_file(path, "at_import")
+    got, expected = module.AT_IMPORT
+    assert torch.equal(got, expected)

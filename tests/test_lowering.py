@@ -48,7 +48,7 @@ def test_remote_kernel_lines(source, expected, strategy):
 def test_a_remote_kernel_named_with_the_helpers_prefix_keeps_its_name():
     source = kernel_module('bufs = multicast_like(out, table[:W], remote="nvshmem")\nx = bufs[offs]\n')
     out = transpile(source.replace("def k(", "def _castpile_k("), "loop")
-    assert out.endswith("\n\n_castpile_k = _castpile2_remote_kernel(_castpile_k)\n")
+    assert out.endswith(" launched with NVSHMEM ----\n_castpile_k = _castpile2_remote_kernel(_castpile_k)\n")
     assert "\ndef _castpile2_remote_kernel(" in out and "\n_castpile2_nvshmem = _castpile2_nvshmem_functions()\n" in out
 
 

@@ -532,6 +532,52 @@ def test_a_module_with_a_remote_kernel_imports_without_the_nvshmem_library(tmp_p
     ]
 
 
+EARLY_WRAP = r'''
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("early_module", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+print(module.WRAPPED_AT_THE_TIME, module.second.run.__name__)
+before = module.first.run
+module._castpile_remote_kernel(module.first)
+print("wrapping again changes nothing:", module.first.run is before)
+try:
+    module.first[(1,)](None, None, 2)
+except RuntimeError as exc:
+    print("launch:", exc)
+'''
+
+
+def test_module_level_code_after_a_remote_kernel_finds_it_wrapped(tmp_path):
+    """The helpers defined early (for module-level code that may launch kernels) wrap the remote kernels
+    defined so far; the last lines wrap the others, and the ones wrapped already are left as they are."""
+    import subprocess
+    import sys
+
+    kernel = ("@triton.jit\ndef {name}(out, table, W: tl.constexpr):\n"
+              "    bufs = multicast_like(out, table[:W], remote='nvshmem')\n    bufs[0] = 1\n")
+    source = (
+        "import triton\nimport triton.language as tl\nfrom castpile import multicast_like\n\n\n"
+        + kernel.format(name="first")
+        + "\n\nWRAPPED_AT_THE_TIME = getattr(first.run, '__name__')\n\n\n"
+        + kernel.format(name="second")
+    )
+    path = tmp_path / "early_module.py"
+    path.write_bytes(castpile.transpile(source.encode(), str(path)))
+    empty = tmp_path / "no-nvshmem"
+    empty.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(NVSHMEM_LIB_DIR=str(empty), TRITON_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, "-c", EARLY_WRAP, str(path)], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.splitlines() == [
+        "run_with_nvshmem run_with_nvshmem",
+        "wrapping again changes nothing: True",
+        f"launch: NVSHMEM device library not found at specified path: {empty}",
+    ]
+
+
 # -- the GPU proof's kernel (benchmarks/gpu_nvshmem.py), as checked in -------------------------------------
 
 
