@@ -6,7 +6,16 @@ import pytest
 import torch
 
 import castpile
+from compile_sm90 import Job, compile_for_sm90
 from testkit import import_file
+
+SM90 = {"out": "*fp32", "table": "*i64", "n": "i32", "W": "constexpr", "BLOCK": "constexpr"}
+
+
+def assert_compiles_for_sm90(path, kernel, tmp_path):
+    """What a test ran in the interpreter compiles for the GPU too."""
+    [result] = compile_for_sm90([Job(path, kernel, SM90, {"W": 3, "BLOCK": 8})], tmp_path / "sm90").values()
+    assert result.ok, result.error
 
 KERNEL = (
     "import triton\n"
@@ -211,6 +220,7 @@ def test_backslash_continuations_in_stores_keep_lines_and_parse(tmp_path, strate
     module.k[(1,)](bufs[0], torch.tensor([b.data_ptr() for b in bufs]), 5, 3, 8)
     expected = torch.tensor([19.0, 21, 23, 25, 27, -1])  # (offs + 10) * 2 - 1
     assert all(torch.equal(b, expected) for b in bufs)
+    assert_compiles_for_sm90(path, "k", tmp_path)
 
 
 @pytest.mark.parametrize("strategy", castpile.STRATEGIES)
@@ -240,6 +250,7 @@ def test_line_breaks_in_parentheses_and_after_semicolons_are_not_counted_twice(t
     module.k[(1,)](bufs[0], torch.tensor([b.data_ptr() for b in bufs]), 5, 3, 8)
     for j, b in enumerate(bufs):  # the sum of the three buffers where in bounds, element 5 as it was
         assert torch.equal(b, torch.cat([torch.arange(5.0) * 6, torch.tensor([5.0 * (j + 1)])]))
+    assert_compiles_for_sm90(path, "k", tmp_path)
 
 
 @pytest.mark.parametrize("source,compiled", [
@@ -316,6 +327,7 @@ def test_a_script_launching_its_kernel_runs_as_main_and_as_a_module(tmp_path):
     assert torch.equal(got, expected)
     source = inspect.getsource(module.stack_sum.fn)
     assert source.startswith("@triton.jit\ndef stack_sum(") and source in out.decode()
+    assert_compiles_for_sm90(path, "stack_sum", tmp_path)  # importing it runs the early helpers too
 
 
 def test_module_level_code_after_the_kernel_launches_it_at_import(tmp_path):
