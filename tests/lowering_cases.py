@@ -930,10 +930,7 @@ FILE_CASES += [
 ]
 
 
-_LAUNCHED = (  # a module whose kernel module-level code may launch: (what follows the kernel, as castpile writes it)
-    "import triton\n"
-    "import triton.language as tl\n"
-    "from castpile import multicast_like\n"
+_KERNEL_TAIL = (
     "\n"
     "\n"
     "@triton.jit\n"
@@ -941,6 +938,8 @@ _LAUNCHED = (  # a module whose kernel module-level code may launch: (what follo
     "    bufs = multicast_like(out, table[:W])\n"
     "    x = bufs[0]\n"
 )
+
+_LAUNCHED = "import triton\nimport triton.language as tl\nfrom castpile import multicast_like\n" + _KERNEL_TAIL
 _LAUNCHED_OUT = _LAUNCHED.replace("    bufs = multicast_like(out, table[:W])\n    x = bufs[0]\n",
                                   "    bufs = table\n    x = _castpile_load_{s}(bufs, W, None, out, 0, None)\n")
 _EARLY = '__import__("castpile").define_helpers(globals())'
@@ -975,14 +974,6 @@ FILE_CASES += [
     ]
 ]
 
-_KERNEL_TAIL = (
-    "\n"
-    "\n"
-    "@triton.jit\n"
-    "def k(out, table, W: tl.constexpr):\n"
-    "    bufs = multicast_like(out, table[:W])\n"
-    "    x = bufs[0]\n"
-)
 
 _WITH_OTHER = (  # a kernel's head in a module that imports castpile and a lookalike module `other`
     "import triton\n"

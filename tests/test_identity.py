@@ -17,6 +17,16 @@ def assert_compiles_for_sm90(path, kernel, tmp_path):
     [result] = compile_for_sm90([Job(path, kernel, SM90, {"W": 3, "BLOCK": 8})], tmp_path / "sm90").values()
     assert result.ok, result.error
 
+
+def run_k(tmp_path, out: bytes, bufs: list) -> None:
+    """The output's kernel ``k(out, table, n=5, W, BLOCK=8)`` run on ``bufs`` (it compiles for sm_90 too)."""
+    compile(out, "out.py", "exec")
+    path = tmp_path / "out.py"
+    path.write_bytes(out)
+    import_file(path).k[(1,)](bufs[0], torch.tensor([b.data_ptr() for b in bufs]), 5, len(bufs), 8)
+    assert_compiles_for_sm90(path, "k", tmp_path)
+
+
 KERNEL = (
     "import triton\n"
     "import triton.language as tl\n"
@@ -210,17 +220,12 @@ def test_backslash_continuations_in_stores_keep_lines_and_parse(tmp_path, strate
         b"    last_line = 1\n"
     )
     out = transpile(source, strategy)
-    compile(out, "out.py", "exec")
     check_line_stable(source, out, rewritten=set(range(10, 19)))
     assert out.split(b"\n")[18] == b"    last_line = 1"
-    path = tmp_path / "continued.py"
-    path.write_bytes(out)
-    module = import_file(path)
     bufs = [torch.full((6,), -1.0) for _ in range(3)]
-    module.k[(1,)](bufs[0], torch.tensor([b.data_ptr() for b in bufs]), 5, 3, 8)
+    run_k(tmp_path, out, bufs)
     expected = torch.tensor([19.0, 21, 23, 25, 27, -1])  # (offs + 10) * 2 - 1
     assert all(torch.equal(b, expected) for b in bufs)
-    assert_compiles_for_sm90(path, "k", tmp_path)
 
 
 @pytest.mark.parametrize("strategy", castpile.STRATEGIES)
@@ -240,17 +245,12 @@ def test_line_breaks_in_parentheses_and_after_semicolons_are_not_counted_twice(t
         b"    last_line = 1\n"
     )
     out = transpile(source, strategy)
-    compile(out, "out.py", "exec")
     check_line_stable(source, out, rewritten={8, 11, 13})
     assert out.split(b"\n")[14] == b"    last_line = 1"
-    path = tmp_path / "parenthesised.py"
-    path.write_bytes(out)
-    module = import_file(path)
     bufs = [torch.arange(6.0) * (j + 1) for j in range(3)]
-    module.k[(1,)](bufs[0], torch.tensor([b.data_ptr() for b in bufs]), 5, 3, 8)
+    run_k(tmp_path, out, bufs)
     for j, b in enumerate(bufs):  # the sum of the three buffers where in bounds, element 5 as it was
         assert torch.equal(b, torch.cat([torch.arange(5.0) * 6, torch.tensor([5.0 * (j + 1)])]))
-    assert_compiles_for_sm90(path, "k", tmp_path)
 
 
 @pytest.mark.parametrize("source,compiled", [

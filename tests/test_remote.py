@@ -504,12 +504,27 @@ except RuntimeError as exc:
 '''
 
 
-def test_a_module_with_a_remote_kernel_imports_without_the_nvshmem_library(tmp_path):
-    """Without TRITON_INTERPRET and without libnvshmem_device.bc (NVSHMEM_LIB_DIR names an empty folder): the
-    module imports with every kernel, and the remote kernel's first launch raises torch's error."""
+def without_nvshmem(tmp_path: Path, source: str, script: str) -> tuple[list[str], Path]:
+    """``script`` run on ``source`` transpiled (its path in ``sys.argv[1]``) in a subprocess without
+    TRITON_INTERPRET, NVSHMEM_LIB_DIR naming an empty folder: the lines it printed, and that folder."""
     import subprocess
     import sys
 
+    path = tmp_path / "remote_module.py"
+    path.write_bytes(castpile.transpile(source.encode(), str(path)))
+    empty = tmp_path / "no-nvshmem"
+    empty.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(NVSHMEM_LIB_DIR=str(empty), TRITON_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, "-c", script, str(path)], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout.splitlines(), empty
+
+
+def test_a_module_with_a_remote_kernel_imports_without_the_nvshmem_library(tmp_path):
+    """Without TRITON_INTERPRET and without libnvshmem_device.bc (NVSHMEM_LIB_DIR names an empty folder): the
+    module imports with every kernel, and the remote kernel's first launch raises torch's error."""
     source = (
         "import triton\nimport triton.language as tl\nfrom castpile import multicast_like\n\n\n"
         "@triton.jit\ndef plain(out):\n    tl.store(out, 1)\n\n\n"
@@ -517,16 +532,8 @@ def test_a_module_with_a_remote_kernel_imports_without_the_nvshmem_library(tmp_p
         "    bufs = multicast_like(out, table[:W], shape=(n,), remote='nvshmem')\n"
         "    bufs[tl.arange(0, B)] = 1\n"
     )
-    path = tmp_path / "remote_module.py"
-    path.write_bytes(castpile.transpile(source.encode(), str(path)))
-    empty = tmp_path / "no-nvshmem"
-    empty.mkdir()
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env.update(NVSHMEM_LIB_DIR=str(empty), TRITON_CACHE_DIR=str(tmp_path / "cache"))
-    proc = subprocess.run([sys.executable, "-c", WITHOUT_LIBRARY, str(path)], env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.splitlines() == [
+    printed, empty = without_nvshmem(tmp_path, source, WITHOUT_LIBRARY)
+    assert printed == [
         "imported: JITFunction JITFunction",
         f"launch: NVSHMEM device library not found at specified path: {empty}",
     ]
@@ -534,7 +541,7 @@ def test_a_module_with_a_remote_kernel_imports_without_the_nvshmem_library(tmp_p
 
 EARLY_WRAP = r'''
 import importlib.util, sys
-spec = importlib.util.spec_from_file_location("early_module", sys.argv[1])
+spec = importlib.util.spec_from_file_location("remote_module", sys.argv[1])
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 print(module.WRAPPED_AT_THE_TIME, module.second.run.__name__)
@@ -551,9 +558,6 @@ except RuntimeError as exc:
 def test_module_level_code_after_a_remote_kernel_finds_it_wrapped(tmp_path):
     """The helpers defined early (for module-level code that may launch kernels) wrap the remote kernels
     defined so far; the last lines wrap the others, and the ones wrapped already are left as they are."""
-    import subprocess
-    import sys
-
     kernel = ("@triton.jit\ndef {name}(out, table, W: tl.constexpr):\n"
               "    bufs = multicast_like(out, table[:W], remote='nvshmem')\n    bufs[0] = 1\n")
     source = (
@@ -562,16 +566,8 @@ def test_module_level_code_after_a_remote_kernel_finds_it_wrapped(tmp_path):
         + "\n\nWRAPPED_AT_THE_TIME = getattr(first.run, '__name__')\n\n\n"
         + kernel.format(name="second")
     )
-    path = tmp_path / "early_module.py"
-    path.write_bytes(castpile.transpile(source.encode(), str(path)))
-    empty = tmp_path / "no-nvshmem"
-    empty.mkdir()
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env.update(NVSHMEM_LIB_DIR=str(empty), TRITON_CACHE_DIR=str(tmp_path / "cache"))
-    proc = subprocess.run([sys.executable, "-c", EARLY_WRAP, str(path)], env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.splitlines() == [
+    printed, empty = without_nvshmem(tmp_path, source, EARLY_WRAP)
+    assert printed == [
         "run_with_nvshmem run_with_nvshmem",
         "wrapping again changes nothing: True",
         f"launch: NVSHMEM device library not found at specified path: {empty}",
