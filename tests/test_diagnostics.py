@@ -296,6 +296,19 @@ def test_a_triton_name_bound_to_two_things_is_located_where_a_kernel_uses_it(reb
     assert file_errors(source) == [(line, 11, AMBIGUOUS_TL)]
 
 
+def test_a_triton_function_imported_by_name_and_bound_again_is_located_too():
+    source = (
+        "import triton\nimport triton.language as tl\nfrom triton.language import load as ld\n"
+        "from castpile import multicast_like\nld = None\n\n\n"
+        "@triton.jit\ndef k(out, table, W: tl.constexpr):\n"
+        "    bufs = multicast_like(out, table[:W])\n"
+        "    x = ld(bufs[0], mask=True)\n"
+    )
+    assert file_errors(source) == [(11, 9, "'ld' is bound to triton.language.load and also to something else, so "
+                                           "castpile cannot tell what 'ld' calls; bind 'ld' once (an import under "
+                                           "`try` with a fallback under `except ImportError` is fine)")]
+
+
 README_BEFORE = '''\
     @triton.jit
     def allreduce_oneshot(out, dev_ptrs, n, WORLD: tl.constexpr, BLOCK: tl.constexpr):

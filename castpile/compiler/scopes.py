@@ -26,7 +26,6 @@ import libcst as cst
 from .walk import Walker
 
 CASTPILE_NAMES = ("multicast_like", "signal", "wait")
-_TRITON_MODULES = ("triton", "triton.language")
 _OTHER = None  # what a name stands for when castpile does not follow its binding
 
 
@@ -158,14 +157,15 @@ class Resolver:
         return member if module == "triton.language" else None
 
     def ambiguous(self, func: cst.BaseExpression) -> tuple[str, str] | None:
-        """``(head, meaning)`` when the head of ``func`` may stand for ``triton`` or ``triton.language``
-        (``meaning``) and also for something else, so castpile cannot tell what ``func`` calls."""
+        """``(head, meaning)`` when the head of ``func`` may stand for ``triton`` or something in it
+        (``meaning``: ``triton.language``, ``triton.language.load``) and also for something else, so
+        castpile cannot tell what ``func`` calls."""
         chain = dotted(func)
         if chain is None:
             return None
         head = chain.partition(".")[0]
         meanings = self._meanings(head, len(self.scopes), frozenset())
-        known = sorted(m for m in meanings if m in _TRITON_MODULES)
+        known = sorted(m for m in meanings if m is not _OTHER and (m == "triton" or m.startswith("triton.")))
         return (head, known[0]) if known and len(meanings) > 1 else None
 
     def missing_import(self, func: cst.BaseExpression) -> tuple[str, str] | None:
