@@ -27,7 +27,8 @@ def header(title: str) -> str:
 
 def define_helpers(scope: dict, filename: str) -> None:
     """Run the helpers appended to the module file ``filename`` in ``scope`` (its globals), and wrap for
-    NVSHMEM those of its remote kernels already defined; once per module."""
+    NVSHMEM those of its remote kernels already defined; once per module (``scope["__castpile_helpers__"]``
+    records it: a ``while`` test calls this at every turn)."""
     import ast
     import linecache
 

@@ -421,6 +421,13 @@ KERNEL_CASES = [
         '_castpile_atomic_{s}(bufs, W, None, out, offs, None, "add", _castpile_v1, _castpile_v0, keep_old=False)\n',
     ),
     (
+        "tl.store: mask then value, in fresh names",
+        TABLE_N + "tl.store(bufs[offs], mask=tl.load(idx + offs) > 0, value=tl.load(idx))\n",
+        "bufs = table\n"
+        "_castpile_v0 = tl.load(idx + offs) > 0; _castpile_v1 = tl.load(idx); "
+        f"_castpile_store_{{s}}(bufs, W, None, out, offs, {IN_N}, _castpile_v1, _castpile_v0)\n",
+    ),
+    (
         "an atomic inside an expression: mask then val, handed over rearranged",
         TABLE + "x = tl.atomic_add(bufs[offs], mask=tl.load(idx + offs) > 0, val=tl.load(idx))\n",
         "bufs = table\n"
