@@ -18,7 +18,8 @@ example pointer, the element offsets and the bounds mask, then the user's
 arguments in the contract's order; see :mod:`castpile.compiler.helpers`.  Every index,
 value and mask is evaluated once, in source order: indices that are not pure
 go through ``*_castpile_index((i, ...), extents, strides)`` in expressions, and
-into fresh names on the statement's own line in stores.
+into fresh names on the statement's own line in stores; so do value arguments with side
+effects written out of the helper's order, in a call that stands alone as a statement.
 """
 
 from __future__ import annotations
@@ -383,30 +384,30 @@ class Lowerer:
         options = {key: given.get(key) for key in _OPTIONS[op]}
         statements: list[str] = []
         impure = use.impure
-        pointers = self.render.text(use.node.args[0].value)  # castpile.wait on plain pointers
-        if not use.result_used and self._reordered(names, use.positions, impure):
-            if access is None:
-                pointers = self._temporary("p", pointers, statements)
-            else:
-                prefix = self._hoisted_indices(access, statements)
+        hoist = not use.result_used and self._reordered(names, use.positions, impure)
+        if access is None:  # castpile.wait on plain pointers
+            where = self.render.text(use.node.args[0].value)
+            if hoist:
+                where = self._temporary("p", where, statements)
+        else:
+            where = self._hoisted_indices(access, statements) if hoist else self._access_prefix(access)
+        if hoist:
             for name in sorted(impure, key=use.positions.__getitem__):
                 given[name] = self._temporary("v", given[name], statements)
             impure = frozenset()
-        elif access is not None:
-            prefix = self._access_prefix(access)
         values = self._values(names, given, use.positions, impure)
         if access is None:
-            return [*statements, self._call("wait_flags", pointers, *values, **options)]
+            return [*statements, self._call("wait_flags", where, *values, **options)]
         keep_old = None if use.result_used else "False"
         s = self.strategy
         if op in ATOMICS:
-            call = self._call(f"atomic_{s}", prefix, f'"{op[len("atomic_"):]}"', *values, **options,
+            call = self._call(f"atomic_{s}", where, f'"{op[len("atomic_"):]}"', *values, **options,
                               align=self._align(access), keep_old=keep_old)
         elif op == "atomic_cas":
-            call = self._call(f"atomic_cas_{s}", prefix, *values, **options, align=self._align(access), keep_old=keep_old)
+            call = self._call(f"atomic_cas_{s}", where, *values, **options, align=self._align(access), keep_old=keep_old)
         elif access.binding.remote is not None:
-            call = self._call(f"{op}_remote", prefix, *values, **options, align=self._align(access))
+            call = self._call(f"{op}_remote", where, *values, **options, align=self._align(access))
         else:
             name = {"load": f"load_{s}", "store": f"store_{s}", "signal": "signal", "wait": "wait"}[op]
-            call = self._call(name, prefix, *values, **options, align=self._align(access))
+            call = self._call(name, where, *values, **options, align=self._align(access))
         return [*statements, call]
