@@ -13,16 +13,7 @@ nothing.
 Importing this module is cheap (the standard library only, loaded on call).
 """
 
-from .options import VERSION
-
-_MARK = "# ---- castpile "
-HELPERS_TITLE = "helpers: generated, called by the rewritten accesses above"
-WRAPS_TITLE = "the kernels with remote= bindings, launched with NVSHMEM"
-
-
-def header(title: str) -> str:
-    """The comment line that starts a part of what castpile appends."""
-    return f"{_MARK}{VERSION} {title} ----"
+from .options import APPENDED_MARK, HELPERS_TITLE, WRAPS_TITLE
 
 
 def define_helpers(scope: dict, filename: str) -> None:
@@ -35,7 +26,7 @@ def define_helpers(scope: dict, filename: str) -> None:
     if scope.get("__castpile_helpers__") == filename:
         return
     lines = linecache.getlines(filename, scope)
-    starts = [k for k, line in enumerate(lines) if line.startswith(_MARK)]
+    starts = [k for k, line in enumerate(lines) if line.startswith(APPENDED_MARK)]
     helpers = max(k for k in starts if HELPERS_TITLE in lines[k])
     wraps = next((k for k in starts if k > helpers and WRAPS_TITLE in lines[k]), len(lines))
     tree = ast.parse("".join(lines[helpers:]), filename)

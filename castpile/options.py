@@ -1,4 +1,5 @@
-"""castpile's options and their one check: the version, the lowering strategies, which inputs need the compiler.
+"""castpile's options and their one check: the version, the lowering strategies, which inputs need the compiler,
+and the header lines of what the compiler appends to a module (which :mod:`castpile.early` reads back).
 
 Every front end (the CLI, the import hook, :func:`castpile.transpile`) checks a
 strategy where it enters, with :func:`check_strategy`::
@@ -12,6 +13,17 @@ strategy where it enters, with :func:`check_strategy`::
 """
 
 VERSION = "0.2.0"
+
+APPENDED_MARK = "# ---- castpile "
+HELPERS_TITLE = "helpers: generated, called by the rewritten accesses above"
+WRAPS_TITLE = "the kernels with remote= bindings, launched with NVSHMEM"
+"""The two parts appended after a module's last line, the helpers, then the NVSHMEM wraps, each start
+with a comment line: :data:`APPENDED_MARK`, the version and the part's title."""
+
+
+def appended_header(title: str) -> str:
+    """The comment line that starts a part appended after a module's last line."""
+    return f"{APPENDED_MARK}{VERSION} {title} ----"
 
 STRATEGIES = ("loop", "gather")
 """How accesses are lowered: a loop over the buffers, or one gather of P + I pointers."""

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from ..early import HELPERS_TITLE, WRAPS_TITLE, header
+from ..options import HELPERS_TITLE, WRAPS_TITLE, appended_header
 from .lower import HELPER_PREFIX, Lowering
 from .plan import STATEMENTS, Plan
 from .walk import Walker, rebuild
@@ -192,10 +192,10 @@ def helpers_block(used: set[str], newline: str, prefix: str = HELPER_PREFIX, rem
             needed.add(name)
             todo.extend(calls[name])
     body = "\n\n\n".join(sources[name] for name in order if name in needed)
-    text = f"\n\n{header(HELPERS_TITLE)}\nimport triton\nimport triton.language as tl\n\n\n{body}\n"
+    text = f"\n\n{appended_header(HELPERS_TITLE)}\nimport triton\nimport triton.language as tl\n\n\n{body}\n"
     text = text.replace(HELPER_PREFIX, prefix)
     if remote_kernels:  # after the renaming: a kernel's own name may start with the default prefix
-        text += f"\n\n{header(WRAPS_TITLE)}\n" + "".join(f"{name} = {prefix}remote_kernel({name})\n" for name in remote_kernels)
+        text += f"\n\n{appended_header(WRAPS_TITLE)}\n" + "".join(f"{name} = {prefix}remote_kernel({name})\n" for name in remote_kernels)
     return text.replace("\n", newline)
 
 
