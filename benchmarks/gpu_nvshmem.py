@@ -340,7 +340,7 @@ def main():
             raise RuntimeError(entry["problem"])
 
     with run.phase("import the remote kernel") as entry:
-        # importing registers the kernel with torch's requires_nvshmem, which finds libnvshmem_device.bc
+        # torch's requires_nvshmem (which finds libnvshmem_device.bc) runs at each remote kernel's first launch
         from kernels.generated import nvshmem_kernels_loop as remote_kernels
 
         entry["module"] = remote_kernels.__file__

@@ -68,6 +68,16 @@ signal = _Marker("signal", "Set flags in every addressed buffer (a source-level 
 wait = _Marker("wait", "Spin until every addressed flag holds a value (a source-level marker).")
 
 
+def define_helpers(scope: dict) -> None:
+    """Define the helpers appended to the calling transpiled module now (``scope``: its globals), for its
+    module-level code that launches kernels before reaching them; see :mod:`castpile.early`."""
+    import sys
+
+    from .early import define_helpers as define
+
+    define(scope, sys._getframe(1).f_code.co_filename)
+
+
 def __getattr__(name):
     """``Diagnostic`` and ``TranspileError`` load on first use: the CLI copies a
     file that never mentions castpile without compiling :mod:`castpile.compiler.errors`."""
@@ -94,6 +104,7 @@ __all__ = [
     "Diagnostic",
     "STRATEGIES",
     "TranspileError",
+    "define_helpers",
     "install_import_hook",
     "multicast_like",
     "signal",

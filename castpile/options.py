@@ -1,4 +1,5 @@
-"""castpile's options and their one check: the version, the lowering strategies, which inputs need the compiler.
+"""castpile's options and their one check: the version, the lowering strategies, which inputs need the compiler,
+and the header lines of what the compiler appends to a module (which :mod:`castpile.early` reads back).
 
 Every front end (the CLI, the import hook, :func:`castpile.transpile`) checks a
 strategy where it enters, with :func:`check_strategy`::
@@ -12,6 +13,17 @@ strategy where it enters, with :func:`check_strategy`::
 """
 
 VERSION = "0.2.0"
+
+APPENDED_MARK = "# ---- castpile "
+HELPERS_TITLE = "helpers: generated, called by the rewritten accesses above"
+WRAPS_TITLE = "the kernels with remote= bindings, launched with NVSHMEM"
+"""The two parts appended after a module's last line, the helpers, then the NVSHMEM wraps, each start
+with a comment line: :data:`APPENDED_MARK`, the version and the part's title."""
+
+
+def appended_header(title: str) -> str:
+    """The comment line that starts a part appended after a module's last line."""
+    return f"{APPENDED_MARK}{VERSION} {title} ----"
 
 STRATEGIES = ("loop", "gather")
 """How accesses are lowered: a loop over the buffers, or one gather of P + I pointers."""
@@ -27,6 +39,15 @@ def check_strategy(strategy: str) -> str:
 def mentions_castpile(source: bytes) -> bool:
     """Whether ``source`` may use castpile; a file that does not is copied through as it is.
 
-    The one test every front end uses to skip the compiler (it loads libcst and sympy).
+    The one test every front end uses to skip the compiler (it loads libcst and sympy).  A
+    file that calls ``multicast_like``, or ``signal`` or ``wait`` by a bare name in what may
+    be a jit function, goes to the compiler even without the word castpile: if no import
+    reaches the name, that is an error to report, not a file to copy.
     """
-    return b"castpile" in source
+    if b"castpile" in source or b"multicast_like" in source:
+        return True
+    if b"jit" not in source or (b"signal" not in source and b"wait" not in source):
+        return False
+    import re
+
+    return re.search(rb"(?<![\w.])(?:signal|wait)\s*\(", source) is not None

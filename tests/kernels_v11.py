@@ -5,6 +5,7 @@ import triton.language as tl
 from triton.language import atomic_add, load
 from triton.language import sum as tl_sum
 
+import castpile
 from castpile import multicast_like
 
 
@@ -202,3 +203,13 @@ def keywords_in_source_order(out, table, ctr, n, W: tl.constexpr, B: tl.constexp
     bufs = multicast_like(out, table[:W], shape=(n,))
     o = tl.arange(0, B)
     tl.atomic_add(bufs[o], mask=o < tl.atomic_add(ctr, 1), val=tl.atomic_add(ctr, 1).to(tl.float32))
+
+
+@triton.jit
+def flags_in_source_order(flags, table, ctr, W: tl.constexpr):
+    """signal and wait with side-effecting keywords written out of the helper's order, a default between them:
+    each runs once, in the order written (ctr counts 0, 1, ... through them)."""
+    f = multicast_like(flags, table[:W], shape=(4,))
+    castpile.signal(f[0], mask=tl.atomic_add(ctr, 1) == 0, value=tl.atomic_add(ctr, 1) + 10)  # 0 == 0; 1 + 10
+    castpile.signal(f[1], mask=tl.atomic_add(ctr, 1) == 2, wait_for=tl.atomic_add(ctr, 1) - 3)  # 2 == 2; 3 - 3
+    castpile.wait(f[2], mask=tl.atomic_add(ctr, 1) == 4, value=tl.atomic_add(ctr, 1) + 2)  # 4 == 4; 5 + 2

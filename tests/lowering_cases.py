@@ -12,6 +12,8 @@ docs/language.md (the helpers' parameter order is that of castpile's helpers.py:
 position in the contract's order, then options by keyword).
 """
 
+from castpile.options import VERSION
+
 HEADER = (
     "import triton\n"
     "import triton.language as tl\n"
@@ -380,6 +382,66 @@ KERNEL_CASES = [
         "wait on plain pointers with reset",
         "castpile.wait(ptrs + offs, reset=5)\n",
         "_castpile_wait_flags(ptrs + offs, 1, 5)\n",
+    ),
+    # -- value arguments with side effects written out of the helper's order: evaluated in the order
+    # written.  A call that stands alone as a statement puts them (and impure indices before them) in
+    # fresh names on its line; inside an expression they are handed over rearranged.
+    (
+        "signal: mask then value, wait_for's default between them",
+        TABLE + "castpile.signal(bufs[0], mask=tl.atomic_add(ctr, 1) > 0, value=tl.atomic_add(ctr, 1))\n",
+        "bufs = table\n"
+        "_castpile_v0 = tl.atomic_add(ctr, 1) > 0; _castpile_v1 = tl.atomic_add(ctr, 1); "
+        "_castpile_signal(bufs, W, None, out, 0, None, _castpile_v1, None, _castpile_v0)\n",
+    ),
+    (
+        "signal at an impure index: mask then wait_for, value's default first",
+        TABLE + "castpile.signal(bufs[tl.atomic_add(ctr, 1)], mask=tl.load(idx) > 0, wait_for=tl.load(idx + 1))\n",
+        "bufs = table\n"
+        "_castpile_i0 = tl.atomic_add(ctr, 1); _castpile_v1 = tl.load(idx) > 0; _castpile_v2 = tl.load(idx + 1); "
+        "_castpile_signal(bufs, W, None, out, _castpile_i0, None, 1, _castpile_v2, _castpile_v1)\n",
+    ),
+    (
+        "wait: mask then value, reset's default between them",
+        TABLE + "castpile.wait(bufs[offs], mask=tl.load(idx + offs) > 0, value=tl.load(idx))\n",
+        "bufs = table\n"
+        "_castpile_v0 = tl.load(idx + offs) > 0; _castpile_v1 = tl.load(idx); "
+        "_castpile_wait(bufs, W, None, out, offs, None, _castpile_v1, 0, _castpile_v0)\n",
+    ),
+    (
+        "wait on plain pointers: the pointers first, then mask and value",
+        "castpile.wait(ptrs + offs, mask=tl.load(idx + offs) > 0, value=tl.load(idx))\n",
+        "_castpile_p0 = ptrs + offs; _castpile_v1 = tl.load(idx + offs) > 0; _castpile_v2 = tl.load(idx); "
+        "_castpile_wait_flags(_castpile_p0, _castpile_v2, 0, _castpile_v1)\n",
+    ),
+    (
+        "an unused atomic: mask then val, in fresh names",
+        TABLE + "tl.atomic_add(bufs[offs], mask=tl.load(idx + offs) > 0, val=tl.load(idx))\n",
+        "bufs = table\n"
+        "_castpile_v0 = tl.load(idx + offs) > 0; _castpile_v1 = tl.load(idx); "
+        '_castpile_atomic_{s}(bufs, W, None, out, offs, None, "add", _castpile_v1, _castpile_v0, keep_old=False)\n',
+    ),
+    (
+        "tl.store: mask then value, in fresh names",
+        TABLE_N + "tl.store(bufs[offs], mask=tl.load(idx + offs) > 0, value=tl.load(idx))\n",
+        "bufs = table\n"
+        "_castpile_v0 = tl.load(idx + offs) > 0; _castpile_v1 = tl.load(idx); "
+        f"_castpile_store_{{s}}(bufs, W, None, out, offs, {IN_N}, _castpile_v1, _castpile_v0)\n",
+    ),
+    (
+        "an atomic inside an expression: mask then val, handed over rearranged",
+        TABLE + "x = tl.atomic_add(bufs[offs], mask=tl.load(idx + offs) > 0, val=tl.load(idx))\n",
+        "bufs = table\n"
+        'x = _castpile_atomic_{s}(bufs, W, None, out, offs, None, "add", '
+        "*_castpile_in_order((tl.load(idx + offs) > 0, tl.load(idx)), (1, 0)))\n",
+    ),
+    (
+        "a parenthesised two-line signal out of order: statements without the parentheses, the line break inside the last",
+        TABLE + "(castpile.signal(bufs[0], mask=tl.atomic_add(ctr, 1) > 0,\n"
+        "                 value=tl.atomic_add(ctr, 1)))\n",
+        "bufs = table\n"
+        "_castpile_v0 = tl.atomic_add(ctr, 1) > 0; _castpile_v1 = tl.atomic_add(ctr, 1); "
+        "_castpile_signal(bufs, W, None, out, 0, None, _castpile_v1, None, _castpile_v0\n"
+        ")\n",
     ),
     # -- stack reductions: a table's buffer by buffer under both strategies, a tile's through P + I ------------
     *[
@@ -1029,6 +1091,97 @@ FILE_CASES = [
     ),
 ]
 
+
+
+def _alias_case(name: str, head: str, mcl: str, arange: str, top: str, load: str, signal: str) -> tuple[str, str, str]:
+    """A file case whose module names castpile and triton.language as ``head`` does, and whose kernel calls
+    them as ``mcl``, ``arange``, ``top`` (a stack max), ``load`` and ``signal``."""
+    kernel = "\n\n@triton.jit\ndef k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):\n"
+    source = (
+        f"{head}{kernel}"
+        f"    bufs = {mcl}(out, table[:W], shape=(n,))\n"
+        f"    offs = {arange}(0, BLOCK)\n"
+        f"    top = {top}(bufs[offs], axis=0)\n"
+        f"    x = {load}(bufs[offs], mask=offs < 2, other=-1)\n"
+        f"    {signal}(bufs[0])\n"
+    )
+    expected = (
+        f"{head}{kernel}"
+        "    bufs = table\n"
+        f"    offs = {arange}(0, BLOCK)\n"
+        f'    top = _castpile_reduce_loop(bufs, W, None, out, offs, {IN_N}, "max")\n'
+        f"    x = _castpile_load_{{s}}(bufs, W, None, out, offs, {IN_N}, offs < 2, -1)\n"
+        "    _castpile_signal(bufs, W, None, out, 0, (0 < n))\n"
+    )
+    return name, source, expected
+
+
+# Every way a module names triton.language and castpile that Python resolves statically (docs/language.md, Names).
+FILE_CASES += [
+    _alias_case("tl = triton.language", "import triton\nimport castpile\ntl = triton.language\n",
+                "castpile.multicast_like", "tl.arange", "tl.max", "tl.load", "castpile.signal"),
+    _alias_case("language = triton.language, next to tl",
+                "import triton\nimport triton.language as tl\nimport castpile\nlanguage = triton.language\n",
+                "castpile.multicast_like", "language.arange", "language.max", "language.load", "castpile.signal"),
+    _alias_case("import triton; triton.language.max",
+                "import triton\nimport triton.language as tl\nfrom castpile import multicast_like, signal\n",
+                "multicast_like", "triton.language.arange", "triton.language.max", "triton.language.load", "signal"),
+    _alias_case("from triton import language as tl; import castpile as cp",
+                "import triton\nfrom triton import language as tl\nimport castpile as cp\n",
+                "cp.multicast_like", "tl.arange", "tl.max", "tl.load", "cp.signal"),
+    _alias_case("cp = castpile, mcl = cp.multicast_like, sig = castpile.signal, ld = tl.load, mx = tl.max",
+                "import triton\nimport triton.language as tl\nimport castpile\ncp = castpile\nmcl = cp.multicast_like\n"
+                "sig = castpile.signal\nld = tl.load\nmx = tl.max\n",
+                "mcl", "tl.arange", "mx", "ld", "sig"),
+    _alias_case("aliases of aliases: T = triton, L = T.language",
+                "import triton\nimport triton.language as tl\nimport castpile\nT = triton\nL = T.language\n",
+                "castpile.multicast_like", "L.arange", "L.max", "L.load", "castpile.signal"),
+    _alias_case("an annotated alias and one by :=",
+                "import triton\nimport castpile\ntl: object = triton.language\nprint(cp := castpile)\n",
+                "cp.multicast_like", "tl.arange", "tl.max", "tl.load", "cp.signal"),
+    _alias_case("an import fallback: except ImportError does not shadow the try body's import",
+                "import triton\nimport castpile\ntry:\n    import triton.language as tl\nexcept ImportError:\n    tl = None\n",
+                "castpile.multicast_like", "tl.arange", "tl.max", "tl.load", "castpile.signal"),
+    _alias_case("if/else imports that agree",
+                "import triton\nimport castpile\nif castpile:\n    import triton.language as tl\nelse:\n"
+                "    from triton import language as tl\n",
+                "castpile.multicast_like", "tl.arange", "tl.max", "tl.load", "castpile.signal"),
+    (
+        "aliases in an enclosing function",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "import castpile\n"
+        "\n"
+        "\n"
+        "def make():\n"
+        "    lang = triton.language\n"
+        "    mcl = castpile.multicast_like\n"
+        "\n"
+        "    @triton.jit\n"
+        "    def k(out, table, W: tl.constexpr):\n"
+        "        bufs = mcl(out, table[:W])\n"
+        "        top = lang.max(bufs[0], axis=0)\n"
+        "\n"
+        "    return k\n",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "import castpile\n"
+        "\n"
+        "\n"
+        "def make():\n"
+        "    lang = triton.language\n"
+        "    mcl = castpile.multicast_like\n"
+        "\n"
+        "    @triton.jit\n"
+        "    def k(out, table, W: tl.constexpr):\n"
+        "        bufs = table\n"
+        '        top = _castpile_reduce_loop(bufs, W, None, out, 0, None, "max")\n'
+        "\n"
+        "    return k\n",
+    ),
+]
+
+
 _KERNEL_TAIL = (
     "\n"
     "\n"
@@ -1037,6 +1190,42 @@ _KERNEL_TAIL = (
     "    bufs = multicast_like(out, table[:W])\n"
     "    x = bufs[0]\n"
 )
+
+_LAUNCHED = "import triton\nimport triton.language as tl\nfrom castpile import multicast_like\n" + _KERNEL_TAIL
+_LAUNCHED_OUT = _LAUNCHED.replace("    bufs = multicast_like(out, table[:W])\n    x = bufs[0]\n",
+                                  "    bufs = table\n    x = _castpile_load_{s}(bufs, W, None, out, 0, None)\n")
+_EARLY = '__import__("castpile").define_helpers(globals())'
+
+# Module-level code after a rewritten kernel: the first statement that calls anything defines the helpers first.
+FILE_CASES += [
+    (name, _LAUNCHED + "\n\n" + after, _LAUNCHED_OUT + "\n\n" + expected)
+    for name, after, expected in [
+        ("an `if __name__ == '__main__':` block",
+         "N = 4\n\n\ndef main():\n    k[(1,)](None, None, N)\n\n\nif __name__ == '__main__':\n    main()\n",
+         f"N = 4\n\n\ndef main():\n    k[(1,)](None, None, N)\n\n\nif {_EARLY} or (__name__ == '__main__'):\n    main()\n"),
+        ("a launch at import, then more",
+         "k[(1,)](None, None, 4)  # at import\nk[(2,)](None, None, 4)\n",
+         f"{_EARLY}; k[(1,)](None, None, 4)  # at import\nk[(2,)](None, None, 4)\n"),
+        ("a for loop, its iterable in parentheses",
+         "for grid in (1,), (2,):\n    k[grid](None, None, 4)\n",
+         f"for grid in {_EARLY} or ((1,), (2,)):\n    k[grid](None, None, 4)\n"),
+        ("a with statement",
+         "with open('log') as log, open('x'):\n    k[(1,)](None, None, 4)\n",
+         f"with {_EARLY} or (open('log')) as log, open('x'):\n    k[(1,)](None, None, 4)\n"),
+        ("a try statement: its body's first statement",
+         "try:\n    def helper():\n        pass\n    k[(1,)](None, None, 4)\nexcept RuntimeError:\n    pass\n",
+         f"try:\n    def helper():\n        pass\n    {_EARLY}; k[(1,)](None, None, 4)\nexcept RuntimeError:\n    pass\n"),
+        ("a one-line try",
+         "try: k[(1,)](None, None, 4)\nexcept RuntimeError: pass\n",
+         f"try: {_EARLY}; k[(1,)](None, None, 4)\nexcept RuntimeError: pass\n"),
+        ("definitions and constants only: nothing changes",
+         "BLOCK = 4\n\n\n@triton.jit(do_not_specialize=['n'])\ndef other(out, n):\n    tl.store(out, tl.load(out) + n)\n\n\n"
+         "class Host:\n    size = len('abc')\n",
+         "BLOCK = 4\n\n\n@triton.jit(do_not_specialize=['n'])\ndef other(out, n):\n    tl.store(out, tl.load(out) + n)\n\n\n"
+         "class Host:\n    size = len('abc')\n"),
+    ]
+]
+
 
 _WITH_OTHER = (  # a kernel's head in a module that imports castpile and a lookalike module `other`
     "import triton\n"
@@ -1051,11 +1240,6 @@ _WITH_OTHER = (  # a kernel's head in a module that imports castpile and a looka
 
 # Files castpile must return byte for byte: nothing in them is castpile's.
 LEFT_ALONE = [
-    (
-        "no castpile import",
-        "import triton\n"
-        "import triton.language as tl\n" + _KERNEL_TAIL,
-    ),
     (
         "a lookalike module-level function named multicast_like",
         "import triton\n"
@@ -1138,6 +1322,50 @@ LEFT_ALONE = [
         "    other.put(out, remote=\"ucx\")\n",
     ),
     (
+        "signal and wait from other modules, no castpile anywhere",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "from signal import signal\n"
+        "from threading import Event\n"
+        "wait = Event().wait\n"
+        "\n"
+        "\n"
+        "@triton.jit\n"
+        "def k(out):\n"
+        "    signal(out)\n"
+        "    wait(out)\n",
+    ),
+    (
+        "a local def named multicast_like and a parameter named wait, no castpile import",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "\n"
+        "\n"
+        "@triton.jit\n"
+        "def k(out, table, wait, W: tl.constexpr):\n"
+        "    def multicast_like(a, b):\n"
+        "        return b\n"
+        "    bufs = multicast_like(out, table[:W])\n"
+        "    wait(bufs[0])\n",
+    ),
+    (
+        "aliases of another module's names",
+        "import triton\n"
+        "import triton.language as tl\n"
+        "import castpile as cp\n"
+        "import other\n"
+        "multicast_like = other.multicast_like\n"
+        "signal = other.signal\n"
+        "cp = other\n"
+        "\n"
+        "\n"
+        "@triton.jit\n"
+        "def k(out, table, W: tl.constexpr):\n"
+        "    bufs = multicast_like(out, table[:W])\n"
+        "    more = cp.multicast_like(out, table[:W])\n"
+        "    signal(bufs[0])\n",
+    ),
+    (
         "star import",
         "import triton\n"
         "import triton.language as tl\n"
@@ -1188,5 +1416,5 @@ REMOTE_CASES = [
      {s: f"bufs = table\nnear = table\nx = _castpile_load_remote(bufs, W, None, out, offs, {IN_N}, table) + "
          f"_castpile_load_{s}(near, W, None, out, offs, None)\n" for s in ("loop", "gather")}),
 ]
-REMOTE_TAIL = "\n\nk = _castpile_remote_kernel(k)\n"
+REMOTE_TAIL = f"\n\n# ---- castpile {VERSION} the kernels with remote= bindings, launched with NVSHMEM ----\nk = _castpile_remote_kernel(k)\n"
 """How a module with a remote kernel ``k`` ends: ``k`` rebound, wrapped for NVSHMEM."""

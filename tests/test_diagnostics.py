@@ -152,6 +152,14 @@ CASES = [
         "bufs = multicast_like(out, table[:W], shape=(n,))\nx = bufs[...]\n",
         [(1, 14, "'...' stands for full extents, which must be constexpr powers of two; 'n' is not")],
     ),
+    (  # signal and wait return nothing: at the call
+        "bufs = multicast_like(out, table[:W])\nx = castpile.wait(bufs[0])\n",
+        [(1, 9, "castpile.wait returns nothing: call it as a statement of its own")],
+    ),
+    (
+        "bufs = multicast_like(out, table[:W])\nx = (castpile.signal(bufs[0]), 1)\n",
+        [(1, 10, "castpile.signal returns nothing: call it as a statement of its own")],
+    ),
     (  # deleted
         "bufs = multicast_like(out, table[:W])\ndel bufs\n",
         [(1, 9, "a multicast tensor cannot be deleted")],
@@ -257,3 +265,81 @@ def test_runtime_call_without_transpiling_says_how():
         castpile.multicast_like(None, None)
     with pytest.raises(RuntimeError, match="install_import_hook"):
         castpile.signal(None)
+
+
+def file_errors(source: str) -> list[tuple[int, int, str]]:
+    with pytest.raises(TranspileError) as info:
+        castpile.transpile(textwrap.dedent(source), "kern.py")
+    return [(d.line, d.col, d.message) for d in info.value.diagnostics]
+
+
+AMBIGUOUS_TL = ("'tl' is bound to triton.language and also to something else, so castpile cannot "
+                "tell what 'tl.max' calls; bind 'tl' once (an import under `try` with a fallback under "
+                "`except ImportError` is fine)")
+
+
+@pytest.mark.parametrize("rebinding", [
+    "tl = None\n",
+    "def tl():\n    pass\n",
+    "if FAST:\n    import triton.language as tl\nelse:\n    import numpy as tl\n",
+], ids=["assigned", "def", "conditional-import"])
+def test_a_triton_name_bound_to_two_things_is_located_where_a_kernel_uses_it(rebinding):
+    """Left alone, tl.max of an access would reduce the padded stack; guessing could be wrong as well."""
+    source = (
+        "import triton\nimport triton.language as tl\nfrom castpile import multicast_like\n" + rebinding + "\n\n"
+        "@triton.jit\ndef k(out, table, W: tl.constexpr):\n"
+        "    bufs = multicast_like(out, table[:W])\n"
+        "    top = tl.max(bufs[0], axis=0)\n"
+        "    tl.store(out, top)\n"
+    )
+    line = source.count("\n") - 1
+    assert file_errors(source) == [(line, 11, AMBIGUOUS_TL)]
+
+
+def test_a_triton_function_imported_by_name_and_bound_again_is_located_too():
+    source = (
+        "import triton\nimport triton.language as tl\nfrom triton.language import load as ld\n"
+        "from castpile import multicast_like\nld = None\n\n\n"
+        "@triton.jit\ndef k(out, table, W: tl.constexpr):\n"
+        "    bufs = multicast_like(out, table[:W])\n"
+        "    x = ld(bufs[0], mask=True)\n"
+    )
+    assert file_errors(source) == [(11, 9, "'ld' is bound to triton.language.load and also to something else, so "
+                                           "castpile cannot tell what 'ld' calls; bind 'ld' once (an import under "
+                                           "`try` with a fallback under `except ImportError` is fine)")]
+
+
+README_BEFORE = '''\
+    @triton.jit
+    def allreduce_oneshot(out, dev_ptrs, n, WORLD: tl.constexpr, BLOCK: tl.constexpr):
+        bufs = multicast_like(out, dev_ptrs[:WORLD], shape=(n,))
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        total = tl.sum(bufs[offs], axis=0)      # (WORLD, BLOCK) loaded from every peer, reduced
+        tl.store(out + offs, total, mask=offs < n)
+'''
+
+
+@pytest.mark.parametrize("imports,call,col,message", [
+    ("", "bufs = multicast_like(out, table[:W])", 12,
+     "'multicast_like' is not defined: add `from castpile import multicast_like` to use castpile's multicast_like"),
+    ("from castpile import multicast_like\n", "signal(out)", 5,
+     "'signal' is not defined: add `from castpile import signal` to use castpile's signal"),
+    ("from castpile import multicast_like\n", "wait(out + 1, value=2)", 5,
+     "'wait' is not defined: add `from castpile import wait` to use castpile's wait"),
+    ("from castpile import multicast_like\n", "castpile.signal(out)", 5,
+     "'castpile' is not defined: add `import castpile` to use castpile.signal"),
+], ids=["multicast_like", "signal", "wait", "castpile.signal"])
+def test_a_castpile_name_that_no_import_reaches_is_located_and_names_the_import(imports, call, col, message):
+    source = (
+        f"import triton\nimport triton.language as tl\n{imports}\n\n@triton.jit\n"
+        f"def k(out, table, W: tl.constexpr):\n    {call}\n"
+    )
+    assert file_errors(source) == [(source.count("\n"), col, message)]
+
+
+def test_the_readme_before_snippet_without_its_import_is_an_error():
+    """No word 'castpile' in the file: the fast path that copies such files must not skip it."""
+    source = "import triton\nimport triton.language as tl\n\n\n" + textwrap.dedent(README_BEFORE)
+    assert b"castpile" not in source.encode()
+    assert file_errors(source) == [(7, 12, "'multicast_like' is not defined: add `from castpile import multicast_like` "
+                                           "to use castpile's multicast_like")]

@@ -1,10 +1,31 @@
 """Output rules: untouched bytes stay, lines keep their numbers, look-alikes are left alone."""
 
+import os
+
 import pytest
 import torch
 
 import castpile
+from compile_sm90 import Job, compile_for_sm90
 from testkit import import_file
+
+SM90 = {"out": "*fp32", "table": "*i64", "n": "i32", "W": "constexpr", "BLOCK": "constexpr"}
+
+
+def assert_compiles_for_sm90(path, kernel, tmp_path):
+    """What a test ran in the interpreter compiles for the GPU too."""
+    [result] = compile_for_sm90([Job(path, kernel, SM90, {"W": 3, "BLOCK": 8})], tmp_path / "sm90").values()
+    assert result.ok, result.error
+
+
+def run_k(tmp_path, out: bytes, bufs: list) -> None:
+    """The output's kernel ``k(out, table, n=5, W, BLOCK=8)`` run on ``bufs`` (it compiles for sm_90 too)."""
+    compile(out, "out.py", "exec")
+    path = tmp_path / "out.py"
+    path.write_bytes(out)
+    import_file(path).k[(1,)](bufs[0], torch.tensor([b.data_ptr() for b in bufs]), 5, len(bufs), 8)
+    assert_compiles_for_sm90(path, "k", tmp_path)
+
 
 KERNEL = (
     "import triton\n"
@@ -176,3 +197,143 @@ def test_multi_line_indices_and_values_do_not_add_lines(tmp_path):
     module.k[(1,)](bufs[0], torch.tensor([b.data_ptr() for b in bufs]), 5, 3, 8)
     expected = torch.tensor([11.0, 12, 13, 14, 15, -1])
     assert all(torch.equal(b, expected) for b in bufs)
+
+
+@pytest.mark.parametrize("strategy", castpile.STRATEGIES)
+def test_backslash_continuations_in_stores_keep_lines_and_parse(tmp_path, strategy):
+    """A store continued with a backslash after or before its operator: the output parses and every
+    later line keeps its number (the continuation is whitespace of the operator, not part of the value)."""
+    source = (
+        b"import triton\nimport triton.language as tl\nfrom castpile import multicast_like\n\n\n@triton.jit\n"
+        b"def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):\n"
+        b"    bufs = multicast_like(out, table[:W], shape=(n,))\n"
+        b"    offs = tl.arange(0, BLOCK)\n"
+        b"    bufs[offs] = \\\n"
+        b"        offs\n"
+        b"    bufs[offs] += \\\n"
+        b"        10\n"
+        b"    bufs[offs] \\\n"
+        b"        *= 2\n"
+        b"    bufs[offs] \\\n"
+        b"        -= \\\n"
+        b"        1\n"
+        b"    last_line = 1\n"
+    )
+    out = transpile(source, strategy)
+    check_line_stable(source, out, rewritten=set(range(10, 19)))
+    assert out.split(b"\n")[18] == b"    last_line = 1"
+    bufs = [torch.full((6,), -1.0) for _ in range(3)]
+    run_k(tmp_path, out, bufs)
+    expected = torch.tensor([19.0, 21, 23, 25, 27, -1])  # (offs + 10) * 2 - 1
+    assert all(torch.equal(b, expected) for b in bufs)
+
+
+@pytest.mark.parametrize("strategy", castpile.STRATEGIES)
+def test_line_breaks_in_parentheses_and_after_semicolons_are_not_counted_twice(tmp_path, strategy):
+    """The parentheses around a rewritten expression and the `; \\` after a rewritten statement stay in the
+    output with their line breaks: the replacement must not add those line breaks again."""
+    source = (
+        b"import triton\nimport triton.language as tl\nfrom castpile import multicast_like\n\n\n@triton.jit\n"
+        b"def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):\n"
+        b"    bufs = multicast_like(out, table[:W], shape=(n,)); \\\n"
+        b"        offs = tl.arange(0, BLOCK)\n"
+        b"    total = (  # the stack sum\n"
+        b"        tl.sum(bufs[offs], axis=0)\n"
+        b"    )\n"
+        b"    bufs[offs] = total; \\\n"
+        b"        last = 1\n"
+        b"    last_line = 1\n"
+    )
+    out = transpile(source, strategy)
+    check_line_stable(source, out, rewritten={8, 11, 13})
+    assert out.split(b"\n")[14] == b"    last_line = 1"
+    bufs = [torch.arange(6.0) * (j + 1) for j in range(3)]
+    run_k(tmp_path, out, bufs)
+    for j, b in enumerate(bufs):  # the sum of the three buffers where in bounds, element 5 as it was
+        assert torch.equal(b, torch.cat([torch.arange(5.0) * 6, torch.tensor([5.0 * (j + 1)])]))
+
+
+@pytest.mark.parametrize("source,compiled", [
+    (b"x = 1\n", False),
+    (b"import signal, triton\nsignal.signal(2, None)\n@triton.jit\ndef k(e):\n    e.wait()\n", False),  # attributes
+    (b"def f(x):\n    wait(x)\n", False),  # no jit function anywhere
+    (b"@triton.jit\ndef k(x):\n    wait(x)\n", True),
+    (b"@jit\ndef k(x):\n    signal (x)\n", True),
+    (b"y = multicast_like(a, b)\n", True),
+    (b"import castpile\n", True),
+])
+def test_the_fast_path_copies_only_files_that_cannot_reach_castpile(source, compiled):
+    """Files that may call castpile's names without importing them go to the compiler (to be diagnosed)."""
+    from castpile.options import mentions_castpile
+
+    assert mentions_castpile(source) is compiled
+    if not compiled:
+        assert transpile(source) == source
+
+
+SCRIPT = b'''\
+"""A script that launches its kernel from module-level code."""
+import sys
+
+import torch
+import triton
+import triton.language as tl
+from castpile import multicast_like
+
+
+@triton.jit
+def stack_sum(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
+    bufs = multicast_like(out, table[:W], shape=(n,))
+    offs = tl.arange(0, BLOCK)
+    tl.store(out + offs, tl.sum(bufs[offs], axis=0), mask=offs < n)
+
+
+def run(w=3, n=5):
+    bufs = [torch.arange(n, dtype=torch.float32) * (j + 1) for j in range(w)]
+    out = torch.zeros(n)
+    stack_sum[(1,)](out, torch.tensor([b.data_ptr() for b in bufs]), n, w, 8)
+    return out, torch.stack(bufs).sum(0)
+
+
+AT_IMPORT = run(2) if "--at-import" in sys.argv else None
+
+if __name__ == "__main__":
+    got, expected = run()
+    print("main:", torch.equal(got, expected))
+'''
+
+
+def test_a_script_launching_its_kernel_runs_as_main_and_as_a_module(tmp_path):
+    """Contract v1.2: module-level code, an `if __name__ == "__main__":` block included, finds every helper;
+    every input line keeps its number (the first statement after the kernel that calls anything gets the
+    definition of the helpers in front), and the kernel's source is the file's."""
+    import inspect
+    import subprocess
+    import sys
+
+    out = transpile(SCRIPT)
+    compile(out, "out.py", "exec")
+    first_call = SCRIPT.split(b"\n").index(b'AT_IMPORT = run(2) if "--at-import" in sys.argv else None') + 1
+    check_line_stable(SCRIPT, out, rewritten={first_call})
+    path = tmp_path / "script_out.py"
+    path.write_bytes(out)
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
+    for args, expected in (([], "main: True"), (["--at-import"], "main: True")):
+        proc = subprocess.run([sys.executable, str(path), *args], env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert proc.stdout.splitlines() == [expected]
+    module = import_file(path, "script_out")
+    got, expected = module.run()
+    assert torch.equal(got, expected)
+    source = inspect.getsource(module.stack_sum.fn)
+    assert source.startswith("@triton.jit\ndef stack_sum(") and source in out.decode()
+    assert_compiles_for_sm90(path, "stack_sum", tmp_path)  # importing it runs the early helpers too
+
+
+def test_module_level_code_after_the_kernel_launches_it_at_import(tmp_path):
+    source = SCRIPT.replace(b'AT_IMPORT = run(2) if "--at-import" in sys.argv else None', b"AT_IMPORT = run(2)")
+    path = tmp_path / "at_import.py"
+    path.write_bytes(transpile(source))
+    module = import_file(path, "at_import")
+    got, expected = module.AT_IMPORT
+    assert torch.equal(got, expected)

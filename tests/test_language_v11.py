@@ -101,9 +101,11 @@ def test_v11_kernels_compile_for_sm90(tmp_path, strategy):
         Job(module, "helper_lookalike", {**fp32, "W": "constexpr"}, {"W": 3}),
         Job(module, "keywords_in_source_order", {**counter, "n": "i32", "W": "constexpr", "B": "constexpr"},
             {"W": 3, "B": 16}),
+        Job(module, "flags_in_source_order", {"flags": "*i32", "table": "*i64", "ctr": "*i32", "W": "constexpr"},
+            {"W": 3}),
     ]
     results = compile_for_sm90(jobs, tmp_path)
-    assert len(results) == 12 and all(r.ok for r in results.values()), {k: r.error for k, r in results.items() if not r.ok}
+    assert len(results) == 13 and all(r.ok for r in results.values()), {k: r.error for k, r in results.items() if not r.ok}
 
 
 @pytest.mark.parametrize("w", [1, 3])
@@ -439,3 +441,56 @@ def test_keyword_arguments_run_in_the_order_written(k, w):
     expected = torch.zeros(n)
     expected[:2] = 3.0  # mask first: o < 2 (ctr 2 -> 3); then val: 3 (ctr 3 -> 4)
     assert ctr.item() == 4 and all(torch.equal(x, expected) for x in bufs)
+
+
+@pytest.mark.parametrize("w", [1, 3])
+def test_signal_and_wait_keywords_run_in_the_order_written(k, w):
+    """mask before value with wait_for's (or reset's) default between them in the helper: mask runs first."""
+    flags = [torch.tensor([0, 0, 7, 0], dtype=torch.int32) for _ in range(w)]  # flag 2 already holds what wait wants
+    ctr = torch.zeros(1, dtype=torch.int32)
+    k.flags_in_source_order[(1,)](flags[0], table(flags), ctr, w)
+    assert ctr.item() == 6
+    expected = torch.tensor([11, 1, 0, 0], dtype=torch.int32)  # set to 11; swapped 0 -> 1; seen at 7 and reset to 0
+    assert all(torch.equal(f, expected) for f in flags), flags
+
+
+ALIASED = """\
+import triton
+import castpile
+tl = triton.language
+language = triton.language
+cp = castpile
+mcl = cp.multicast_like
+top = language.max
+
+
+@triton.jit
+def aliased_max(out, table, n, W: tl.constexpr, B: tl.constexpr):
+    \"\"\"The stack max and min through assigned aliases of triton.language and castpile.multicast_like.\"\"\"
+    bufs = mcl(out, table[:W], shape=(n,))
+    a = tl.arange(0, B)
+    tl.store(out + a, tl.max(bufs[a], axis=0))
+    tl.store(out + B + a, top(bufs[a], axis=0))
+    tl.store(out + 2 * B + a, language.min(tl.load(bufs[a], mask=a < n, other=-50.0), axis=0))
+"""
+
+
+@pytest.mark.parametrize("strategy", castpile.STRATEGIES)
+def test_a_stack_max_through_assigned_aliases_ignores_padding(strategy, tmp_path):
+    """`tl = triton.language` is triton.language: the max of 3 negative buffers is negative (not a padded 0)."""
+    path = tmp_path / f"aliased_{strategy}.py"
+    path.write_bytes(castpile.transpile(ALIASED.encode(), str(path), strategy=strategy))
+    module = import_file(path)
+    n, b = 6, 8
+    bufs = [-(torch.arange(n, dtype=torch.float32) + 1 + 100 * j) for j in range(3)]  # all negative
+    out = torch.zeros(3 * b)
+    module.aliased_max[(1,)](out, table(bufs), n, 3, b)
+    stacked = torch.stack(bufs)
+    inside = torch.arange(b) < n
+    expected_max = torch.where(inside, torch.cat([stacked.max(0).values, torch.zeros(b - n)]), 0.0)
+    expected_min = torch.where(inside, torch.cat([stacked.min(0).values, torch.zeros(b - n)]), 0.0)
+    assert torch.equal(out[:b], expected_max) and torch.equal(out[b:2 * b], expected_max)
+    assert torch.equal(out[2 * b:], expected_min)
+    [result] = compile_for_sm90([Job(path, "aliased_max", {"out": "*fp32", "table": "*i64", "n": "i32", "W": "constexpr",
+                                                          "B": "constexpr"}, {"W": 3, "B": b})], tmp_path).values()
+    assert result.ok, result.error

@@ -31,7 +31,7 @@ from .contract import (
 )
 from .bindings import JitBindings
 from .plan import Access, AugStore, Binding, CallOn, Load, Plan, Reduction, Step, Store
-from .scopes import Resolver, Scope, collect_scope, is_constexpr_annotation, is_triton_jit
+from .scopes import Resolver, Scope, collect_scope, dotted, is_constexpr_annotation, is_triton_jit
 from .walk import Walker
 
 def analyse(module: cst.Module, source: bytes) -> Plan:
@@ -59,6 +59,7 @@ class _ModuleAnalyser(Walker):
         self.binding_assigns: set[cst.Assign] = set()
         self.owned: set[cst.CSTNode] = set()  # accesses and loads lowered with the use around them
         self.reported: set[cst.Name] = set()  # names with an error already: one diagnostic per mistake
+        self.ambiguous_reported: set[str] = set()  # Triton names bound to two things, reported once each
         self.accesses: dict[cst.Subscript, Access] = {}
         self.constexprs: set[str] = set()  # of the jit function being walked
 
@@ -262,7 +263,8 @@ class _ModuleAnalyser(Walker):
             self._refuse_targets(node.target, "an augmented assignment")
         access = self._access(node.target)
         if access is not None:
-            self.plan.uses[node] = AugStore(node, access, _code(node.operator).strip().rstrip("="))
+            bare = node.operator.with_changes(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+            self.plan.uses[node] = AugStore(node, access, _code(bare).rstrip("="))  # no backslash continuation around it
             self._own(access)
         return True
 
@@ -308,6 +310,8 @@ class _ModuleAnalyser(Walker):
 
     def visit_Call(self, node: cst.Call) -> bool:
         name = self.resolver.castpile(node.func)
+        if name is None and self.bindings is not None:
+            self._unresolved(node)
         if name == "multicast_like":
             if self.bindings is None:
                 self.error(node, "multicast_like is only valid inside a @triton.jit function")
@@ -331,6 +335,23 @@ class _ModuleAnalyser(Walker):
         elif isinstance(node.func, cst.Attribute) and node.func.attr.value in REDUCTIONS and op is None:
             self._reduction(node, node.func.attr.value, method=True)
         return True
+
+    def _unresolved(self, node: cst.Call) -> None:
+        """A call in a jit function through one of castpile's names that no import reaches, or (in one
+        with multicast tensors) through a Triton name bound to something else too."""
+        missing = self.resolver.missing_import(node.func)
+        if missing is not None:
+            spelled, statement = missing
+            what = f"castpile.{node.func.attr.value}" if spelled == "castpile" else f"castpile's {spelled}"
+            self.error(node, f"'{spelled}' is not defined: add `{statement}` to use {what}")
+            return
+        ambiguous = self.resolver.ambiguous(node.func) if self.bindings else None
+        if ambiguous is not None and ambiguous[0] not in self.ambiguous_reported:
+            head, meaning = ambiguous
+            self.ambiguous_reported.add(head)
+            self.error(node, f"'{head}' is bound to {meaning} and also to something else, so castpile cannot tell "
+                             f"what '{dotted(node.func)}' calls; bind '{head}' once (an import under `try` with a "
+                             "fallback under `except ImportError` is fine)")
 
     def _call_on(self, node: cst.Call, op: str) -> None:
         if node in self.owned:  # the tl.load of a reduction, lowered with it
@@ -363,6 +384,9 @@ class _ModuleAnalyser(Walker):
                                  "castpile.signal/wait, or a binding without remote= for peers in one NVLink domain")
                 return
         used = not (isinstance(self.ancestors[-1], cst.Expr) if self.ancestors else False)
+        if used and op in ("signal", "wait"):
+            self.error(node, f"castpile.{op} returns nothing: call it as a statement of its own")
+            return
         impure = self._impure_arguments(node, positions)
         self.plan.uses[node] = CallOn(node, op, access, positions, result_used=used, impure=impure)
 

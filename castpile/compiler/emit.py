@@ -5,7 +5,10 @@ every other byte as it was read, and the placeholders are then replaced by the
 lowered text (which never goes through a parser again).  A replacement keeps the
 line count of the code it replaces (extra line breaks go inside its closing
 parenthesis), so every input line keeps its number.  The helpers the module calls
-are appended after its last line, named with the lowering's prefix.
+are appended after its last line, named with the lowering's prefix.  When module-level
+code after a rewritten kernel may launch it before those lines run (an
+``if __name__ == "__main__":`` block, a launch at import), the first such statement
+gets ``__import__("castpile").define_helpers(globals())`` in front (see :mod:`castpile.early`).
 """
 
 from __future__ import annotations
@@ -18,10 +21,10 @@ from pathlib import Path
 
 import libcst as cst
 
-from ..options import VERSION
+from ..options import HELPERS_TITLE, WRAPS_TITLE, appended_header
 from .lower import HELPER_PREFIX, Lowering
 from .plan import STATEMENTS, Plan
-from .walk import rebuild
+from .walk import Walker, rebuild
 
 # The module castpile.compiler.helpers, found (not run: it imports triton) through the import system.
 _HELPERS_FILE = Path(importlib.util.find_spec(f"{__package__}.helpers").origin)
@@ -37,27 +40,112 @@ def _padded(text: str, lines: int, newline: str) -> str:
     return text[:-1] + newline * lines + text[-1]
 
 
-def _replace_uses(module: cst.Module, plan: Plan, lowering: Lowering) -> tuple[str, dict[str, str]]:
+_EARLY_HELPERS = '__import__("castpile").define_helpers(globals())'
+
+
+class _Calls(Walker):
+    """Whether a statement calls anything when the module runs (not in function or class bodies)."""
+
+    def __init__(self):
+        super().__init__()
+        self.found = False
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        self.found = True
+        return False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+
+def _first_launch_site(module: cst.Module, paths: set) -> cst.BaseStatement | None:
+    """The first module-level statement, from the first one that holds a rewritten kernel on,
+    that calls anything when the module runs: from there on, a kernel may be launched."""
+    started = False
+    for statement in module.body:
+        started = started or statement in paths
+        if started:
+            calls = _Calls()
+            calls.walk(statement)
+            if calls.found:
+                return statement
+    return None
+
+
+def _or_first(trigger: cst.BaseExpression, expression: cst.BaseExpression) -> cst.BaseExpression:
+    """``trigger or (expression)``: ``expression``'s value, once ``trigger`` (which gives ``None``) has run."""
+    if not expression.lpar:
+        expression = expression.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return cst.BooleanOperation(left=trigger, operator=cst.Or(), right=expression)
+
+
+def _with_early_helpers(statement: cst.BaseStatement) -> cst.BaseStatement | None:
+    """``statement`` defining the helpers before anything else in it runs, on its own lines; ``None``
+    for a ``def`` or ``class`` (which runs nothing that could launch a kernel)."""
+    trigger = cst.parse_expression(_EARLY_HELPERS)
+    first = cst.Expr(trigger, semicolon=cst.Semicolon(whitespace_after=cst.SimpleWhitespace(" ")))
+    if isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        return statement.with_changes(body=[first, *statement.body])
+    if isinstance(statement, (cst.If, cst.While)):
+        return statement.with_changes(test=_or_first(trigger, statement.test))
+    if isinstance(statement, cst.For):
+        return statement.with_changes(iter=_or_first(trigger, statement.iter))
+    if isinstance(statement, cst.With):
+        item = statement.items[0]
+        return statement.with_changes(items=[item.with_changes(item=_or_first(trigger, item.item)), *statement.items[1:]])
+    if isinstance(statement, cst.Match):
+        return statement.with_changes(subject=_or_first(trigger, statement.subject))
+    if isinstance(statement, (cst.Try, cst.TryStar)):  # in front of its body's first statement that can take it
+        block = statement.body
+        if isinstance(block, cst.SimpleStatementSuite):
+            return statement.with_changes(body=_with_early_helpers(block))
+        for k, inner in enumerate(block.body):
+            rewritten = _with_early_helpers(inner)
+            if rewritten is not None:
+                return statement.with_changes(body=block.with_changes(body=[*block.body[:k], rewritten, *block.body[k + 1:]]))
+    return None
+
+
+def _replace_uses(module: cst.Module, plan: Plan, lowering: Lowering,
+                  launch_site: cst.BaseStatement | None) -> tuple[str, dict[str, str]]:
     """The module's code with every planned node swapped for its placeholder, and each
-    placeholder's text, padded to the line count of the node it replaces."""
+    placeholder's text, padded to the line count of the node it replaces; ``launch_site``
+    defines the helpers first."""
     newline = module.default_newline
     texts: dict[str, str] = {}
 
-    def lines(node: cst.CSTNode) -> int:
-        return len(_LINE_BREAK.findall(module.code_for_node(node)))
+    def lines(node: cst.CSTNode, parentheses_kept: bool = True) -> int:
+        """The line breaks inside ``node`` that its replacement must keep: not those of the
+        parentheses (when they stay) or the semicolon around it, which stay in the output as they were."""
+        inner = node.with_changes(lpar=[], rpar=[]) if parentheses_kept and hasattr(node, "lpar") else node
+        if hasattr(node, "semicolon"):
+            inner = inner.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+        return len(_LINE_BREAK.findall(module.code_for_node(inner)))
 
     def swap(original: cst.CSTNode, updated: cst.CSTNode):
+        if original is launch_site:
+            return _with_early_helpers(updated) or updated
         name = lowering.placeholders.get(original)
         if name is None:
             return updated
         replacement = lowering.replacements[original]
-        if not isinstance(plan.uses[original], STATEMENTS):
-            texts[name] = _padded(replacement[0], lines(original), newline)
-            return cst.Name(name, lpar=original.lpar, rpar=original.rpar)
-        texts[name] = _statements(replacement, lines(original), newline)
-        return cst.Expr(cst.Name(name), semicolon=original.semicolon)
+        if isinstance(plan.uses[original], STATEMENTS):
+            texts[name] = _statements(replacement, lines(original), newline)
+            return cst.Expr(cst.Name(name), semicolon=original.semicolon)
+        if len(replacement) > 1:  # a call standing alone as a statement, become statements: no parentheses
+            texts[name] = _statements(replacement, lines(original, parentheses_kept=False), newline)
+            return cst.Name(name)
+        texts[name] = _padded(replacement[0], lines(original), newline)
+        return cst.Name(name, lpar=original.lpar, rpar=original.rpar)
 
-    return rebuild(module, swap, lowering.paths).code, texts
+    dirty = lowering.paths if launch_site is None else lowering.paths | {launch_site}
+    return rebuild(module, swap, dirty).code, texts
 
 
 def _statements(texts: list[str], lines: int, newline: str) -> str:
@@ -104,19 +192,17 @@ def helpers_block(used: set[str], newline: str, prefix: str = HELPER_PREFIX, rem
             needed.add(name)
             todo.extend(calls[name])
     body = "\n\n\n".join(sources[name] for name in order if name in needed)
-    text = (
-        "\n\n# ---- castpile " + VERSION + " helpers: generated, called by the rewritten accesses above ----\n"
-        "import triton\nimport triton.language as tl\n\n\n" + body + "\n"
-    )
+    text = f"\n\n{appended_header(HELPERS_TITLE)}\nimport triton\nimport triton.language as tl\n\n\n{body}\n"
     text = text.replace(HELPER_PREFIX, prefix)
     if remote_kernels:  # after the renaming: a kernel's own name may start with the default prefix
-        text += "\n\n" + "".join(f"{name} = {prefix}remote_kernel({name})\n" for name in remote_kernels)
+        text += f"\n\n{appended_header(WRAPS_TITLE)}\n" + "".join(f"{name} = {prefix}remote_kernel({name})\n" for name in remote_kernels)
     return text.replace("\n", newline)
 
 
 def emit(module: cst.Module, plan: Plan, lowering: Lowering) -> bytes:
     """The rewritten module's bytes: each use of ``plan`` replaced as ``lowering`` says, helpers appended."""
-    code, texts = _replace_uses(module, plan, lowering)
+    launch_site = _first_launch_site(module, lowering.paths) if lowering.helpers else None
+    code, texts = _replace_uses(module, plan, lowering, launch_site)
     placeholder = re.compile(r"\b" + re.escape(lowering.prefix) + r"slot\d+\b")
 
     def expanded(match: re.Match) -> str:  # an index may hold lowered accesses: expand those too

@@ -701,21 +701,29 @@ _castpile_nvshmem = _castpile_nvshmem_functions()
 
 
 def _castpile_remote_kernel(kernel):
-    """``kernel``, registered with torch's ``requires_nvshmem`` (each compiled module is initialised for NVSHMEM)
-    and launching with NVSHMEM's device library linked in; unchanged under ``TRITON_INTERPRET=1``.
+    """``kernel``, launching with NVSHMEM's device library linked in and registered with torch's
+    ``requires_nvshmem`` (each compiled module is initialised for NVSHMEM); unchanged under ``TRITON_INTERPRET=1``.
 
-    It stays a JITFunction (``requires_nvshmem`` returns a launch-only wrapper), so other jit functions can
-    still call it; a kernel that calls it without a ``remote=`` binding of its own needs the same wrapping.
+    The library is looked for at the first launch, not here: the module's other kernels import and run
+    without it, and a launch without it raises torch's error then.  The kernel stays a JITFunction
+    (``requires_nvshmem`` returns a launch-only wrapper), so other jit functions can still call it; a kernel
+    that calls it without a ``remote=`` binding of its own needs the same wrapping.  Wrapping twice changes nothing.
     """
     import os
 
-    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0") or hasattr(kernel, "_castpile_nvshmem_libs"):
         return kernel
-    from torch.distributed._symmetric_memory._nvshmem_triton import requires_nvshmem
-
-    extern_libs = requires_nvshmem(kernel).extern_libs
     run = kernel.run
-    kernel.run = lambda *args, **kwargs: run(*args, **kwargs, extern_libs=extern_libs)
+    kernel._castpile_nvshmem_libs = extern_libs = {}
+
+    def run_with_nvshmem(*args, **kwargs):
+        if not extern_libs:
+            from torch.distributed._symmetric_memory._nvshmem_triton import requires_nvshmem
+
+            extern_libs.update(requires_nvshmem(kernel).extern_libs)
+        return run(*args, **kwargs, extern_libs=extern_libs)
+
+    kernel.run = run_with_nvshmem
     return kernel
 
 

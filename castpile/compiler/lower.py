@@ -18,7 +18,8 @@ example pointer, the element offsets and the bounds mask, then the user's
 arguments in the contract's order; see :mod:`castpile.compiler.helpers`.  Every index,
 value and mask is evaluated once, in source order: indices that are not pure
 go through ``*_castpile_index((i, ...), extents, strides)`` in expressions, and
-into fresh names on the statement's own line in stores.
+into fresh names on the statement's own line in stores; so do value arguments with side
+effects written out of the helper's order, in a call that stands alone as a statement.
 """
 
 from __future__ import annotations
@@ -177,7 +178,7 @@ class Lowerer:
             return self.augmented_store(use)
         if isinstance(use, Reduction):
             return [self.reduction(use)]
-        return [self.call_on(use)]
+        return self.call_on(use)
 
     def fresh(self, base: str) -> str:
         """A name no word of the module is, made from ``base``."""
@@ -295,14 +296,18 @@ class Lowerer:
         """The stack and ``offs, bounds`` of an access inside an expression."""
         return self._prefix(access, self._where(access, self._index_texts(access), access.pure))
 
+    def _temporary(self, kind: str, text: str, statements: list[str]) -> str:
+        """A fresh name (``_castpile_i0``: ``kind`` ``i``) that a statement appended to ``statements`` binds to ``text``."""
+        name = self.fresh(f"{self.prefix}{kind}{next(self._temporaries)}")
+        statements.append(f"{name} = {text}")
+        return name
+
     def _hoisted_indices(self, access: Access, statements: list[str]) -> str:
-        """The stack and ``offs, bounds`` of a stored access, impure indices first put in fresh names."""
+        """The stack and ``offs, bounds`` of an access in a statement, impure indices first put in fresh names."""
         indices = self._index_texts(access)
         for d, pure in enumerate(access.pure_indices):
             if not pure:
-                name = self.fresh(f"{self.prefix}i{next(self._temporaries)}")
-                statements.append(f"{name} = {indices[d]}")
-                indices[d] = name
+                indices[d] = self._temporary("i", indices[d], statements)
         return self._prefix(access, self._where(access, indices, True))
 
     # -- accesses ------------------------------------------------------------------------
@@ -315,21 +320,29 @@ class Lowerer:
     def _align(access: Access) -> str | None:
         return None if access.binding.align is None else str(access.binding.align)
 
+    @staticmethod
+    def _reordered(names: tuple[str, ...], positions: dict[str, int], impure: frozenset[str]) -> bool:
+        """Whether the call wrote two or more value arguments with side effects in another order than
+        the helper (whose value parameters are ``names``) takes them."""
+        return sorted(impure, key=positions.__getitem__) != [name for name in names if name in impure]
+
     def _values(self, names: tuple[str, ...], given: dict[str, str], positions: dict[str, int],
                 impure: frozenset[str]) -> list[str]:
         """The value arguments by position, defaults filled in up to the last one given.
 
-        When the call wrote two or more arguments with side effects in another order than
-        the helper takes them, they are evaluated in the order written and handed over
-        rearranged (``*_castpile_in_order((b, a), (1, 0))``).  Where a default would sit
-        among them (``signal(mask=m(), value=v())``, no ``wait_for``), the helper's order stays.
+        Arguments with side effects written in another order than the helper takes them are
+        evaluated in the order written and handed over rearranged
+        (``*_castpile_in_order((b, a), (1, 0))``).  That needs every value up to the last one
+        given: no default among them (a jit function cannot return ``None``).  Only
+        ``castpile.signal`` and ``castpile.wait`` take three value arguments, and they are always
+        statements of their own, whose values :meth:`call_on` puts in fresh names instead.
         """
         last = max((k for k, name in enumerate(names) if name in given), default=-1)
         taken = names[: last + 1]
-        written = sorted((name for name in taken if name in given), key=positions.__getitem__)
-        reordered = [n for n in written if n in impure] != [n for n in taken if n in impure]
-        if not reordered or not all(name in given for name in taken):
+        if not self._reordered(names, positions, impure):
             return [given[name] if name in given else _DEFAULTS[name] for name in taken]
+        assert all(name in given for name in taken), "a default among reordered values inside an expression"
+        written = sorted(taken, key=positions.__getitem__)
         order = tuple(str(written.index(name)) for name in taken)
         return [f"*{self._helper('in_order')}({_tuple([given[n] for n in written])}, {_tuple(order)})"]
 
@@ -346,9 +359,7 @@ class Lowerer:
         statements: list[str] = []
         value = self.render.text(use.node.value)
         if not use.value_pure and not use.access.pure:
-            name = self.fresh(f"{self.prefix}v{next(self._temporaries)}")
-            statements.append(f"{name} = {value}")
-            value = name
+            value = self._temporary("v", value, statements)
         prefix = self._hoisted_indices(use.access, statements)
         statements.append(self._call(f"store_{self._kind(use.access)}", prefix, value, align=self._align(use.access)))
         return statements
@@ -387,23 +398,44 @@ class Lowerer:
             **{key: given.get(key) for key in _OPTIONS["load"]}, align=self._align(access),
         )
 
-    def call_on(self, use: CallOn) -> str:
-        """``tl.load/store/atomic_*``, ``castpile.signal/wait`` on an access (wait: or on pointers)."""
+    def call_on(self, use: CallOn) -> list[str]:
+        """``tl.load/store/atomic_*``, ``castpile.signal/wait`` on an access (wait: or on pointers).
+
+        A call that stands alone as a statement, with value arguments that have side effects written
+        in another order than the helper takes them, becomes several statements on its line: its
+        impure indices (or wait's pointers), then those values in the order written, put in fresh
+        names, then the helper's call.
+        """
         op, access = use.op, use.access
+        names = _VALUE_ARGUMENTS[op]
         given = self._arguments(use.node, use.positions)
-        values = self._values(_VALUE_ARGUMENTS[op], given, use.positions, use.impure)
         options = {key: given.get(key) for key in _OPTIONS[op]}
+        statements: list[str] = []
+        impure = use.impure
+        hoist = not use.result_used and self._reordered(names, use.positions, impure)
         if access is None:  # castpile.wait on plain pointers
-            return self._call("wait_flags", self.render.text(use.node.args[0].value), *values, **options)
-        prefix = self._access_prefix(access)
+            where = self.render.text(use.node.args[0].value)
+            if hoist:
+                where = self._temporary("p", where, statements)
+        else:
+            where = self._hoisted_indices(access, statements) if hoist else self._access_prefix(access)
+        if hoist:
+            for name in sorted(impure, key=use.positions.__getitem__):
+                given[name] = self._temporary("v", given[name], statements)
+            impure = frozenset()
+        values = self._values(names, given, use.positions, impure)
+        if access is None:
+            return [*statements, self._call("wait_flags", where, *values, **options)]
         keep_old = None if use.result_used else "False"
         s = self.strategy
         if op in ATOMICS:
-            return self._call(f"atomic_{s}", prefix, f'"{op[len("atomic_"):]}"', *values, **options,
+            call = self._call(f"atomic_{s}", where, f'"{op[len("atomic_"):]}"', *values, **options,
                               align=self._align(access), keep_old=keep_old)
-        if op == "atomic_cas":
-            return self._call(f"atomic_cas_{s}", prefix, *values, **options, align=self._align(access), keep_old=keep_old)
-        if access.binding.remote is not None:
-            return self._call(f"{op}_remote", prefix, *values, **options, align=self._align(access))
-        name = {"load": f"load_{s}", "store": f"store_{s}", "signal": "signal", "wait": "wait"}[op]
-        return self._call(name, prefix, *values, **options, align=self._align(access))
+        elif op == "atomic_cas":
+            call = self._call(f"atomic_cas_{s}", where, *values, **options, align=self._align(access), keep_old=keep_old)
+        elif access.binding.remote is not None:
+            call = self._call(f"{op}_remote", where, *values, **options, align=self._align(access))
+        else:
+            name = {"load": f"load_{s}", "store": f"store_{s}", "signal": "signal", "wait": "wait"}[op]
+            call = self._call(name, where, *values, **options, align=self._align(access))
+        return [*statements, call]

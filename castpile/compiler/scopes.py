@@ -1,16 +1,20 @@
-"""Scopes: which names mean castpile, triton and triton.language where.
+"""Scopes: what the names of each scope stand for, as far as castpile and Triton are concerned.
 
 castpile resolves names itself instead of running libcst's qualified-name
-provider over the whole file (seven times the cost of parsing): it reads the
-import statements and the bindings of each scope, which is all the contract
-needs::
+provider over the whole file (seven times the cost of parsing): it reads what
+each scope binds (imports, and assignments of a name or attribute chain), which
+is all the contract needs::
 
-    import castpile as cp                  # cp.multicast_like -> "multicast_like"
-    from castpile import multicast_like    # multicast_like    -> "multicast_like"
+    import castpile as cp                  # cp.multicast_like -> castpile.multicast_like
+    from castpile import multicast_like    # multicast_like    -> castpile.multicast_like
+    tl = triton.language                   # tl.max            -> triton.language.max
+    mcl = cp.multicast_like                # mcl               -> castpile.multicast_like
     def k(multicast_like): ...             # a parameter shadows it: left alone
 
-A module-level name that is also bound to anything else (a local
-``def multicast_like``) is not castpile's.
+A name that one scope binds to different things (an import and a ``def``, other
+imports under ``if`` and ``else``) stands for none of them; what an ``except``
+handler binds does not count against a name its ``try`` body imported (an import
+fallback).  Names a star import may bind are not guessed.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import libcst as cst
 from .walk import Walker
 
 CASTPILE_NAMES = ("multicast_like", "signal", "wait")
+_OTHER = None  # what a name stands for when castpile does not follow its binding
 
 
 def dotted(node: cst.BaseExpression) -> str | None:
@@ -38,60 +43,61 @@ def dotted(node: cst.BaseExpression) -> str | None:
 
 @dataclass
 class Scope:
-    """The castpile/triton-related bindings of one scope, and the names it binds otherwise."""
+    """What one scope binds: for each name imported, the qualified names it is bound to
+    (``tl`` -> ``{"triton.language"}``); for each name assigned a name or attribute chain, those
+    chains (``tl = triton.language``), read in this scope; the names bound to anything else; and
+    whether a star import may bind more."""
 
-    castpile_modules: set[str] = field(default_factory=set)
-    castpile_names: dict[str, str] = field(default_factory=dict)
-    tl_modules: set[str] = field(default_factory=set)
-    tl_names: dict[str, str] = field(default_factory=dict)  # from triton.language import load as ld
-    triton_modules: set[str] = field(default_factory=set)
+    imports: dict[str, set[str]] = field(default_factory=dict)
+    aliases: dict[str, set[str]] = field(default_factory=dict)
     other: set[str] = field(default_factory=set)
+    starred: bool = False
 
     def add_import(self, node: cst.Import | cst.ImportFrom) -> None:
         """Record what one import statement binds."""
         if isinstance(node, cst.Import):
             for alias in node.names:
                 name = dotted(alias.name) or ""
-                local = alias.asname.name.value if alias.asname else name.split(".")[0]
-                if alias.asname is None:
-                    # `import triton.language` binds `triton`; `import castpile.x` binds `castpile`.
-                    {"castpile": self.castpile_modules, "triton": self.triton_modules}.get(
-                        name.split(".")[0], self.other
-                    ).add(local)
-                elif name == "castpile":
-                    self.castpile_modules.add(local)
-                elif name == "triton.language":
-                    self.tl_modules.add(local)
-                elif name == "triton":
-                    self.triton_modules.add(local)
+                if alias.asname is None:  # `import triton.language` binds `triton`
+                    self._import(name.split(".")[0], name.split(".")[0])
                 else:
-                    self.other.add(local)
+                    self._import(alias.asname.name.value, name)
+            return
+        if isinstance(node.names, cst.ImportStar):
+            self.starred = True
             return
         module = dotted(node.module) if node.module is not None and not node.relative else None
-        if isinstance(node.names, cst.ImportStar):
-            return
         for alias in node.names:
-            name = alias.name.value if isinstance(alias.name, cst.Name) else dotted(alias.name)
+            name = alias.name.value
             local = alias.asname.name.value if alias.asname else name
-            if module == "castpile" and name in CASTPILE_NAMES:
-                self.castpile_names[local] = name
-            elif module == "triton" and name == "language":
-                self.tl_modules.add(local)
-            elif module == "triton.language":
-                self.tl_names[local] = name
-            else:
+            if module is None:  # a relative import: not followed
                 self.other.add(local)
+            else:
+                self._import(local, f"{module}.{name}")
+
+    def _import(self, local: str, qualified: str) -> None:
+        self.imports.setdefault(local, set()).add(qualified)
+
+    def add_alias(self, name: str, value: cst.BaseExpression) -> None:
+        """``name = value``: a name or attribute chain is followed, anything else is not."""
+        chain = dotted(value)
+        if chain is None:
+            self.other.add(name)
+        else:
+            self.aliases.setdefault(name, set()).add(chain)
 
     def bound(self, name: str) -> bool:
         """Whether this scope binds ``name`` at all."""
-        return (
-            name in self.other
-            or name in self.castpile_modules
-            or name in self.castpile_names
-            or name in self.tl_modules
-            or name in self.tl_names
-            or name in self.triton_modules
-        )
+        return name in self.imports or name in self.aliases or name in self.other
+
+    def merge(self, other: "Scope", keep_out: set[str] = frozenset()) -> None:
+        """Add what ``other`` binds (a block walked apart), except the names in ``keep_out``."""
+        for mine, theirs in ((self.imports, other.imports), (self.aliases, other.aliases)):
+            for name, meanings in theirs.items():
+                if name not in keep_out:
+                    mine.setdefault(name, set()).update(meanings)
+        self.other |= other.other - keep_out
+        self.starred = self.starred or other.starred
 
 
 class Resolver:
@@ -99,7 +105,6 @@ class Resolver:
 
     ``scopes`` runs from the module's to the innermost function's; a name means
     what the innermost scope that binds it says (class bodies do not enclose).
-    A name that a scope binds to anything besides castpile or triton is not theirs.
     """
 
     def __init__(self, scopes: list[Scope]):
@@ -109,44 +114,72 @@ class Resolver:
         """The resolver of a function nested in this one, whose own scope is ``local``."""
         return Resolver([*self.scopes, local])
 
-    def _scope_of(self, name: str) -> Scope | None:
-        for scope in reversed(self.scopes[1:]):
-            if scope.bound(name):
-                return None if name in scope.other else scope
-        module = self.scopes[0]
-        return None if name in module.other else module
+    def _meanings(self, name: str, depth: int, following: frozenset) -> set[str | None]:
+        """What ``name`` may stand for, seen from the scope ``scopes[depth - 1]`` (a qualified
+        name, or ``None`` for anything castpile does not follow, an unbound name included)."""
+        level = next((k for k in range(depth - 1, 0, -1) if self.scopes[k].bound(name)), 0)
+        scope = self.scopes[level]
+        if (level, name) in following:  # `tl = tl`: the binding being followed adds nothing
+            return set()
+        meanings: set[str | None] = set(scope.imports.get(name, ()))
+        if name in scope.other or not scope.bound(name):
+            meanings.add(_OTHER)
+        for chain in scope.aliases.get(name, ()):
+            head, _, rest = chain.partition(".")
+            for meaning in self._meanings(head, level + 1, following | {(level, name)}):
+                meanings.add(meaning if meaning is _OTHER or not rest else f"{meaning}.{rest}")
+        return meanings
+
+    def _chain_meanings(self, node: cst.BaseExpression) -> tuple[str | None, set[str | None]]:
+        """The head name of a Name/Attribute chain and what the chain may stand for."""
+        chain = dotted(node)
+        if chain is None:
+            return None, {_OTHER}
+        head, _, rest = chain.partition(".")
+        meanings = self._meanings(head, len(self.scopes), frozenset())
+        return head, {m if m is _OTHER or not rest else f"{m}.{rest}" for m in meanings}
+
+    def qualified(self, node: cst.BaseExpression) -> str | None:
+        """What a name or attribute chain stands for (``triton.language.max``), when every binding
+        that could be in force agrees; else ``None``."""
+        _, meanings = self._chain_meanings(node)
+        return next(iter(meanings)) if len(meanings) == 1 else None
 
     def castpile(self, func: cst.BaseExpression) -> str | None:
         """``"multicast_like"``/``"signal"``/``"wait"`` when ``func`` names castpile's."""
-        name = dotted(func)
-        if name is None:
-            return None
-        head, _, rest = name.partition(".")
-        scope = self._scope_of(head)
-        if scope is None:
-            return None
-        if not rest:
-            return scope.castpile_names.get(head)
-        if head in scope.castpile_modules and rest in CASTPILE_NAMES:
-            return rest
-        return None
+        module, _, member = (self.qualified(func) or "").rpartition(".")
+        return member if module == "castpile" and member in CASTPILE_NAMES else None
 
     def triton_language(self, func: cst.BaseExpression) -> str | None:
-        """``"load"`` for ``tl.load``, ``triton.language.load`` or ``ld`` from
-        ``from triton.language import load as ld``, else ``None``."""
-        name = dotted(func)
-        if name is None:
+        """``"load"`` for ``tl.load``, ``triton.language.load``, ``ld`` from
+        ``from triton.language import load as ld`` or ``ld = tl.load``, else ``None``."""
+        module, _, member = (self.qualified(func) or "").rpartition(".")
+        return member if module == "triton.language" else None
+
+    def ambiguous(self, func: cst.BaseExpression) -> tuple[str, str] | None:
+        """``(head, meaning)`` when the head of ``func`` may stand for ``triton`` or something in it
+        (``meaning``: ``triton.language``, ``triton.language.load``) and also for something else, so
+        castpile cannot tell what ``func`` calls."""
+        chain = dotted(func)
+        if chain is None:
             return None
-        head, _, rest = name.partition(".")
-        scope = self._scope_of(head)
-        if scope is None:
+        head = chain.partition(".")[0]
+        meanings = self._meanings(head, len(self.scopes), frozenset())
+        known = sorted(m for m in meanings if m is not _OTHER and (m == "triton" or m.startswith("triton.")))
+        return (head, known[0]) if known and len(meanings) > 1 else None
+
+    def missing_import(self, func: cst.BaseExpression) -> tuple[str, str] | None:
+        """``(name, import)`` when ``func`` spells one of castpile's names (``multicast_like``,
+        ``castpile.signal``) through a name that no scope binds and no star import may bind:
+        ``name`` is that name, ``import`` the statement to add."""
+        chain = dotted(func)
+        if chain is None or any(scope.bound(chain.partition(".")[0]) or scope.starred for scope in self.scopes):
             return None
-        if not rest:
-            return scope.tl_names.get(head)
-        if head in scope.tl_modules and "." not in rest:
-            return rest
-        if head in scope.triton_modules and rest.startswith("language.") and rest.count(".") == 1:
-            return rest.split(".")[1]
+        if chain in CASTPILE_NAMES:
+            return chain, f"from castpile import {chain}"
+        head, _, rest = chain.partition(".")
+        if head == "castpile" and rest in CASTPILE_NAMES:
+            return head, "import castpile"
         return None
 
 
@@ -200,33 +233,40 @@ class _ScopeCollector(Walker):
         return False
 
     def visit_Try(self, node: cst.Try) -> bool:
-        """``try: from castpile import x`` ``except ImportError: x = ...``: the fallback does not shadow x."""
-        before = set(self.scope.castpile_names)
-        self.walk(node.body)
-        imported = set(self.scope.castpile_names) - before
-        shadowed = set(self.scope.other)
+        """``try: import triton.language as tl`` ``except ImportError: tl = None``: the fallback does not shadow tl."""
+        body = Scope()
+        collect_scope(node.body.body, body)
+        fallbacks = Scope()
         for handler in node.handlers:
-            self.walk(handler)
-        self.scope.other -= imported - shadowed
+            collect_scope(handler.body.body, fallbacks)
+            if handler.name is not None:
+                _ScopeCollector(fallbacks).walk(handler.name)
+        self.scope.merge(body)
+        self.scope.merge(fallbacks, keep_out=set(body.imports))
         for block in (node.orelse, node.finalbody):
             if block is not None:
                 self.walk(block)
         return False
 
-    def _targets(self, target: cst.BaseExpression) -> None:
+    def _targets(self, target: cst.BaseExpression, value: cst.BaseExpression | None = None) -> None:
+        """``target`` bound to ``value`` (``None``: to something castpile does not follow)."""
         if isinstance(target, cst.Name):
-            self.scope.other.add(target.value)
+            if value is None:
+                self.scope.other.add(target.value)
+            else:
+                self.scope.add_alias(target.value, value)
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
                 self._targets(element.value)
         elif isinstance(target, cst.StarredElement):
             self._targets(target.value)
 
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self._targets(node.target)
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._targets(target.target, node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._targets(node.target)
+        self._targets(node.target, node.value)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self._targets(node.target)
@@ -238,4 +278,4 @@ class _ScopeCollector(Walker):
         self._targets(node.name)
 
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._targets(node.target)
+        self._targets(node.target, node.value)
