@@ -35,7 +35,7 @@ def all_reduce_remote(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.cons
     tile = tl.program_id(0)
     while tile < tl.cdiv(n, BLOCK):
         offs = tile * BLOCK + tl.arange(0, BLOCK)
-        total = _castpile_reduce_remote(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n), buf_ptrs, "sum", acc_dtype=tl.float32)
+        total = _castpile_reduce_remote(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n), buf_ptrs, "sum", steps="to", operands=(tl.float32,))
         tl.store(out + offs, total.to(out.dtype.element_ty), mask=offs < n)
         tile += tl.num_programs(0)
     remote_barrier(pad, pad_ptrs, rank, WORLD)
@@ -54,7 +54,7 @@ def all_reduce_residual_rmsnorm_remote(buf, buf_ptrs, pad, pad_ptrs, residual, w
     w = tl.load(weight + cols, mask=inside, other=0.0).to(tl.float32)
     row = tl.program_id(0)
     while row < m:
-        total = _castpile_reduce_remote(bufs, WORLD, None, buf, cols + d*row, (row >= 0) & (row < m) & (cols >= 0) & (cols < d), buf_ptrs, "sum", acc_dtype=tl.float32)
+        total = _castpile_reduce_remote(bufs, WORLD, None, buf, cols + d*row, (row >= 0) & (row < m) & (cols >= 0) & (cols < d), buf_ptrs, "sum", steps="to", operands=(tl.float32,))
         h = (total + tl.load(residual + row * d + cols, mask=inside, other=0.0).to(tl.float32))
         h = h.to(residual.dtype.element_ty)
         tl.store(residual + row * d + cols, h, mask=inside)
@@ -91,11 +91,60 @@ def _castpile_leading_ones(shape, r):
 
 
 @triton.constexpr_function
-def _castpile_accumulator(dtype, OP):
-    """The type a reduction ``OP`` of ``dtype`` accumulates in: ``tl.sum``'s pick (int32 for small ints)."""
-    if OP == "sum" and dtype.is_int() and dtype.primitive_bitwidth < 32:
-        return tl.int32 if dtype.is_int_signed() else tl.uint32
+def _castpile_accumulator(dtype, OP, sum_dtype, indices):
+    """The type Triton's ``tl.sum`` / ``max`` / ``min`` of ``dtype`` reduces in: ``tl.sum``'s ``dtype=``
+    (``sum_dtype``), else int32 / uint32 for narrower integers; ``max`` / ``min``: float32 for bfloat16 and,
+    without ``return_indices``, float32 / int32 for any narrower type."""
+    if OP == "sum":
+        if sum_dtype is not None:
+            return sum_dtype
+        if dtype.is_int_signed() and dtype.int_bitwidth < 32:
+            return tl.int32
+        if dtype.is_int_unsigned() and dtype.int_bitwidth < 32:
+            return tl.uint32
+        return dtype
+    if dtype.is_bf16():
+        return tl.float32
+    if not indices and dtype.primitive_bitwidth < 32:
+        return tl.float32 if dtype.is_floating() else tl.int32
     return dtype
+
+
+@triton.constexpr_function
+def _castpile_step_count(steps):
+    """How many elementwise steps ``steps`` (their kinds, space-separated) names."""
+    return len(steps.split())
+
+
+@triton.constexpr_function
+def _castpile_step(steps, k):
+    """The kind of step ``k`` of ``steps``."""
+    return steps.split()[k]
+
+
+@triton.constexpr_function
+def _castpile_operand(steps, k):
+    """Where the operand of step ``k`` of ``steps`` sits among the steps' operands (``neg`` has none)."""
+    return sum(1 for kind in steps.split()[:k] if kind != "neg")
+
+
+@triton.constexpr_function
+def _castpile_keeps_zero(steps):
+    """Whether every step of ``steps`` turns 0 into 0, so that lanes whose loads gave 0 still hold 0."""
+    return all(kind in ("to", "bitcast", "to_rtne", "to_rtz", "neg") for kind in steps.split())
+
+
+@triton.constexpr_function
+def _castpile_identity(dtype, OP):
+    """The value that takes no part in a ``max``/``min`` reduction of ``dtype``."""
+    if OP == "sum":
+        return 0
+    if dtype.is_floating():
+        return float("-inf") if OP == "max" else float("inf")
+    bits = dtype.primitive_bitwidth
+    if dtype.is_int_signed():
+        return -(2 ** (bits - 1)) if OP == "max" else 2 ** (bits - 1) - 1
+    return 0 if OP == "max" else 2**bits - 1
 
 
 @triton.jit
@@ -122,8 +171,9 @@ def _castpile_positions(src, count: tl.constexpr, offs):
 def _castpile_lane_mask(valid, mask, offs, user_mask=None):
     """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element masks.
 
-    Always a fresh tensor of the offsets' shape: Triton 3.6's interpreter reads atomic
-    operands as contiguous arrays, so a broadcast or Python-bool mask would be misread.
+    Always a fresh tensor of the shape of ``offs`` (offsets, or the pointers of a wait): Triton
+    3.6's interpreter reads atomic operands as contiguous arrays, so a broadcast or Python-bool
+    mask would be misread.  Each mask may be a tensor, a scalar or a ``tl.constexpr`` bool.
     """
     lanes = tl.full(offs.shape, 1, tl.int1) & valid
     if mask is not None:
@@ -155,6 +205,106 @@ def _castpile_offsets(offs):
 
 
 @triton.jit
+def _castpile_apply_one(v, KIND: tl.constexpr, x):
+    """``v`` through one step of :func:`_castpile_apply` whose operand is ``x``."""
+    if KIND == "to":
+        r = v.to(x)
+    elif KIND == "bitcast":
+        r = v.to(x, bitcast=True)
+    elif KIND == "to_rtne":
+        r = v.to(x, fp_downcast_rounding="rtne")
+    elif KIND == "to_rtz":
+        r = v.to(x, fp_downcast_rounding="rtz")
+    elif KIND == "add":
+        r = v + x
+    elif KIND == "radd":
+        r = x + v
+    elif KIND == "sub":
+        r = v - x
+    elif KIND == "rsub":
+        r = x - v
+    elif KIND == "mul":
+        r = v * x
+    elif KIND == "rmul":
+        r = x * v
+    elif KIND == "truediv":
+        r = v / x
+    elif KIND == "rtruediv":
+        r = x / v
+    elif KIND == "floordiv":
+        r = v // x
+    elif KIND == "rfloordiv":
+        r = x // v
+    elif KIND == "mod":
+        r = v % x
+    else:
+        r = x % v
+    return r
+
+
+@triton.jit
+def _castpile_apply(v, steps: tl.constexpr, operands):
+    """``v`` through the elementwise steps that stand between an access and its reduction, in order: ``to``,
+    ``bitcast``, ``to_rtne``, ``to_rtz`` (``.to(T, ...)``), an operator with a scalar operand on the right (``add``,
+    ``sub``, ``mul``, ``truediv``, ``floordiv``, ``mod``) or on the left (``radd``, ``rsub``, ...), ``neg``."""
+    for k in tl.static_range(_castpile_step_count(steps)):
+        if _castpile_step(steps, k) == "neg":
+            v = -v
+        else:
+            v = _castpile_apply_one(v, _castpile_step(steps, k), operands[_castpile_operand(steps, k)])
+    return v
+
+
+@triton.jit
+def _castpile_fold(p: tl.constexpr, v, valid, acc, at, seen, OP: tl.constexpr, indices: tl.constexpr):
+    """Buffer ``p``'s values ``v`` (of the accumulator's type) folded into ``acc``, the reduction of the buffers
+    before it; ``at``: the position each lane's max / min comes from (``indices``; the first on a tie); ``seen``:
+    the lanes some valid buffer reached.  ``valid`` says whether buffer ``p`` is; ``p == 0`` starts the fold."""
+    v = tl.where(valid, v, _castpile_identity(v.dtype, OP))
+    if p == 0:
+        acc = v
+        at = tl.zeros(v.shape, tl.int32)
+        seen = _castpile_lane_mask(valid, None, v)
+    elif indices:
+        if OP == "max":
+            better = v > acc
+        else:
+            better = v < acc
+        take = valid & (better | ~seen)
+        acc = tl.where(take, v, acc)
+        at = tl.where(take, p, at)
+        seen = seen | valid
+    else:
+        if OP == "sum":
+            acc = acc + v
+        elif OP == "max":
+            acc = tl.maximum(acc, v)
+        else:
+            acc = tl.minimum(acc, v)
+        seen = seen | valid
+    return acc, at, seen
+
+
+@triton.jit
+def _castpile_folded(acc, at, seen, bounds, zeroed: tl.constexpr, keep_dims: tl.constexpr, indices: tl.constexpr):
+    """The result of a fold (:func:`_castpile_fold`): a lane that no valid buffer reached, or out of ``bounds``,
+    gives 0 and position 0 (``zeroed``: its loads gave 0 and it holds 0 already); ``keep_dims`` keeps the stack
+    dim as extent 1; with ``indices``, the values and their positions."""
+    live = seen
+    if bounds is not None and not zeroed:
+        live = live & bounds
+    acc = tl.where(live, acc, tl.zeros_like(acc))
+    at = tl.where(live, at, tl.zeros_like(at))
+    if keep_dims:
+        acc = tl.expand_dims(acc, 0)
+        at = tl.expand_dims(at, 0)
+    if indices:
+        return acc, at
+    else:
+        return acc
+
+
+@triton.jit
 def _castpile_cas(ptrs, mask, example, cmp, value, sem: tl.constexpr, scope: tl.constexpr):
     """``tl.atomic_cas`` that leaves masked-off lanes alone.
 
@@ -180,6 +330,15 @@ def _castpile_full(value, ptrs, example):
 
 
 @triton.jit
+def _castpile_any(lanes):
+    """Whether any of ``lanes`` is true: a spin's condition (a scalar is its own: reducing one does not compile)."""
+    if len(lanes.shape) == 0:
+        return lanes
+    else:
+        return tl.sum(lanes.to(tl.int32)) > 0
+
+
+@triton.jit
 def _castpile_wait_flags(ptrs, value=1, reset=0, mask=None, sem: tl.constexpr = tl.constexpr("acquire"),
                          scope: tl.constexpr = tl.constexpr("sys")):
     """Spin until every flag at ``ptrs`` equals ``value``, then set it to ``reset``.
@@ -188,11 +347,8 @@ def _castpile_wait_flags(ptrs, value=1, reset=0, mask=None, sem: tl.constexpr = 
     ``value``, resets it and is masked off from then on.
     """
     dtype = ptrs.dtype.element_ty
-    if mask is None:
-        pending = tl.full(ptrs.shape, 1, tl.int1)
-    else:
-        pending = tl.broadcast_to(mask, ptrs.shape) & tl.full(ptrs.shape, 1, tl.int1)
-    while tl.sum(pending.to(tl.int32)) > 0:
+    pending = _castpile_lane_mask(True, mask, ptrs)
+    while _castpile_any(pending):
         seen = tl.atomic_add(ptrs, tl.zeros(ptrs.shape, dtype), mask=pending, sem=sem, scope=scope)
         arrived = pending & (seen == tl.cast(value, dtype))
         tl.atomic_xchg(ptrs, tl.cast(reset, dtype) + tl.zeros(ptrs.shape, dtype), mask=arrived, sem=sem, scope=scope)
@@ -215,21 +371,29 @@ _castpile_nvshmem = _castpile_nvshmem_functions()
 
 
 def _castpile_remote_kernel(kernel):
-    """``kernel``, registered with torch's ``requires_nvshmem`` (each compiled module is initialised for NVSHMEM)
-    and launching with NVSHMEM's device library linked in; unchanged under ``TRITON_INTERPRET=1``.
+    """``kernel``, launching with NVSHMEM's device library linked in and registered with torch's
+    ``requires_nvshmem`` (each compiled module is initialised for NVSHMEM); unchanged under ``TRITON_INTERPRET=1``.
 
-    It stays a JITFunction (``requires_nvshmem`` returns a launch-only wrapper), so other jit functions can
-    still call it; a kernel that calls it without a ``remote=`` binding of its own needs the same wrapping.
+    The library is looked for at the first launch, not here: the module's other kernels import and run
+    without it, and a launch without it raises torch's error then.  The kernel stays a JITFunction
+    (``requires_nvshmem`` returns a launch-only wrapper), so other jit functions can still call it; a kernel
+    that calls it without a ``remote=`` binding of its own needs the same wrapping.  Wrapping twice changes nothing.
     """
     import os
 
-    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0") or hasattr(kernel, "_castpile_nvshmem_libs"):
         return kernel
-    from torch.distributed._symmetric_memory._nvshmem_triton import requires_nvshmem
-
-    extern_libs = requires_nvshmem(kernel).extern_libs
     run = kernel.run
-    kernel.run = lambda *args, **kwargs: run(*args, **kwargs, extern_libs=extern_libs)
+    kernel._castpile_nvshmem_libs = extern_libs = {}
+
+    def run_with_nvshmem(*args, **kwargs):
+        if not extern_libs:
+            from torch.distributed._symmetric_memory._nvshmem_triton import requires_nvshmem
+
+            extern_libs.update(requires_nvshmem(kernel).extern_libs)
+        return run(*args, **kwargs, extern_libs=extern_libs)
+
+    kernel.run = run_with_nvshmem
     return kernel
 
 
@@ -360,40 +524,31 @@ def _castpile_remote_put(addr, pe, example, table, offs, lanes, value):
 
 @triton.jit
 def _castpile_reduce_remote(src, count: tl.constexpr, smask, example, offs, bounds, table, OP: tl.constexpr, mask=None,
-                            other=None, acc_dtype: tl.constexpr = None, cache_modifier: tl.constexpr = tl.constexpr(""),
-                            eviction_policy: tl.constexpr = tl.constexpr(""), volatile: tl.constexpr = False,
-                            align: tl.constexpr = None, keep_dims: tl.constexpr = False):
-    """``tl.sum``/``max``/``min`` over a table's buffers, one at a time (remote ones fetched by NVSHMEM gets)."""
+                            other=None, steps: tl.constexpr = tl.constexpr(""), operands=None, dtype: tl.constexpr = None,
+                            keep_dims: tl.constexpr = False, return_indices: tl.constexpr = False,
+                            return_indices_tie_break_left: tl.constexpr = True,
+                            cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
+                            volatile: tl.constexpr = False, align: tl.constexpr = None):
+    """``tl.sum``/``max``/``min`` over a table's buffers, one at a time (remote ones fetched by NVSHMEM gets), as
+    :func:`_castpile_reduce_loop` does."""
     offs = _castpile_offsets(offs)
-    dtype = example.dtype.element_ty
-    if acc_dtype is not None:
-        dtype = acc_dtype
-    ACC: tl.constexpr = _castpile_accumulator(dtype, OP)
-    if other is None:
-        other = 0
     lanes = _castpile_lane_mask(True, bounds, offs, mask)
-    acc = tl.zeros_like(offs).to(ACC)
+    fill = 0 if other is None else other
+    acc = None  # the fold starts at buffer 0
+    at = None
+    seen = None
     for p in tl.static_range(count):
         addr, pe = _castpile_remote_entry(src, p)
         if pe < 0:  # `x`, not `v`: a name both branches define keeps one type across the unrolled buffers
-            x = tl.load(_castpile_address(addr, example, align) + offs, mask=lanes, other=other,
+            x = tl.load(_castpile_address(addr, example, align) + offs, mask=lanes, other=fill,
                         cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
         else:
-            x = _castpile_remote_get(addr, pe, example, table, offs, lanes, other)
-        v = x.to(dtype).to(ACC)
-        if p == 0:
-            acc = v
-        elif OP == "sum":
-            acc = acc + v
-        elif OP == "max":
-            acc = tl.maximum(acc, v)
-        else:
-            acc = tl.minimum(acc, v)
-    if bounds is not None:
-        acc = tl.where(bounds, acc, tl.zeros_like(acc))
-    if keep_dims:
-        acc = tl.expand_dims(acc, 0)
-    return acc
+            x = _castpile_remote_get(addr, pe, example, table, offs, lanes, fill)
+        v = _castpile_apply(x, steps, operands)
+        v = v.to(_castpile_accumulator(v.dtype, OP, dtype, return_indices))
+        acc, at, seen = _castpile_fold(p, v, True, acc, at, seen, OP, return_indices)
+    zeroed: tl.constexpr = other is None and _castpile_keeps_zero(steps)
+    return _castpile_folded(acc, at, seen, bounds, zeroed, keep_dims, return_indices)
 
 
 @triton.jit
@@ -458,6 +613,7 @@ def _castpile_signal_remote(src, count: tl.constexpr, smask, example, offs, boun
             _castpile_nvshmem.quiet()
 
 
+# ---- castpile 0.2.0 the kernels with remote= bindings, launched with NVSHMEM ----
 remote_barrier = _castpile_remote_kernel(remote_barrier)
 all_reduce_remote = _castpile_remote_kernel(all_reduce_remote)
 all_reduce_residual_rmsnorm_remote = _castpile_remote_kernel(all_reduce_residual_rmsnorm_remote)

@@ -2,7 +2,8 @@
 
 Each reads or writes W same-layout bf16 buffers named by a table of W
 addresses.  The ``_u`` twins omit ``align=16``: Triton then cannot prove the
-buffers' alignment and issues scalar 16-bit accesses.
+buffers' alignment and issues scalar 16-bit accesses.  ``stack_row_norm`` is the
+row-normalising kernel whose stack sum converts each buffer to fp32 first.
 """
 
 import triton
@@ -15,7 +16,7 @@ def stack_sum(ex, table, out, n, W: tl.constexpr, BLOCK: tl.constexpr):
     """``out = sum of the W buffers`` (fp32 accumulation)."""
     bufs = table
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    total = _castpile_reduce_loop(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), "sum", acc_dtype=tl.float32, align=16)
+    total = _castpile_reduce_loop(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), "sum", steps="to", operands=(tl.float32,), align=16)
     tl.store(out + offs, total.to(out.dtype.element_ty), mask=offs < n)
 
 
@@ -51,7 +52,7 @@ def stack_sum_u(ex, table, out, n, W: tl.constexpr, BLOCK: tl.constexpr):
     """``stack_sum`` without ``align=``."""
     bufs = table
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    total = _castpile_reduce_loop(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), "sum", acc_dtype=tl.float32)
+    total = _castpile_reduce_loop(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), "sum", steps="to", operands=(tl.float32,))
     tl.store(out + offs, total.to(out.dtype.element_ty), mask=offs < n)
 
 
@@ -82,6 +83,20 @@ def stack_scatter_add(ex, table, vals, n, W: tl.constexpr, BLOCK: tl.constexpr):
     _castpile_atomic_loop(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), "add", v[None, :], sem="relaxed", align=16, keep_old=False)
 
 
+@triton.jit
+def stack_row_norm(ex, table, out, M, D, eps, W: tl.constexpr, BLOCK_D: tl.constexpr):
+    """Each row of ``out`` (M x D) = the row summed over the stack in fp32, over its root mean square; a
+    persistent loop over the rows (BLOCK_D >= D)."""
+    bufs = table
+    cols = tl.arange(0, BLOCK_D)
+    row = tl.program_id(0)
+    while row < M:
+        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16)
+        scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
+        tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=cols < D)
+        row += tl.num_programs(0)
+
+
 # ---- castpile 0.2.0 helpers: generated, called by the rewritten accesses above ----
 import triton
 import triton.language as tl
@@ -94,11 +109,60 @@ def _castpile_leading_ones(shape, r):
 
 
 @triton.constexpr_function
-def _castpile_accumulator(dtype, OP):
-    """The type a reduction ``OP`` of ``dtype`` accumulates in: ``tl.sum``'s pick (int32 for small ints)."""
-    if OP == "sum" and dtype.is_int() and dtype.primitive_bitwidth < 32:
-        return tl.int32 if dtype.is_int_signed() else tl.uint32
+def _castpile_accumulator(dtype, OP, sum_dtype, indices):
+    """The type Triton's ``tl.sum`` / ``max`` / ``min`` of ``dtype`` reduces in: ``tl.sum``'s ``dtype=``
+    (``sum_dtype``), else int32 / uint32 for narrower integers; ``max`` / ``min``: float32 for bfloat16 and,
+    without ``return_indices``, float32 / int32 for any narrower type."""
+    if OP == "sum":
+        if sum_dtype is not None:
+            return sum_dtype
+        if dtype.is_int_signed() and dtype.int_bitwidth < 32:
+            return tl.int32
+        if dtype.is_int_unsigned() and dtype.int_bitwidth < 32:
+            return tl.uint32
+        return dtype
+    if dtype.is_bf16():
+        return tl.float32
+    if not indices and dtype.primitive_bitwidth < 32:
+        return tl.float32 if dtype.is_floating() else tl.int32
     return dtype
+
+
+@triton.constexpr_function
+def _castpile_step_count(steps):
+    """How many elementwise steps ``steps`` (their kinds, space-separated) names."""
+    return len(steps.split())
+
+
+@triton.constexpr_function
+def _castpile_step(steps, k):
+    """The kind of step ``k`` of ``steps``."""
+    return steps.split()[k]
+
+
+@triton.constexpr_function
+def _castpile_operand(steps, k):
+    """Where the operand of step ``k`` of ``steps`` sits among the steps' operands (``neg`` has none)."""
+    return sum(1 for kind in steps.split()[:k] if kind != "neg")
+
+
+@triton.constexpr_function
+def _castpile_keeps_zero(steps):
+    """Whether every step of ``steps`` turns 0 into 0, so that lanes whose loads gave 0 still hold 0."""
+    return all(kind in ("to", "bitcast", "to_rtne", "to_rtz", "neg") for kind in steps.split())
+
+
+@triton.constexpr_function
+def _castpile_identity(dtype, OP):
+    """The value that takes no part in a ``max``/``min`` reduction of ``dtype``."""
+    if OP == "sum":
+        return 0
+    if dtype.is_floating():
+        return float("-inf") if OP == "max" else float("inf")
+    bits = dtype.primitive_bitwidth
+    if dtype.is_int_signed():
+        return -(2 ** (bits - 1)) if OP == "max" else 2 ** (bits - 1) - 1
+    return 0 if OP == "max" else 2**bits - 1
 
 
 @triton.jit
@@ -128,6 +192,12 @@ def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
     if src.dtype.is_ptr():
         ptr = tl.load(src + p).to(ptr_ty)
         valid = True
+    elif len(src.shape) == 0:  # a rank-0 tile: the one buffer (a reduction of a scalar does not compile)
+        ptr = src.to(ptr_ty)
+        if smask is None:
+            valid = True
+        else:
+            valid = smask
     else:
         pos = tl.reshape(tl.arange(0, src.numel), src.shape)
         ptr = tl.sum(tl.where(pos == p, src, 0)).to(ptr_ty)
@@ -144,8 +214,9 @@ def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
 def _castpile_lane_mask(valid, mask, offs, user_mask=None):
     """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element masks.
 
-    Always a fresh tensor of the offsets' shape: Triton 3.6's interpreter reads atomic
-    operands as contiguous arrays, so a broadcast or Python-bool mask would be misread.
+    Always a fresh tensor of the shape of ``offs`` (offsets, or the pointers of a wait): Triton
+    3.6's interpreter reads atomic operands as contiguous arrays, so a broadcast or Python-bool
+    mask would be misread.  Each mask may be a tensor, a scalar or a ``tl.constexpr`` bool.
     """
     lanes = tl.full(offs.shape, 1, tl.int1) & valid
     if mask is not None:
@@ -184,6 +255,106 @@ def _castpile_offsets(offs):
 
 
 @triton.jit
+def _castpile_apply_one(v, KIND: tl.constexpr, x):
+    """``v`` through one step of :func:`_castpile_apply` whose operand is ``x``."""
+    if KIND == "to":
+        r = v.to(x)
+    elif KIND == "bitcast":
+        r = v.to(x, bitcast=True)
+    elif KIND == "to_rtne":
+        r = v.to(x, fp_downcast_rounding="rtne")
+    elif KIND == "to_rtz":
+        r = v.to(x, fp_downcast_rounding="rtz")
+    elif KIND == "add":
+        r = v + x
+    elif KIND == "radd":
+        r = x + v
+    elif KIND == "sub":
+        r = v - x
+    elif KIND == "rsub":
+        r = x - v
+    elif KIND == "mul":
+        r = v * x
+    elif KIND == "rmul":
+        r = x * v
+    elif KIND == "truediv":
+        r = v / x
+    elif KIND == "rtruediv":
+        r = x / v
+    elif KIND == "floordiv":
+        r = v // x
+    elif KIND == "rfloordiv":
+        r = x // v
+    elif KIND == "mod":
+        r = v % x
+    else:
+        r = x % v
+    return r
+
+
+@triton.jit
+def _castpile_apply(v, steps: tl.constexpr, operands):
+    """``v`` through the elementwise steps that stand between an access and its reduction, in order: ``to``,
+    ``bitcast``, ``to_rtne``, ``to_rtz`` (``.to(T, ...)``), an operator with a scalar operand on the right (``add``,
+    ``sub``, ``mul``, ``truediv``, ``floordiv``, ``mod``) or on the left (``radd``, ``rsub``, ...), ``neg``."""
+    for k in tl.static_range(_castpile_step_count(steps)):
+        if _castpile_step(steps, k) == "neg":
+            v = -v
+        else:
+            v = _castpile_apply_one(v, _castpile_step(steps, k), operands[_castpile_operand(steps, k)])
+    return v
+
+
+@triton.jit
+def _castpile_fold(p: tl.constexpr, v, valid, acc, at, seen, OP: tl.constexpr, indices: tl.constexpr):
+    """Buffer ``p``'s values ``v`` (of the accumulator's type) folded into ``acc``, the reduction of the buffers
+    before it; ``at``: the position each lane's max / min comes from (``indices``; the first on a tie); ``seen``:
+    the lanes some valid buffer reached.  ``valid`` says whether buffer ``p`` is; ``p == 0`` starts the fold."""
+    v = tl.where(valid, v, _castpile_identity(v.dtype, OP))
+    if p == 0:
+        acc = v
+        at = tl.zeros(v.shape, tl.int32)
+        seen = _castpile_lane_mask(valid, None, v)
+    elif indices:
+        if OP == "max":
+            better = v > acc
+        else:
+            better = v < acc
+        take = valid & (better | ~seen)
+        acc = tl.where(take, v, acc)
+        at = tl.where(take, p, at)
+        seen = seen | valid
+    else:
+        if OP == "sum":
+            acc = acc + v
+        elif OP == "max":
+            acc = tl.maximum(acc, v)
+        else:
+            acc = tl.minimum(acc, v)
+        seen = seen | valid
+    return acc, at, seen
+
+
+@triton.jit
+def _castpile_folded(acc, at, seen, bounds, zeroed: tl.constexpr, keep_dims: tl.constexpr, indices: tl.constexpr):
+    """The result of a fold (:func:`_castpile_fold`): a lane that no valid buffer reached, or out of ``bounds``,
+    gives 0 and position 0 (``zeroed``: its loads gave 0 and it holds 0 already); ``keep_dims`` keeps the stack
+    dim as extent 1; with ``indices``, the values and their positions."""
+    live = seen
+    if bounds is not None and not zeroed:
+        live = live & bounds
+    acc = tl.where(live, acc, tl.zeros_like(acc))
+    at = tl.where(live, at, tl.zeros_like(at))
+    if keep_dims:
+        acc = tl.expand_dims(acc, 0)
+        at = tl.expand_dims(at, 0)
+    if indices:
+        return acc, at
+    else:
+        return acc
+
+
+@triton.jit
 def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, bounds, mask=None, other=None,
                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
                         volatile: tl.constexpr = False, align: tl.constexpr = None):
@@ -205,40 +376,31 @@ def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, bounds, 
 
 @triton.jit
 def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, mask=None,
-                          other=None, acc_dtype: tl.constexpr = None, cache_modifier: tl.constexpr = tl.constexpr(""),
-                          eviction_policy: tl.constexpr = tl.constexpr(""), volatile: tl.constexpr = False,
-                          align: tl.constexpr = None, keep_dims: tl.constexpr = False):
-    """``tl.sum``/``max``/``min`` over a table's buffers, one at a time, without the P + I tensor.
+                          other=None, steps: tl.constexpr = tl.constexpr(""), operands=None, dtype: tl.constexpr = None,
+                          keep_dims: tl.constexpr = False, return_indices: tl.constexpr = False,
+                          return_indices_tie_break_left: tl.constexpr = True,
+                          cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
+                          volatile: tl.constexpr = False, align: tl.constexpr = None):
+    """``tl.sum``/``max``/``min`` over axis 0 of a table's access, one buffer at a time, without the P + I tensor.
 
-    Every buffer of a table is valid; lanes out of bounds have no valid entry and give 0.
-    Lanes the user's ``mask`` turns off take part as ``other``.
+    Each valid buffer's elements are loaded, taken through ``steps`` (:func:`_castpile_apply`) and the
+    conversion the reduction makes, and folded in stack order; ``return_indices``: and the positions (a tie goes
+    to the first buffer, whichever ``return_indices_tie_break_left``).  Lanes the user's ``mask`` turns off take
+    part as ``other``; a lane out of bounds gives 0 (position 0).
     """
     offs = _castpile_offsets(offs)
-    dtype = example.dtype.element_ty
-    if acc_dtype is not None:
-        dtype = acc_dtype
-    ACC: tl.constexpr = _castpile_accumulator(dtype, OP)
-    if other is None:
-        other = 0
-    acc = tl.zeros_like(offs).to(ACC)
+    acc = None  # the fold starts at buffer 0
+    at = None
+    seen = None
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=other,
+        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=0 if other is None else other,
                     cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
-        v = v.to(dtype).to(ACC)
-        if p == 0:
-            acc = v
-        elif OP == "sum":
-            acc = acc + v
-        elif OP == "max":
-            acc = tl.maximum(acc, v)
-        else:
-            acc = tl.minimum(acc, v)
-    if bounds is not None:
-        acc = tl.where(bounds, acc, tl.zeros_like(acc))
-    if keep_dims:
-        acc = tl.expand_dims(acc, 0)
-    return acc
+        v = _castpile_apply(v, steps, operands)
+        v = v.to(_castpile_accumulator(v.dtype, OP, dtype, return_indices))
+        acc, at, seen = _castpile_fold(p, v, valid, acc, at, seen, OP, return_indices)
+    zeroed: tl.constexpr = other is None and _castpile_keeps_zero(steps)
+    return _castpile_folded(acc, at, seen, bounds, zeroed, keep_dims, return_indices)
 
 
 @triton.jit
