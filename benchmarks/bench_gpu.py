@@ -140,7 +140,8 @@ def case(kernel, world, n, dev, helion_sum):
 
 
 def row_norm_case(world, dev):
-    """(callables by competitor name, max abs error of each against torch, grid) for the row norm at W = world."""
+    """(callables by competitor name, max abs error of each against torch, grid, the buffers) for the row norm at
+    W = world; the caller holds the buffers while it times: the table holds their addresses, nothing else does."""
     m, d, eps = ROW_NORM["M"], ROW_NORM["D"], ROW_NORM["eps"]
     bufs = [torch.randn(m, d, device=dev, dtype=torch.bfloat16) for _ in range(world)]
     table = torch.tensor([b.data_ptr() for b in bufs], device=dev, dtype=torch.int64)
@@ -165,14 +166,14 @@ def row_norm_case(world, dev):
         except Exception as exc:  # a competitor that fails is reported, not timed
             errors[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
             del fns[name]
-    return fns, errors, grid
+    return fns, errors, grid, bufs
 
 
 def row_norm_rows(dev, reps: int) -> list[dict]:
     """The row norm at each W: eager and CUDA-graph medians, and hand time / castpile time."""
     rows = []
     for world in WORLDS:
-        fns, errors, grid = row_norm_case(world, dev)
+        fns, errors, grid, bufs = row_norm_case(world, dev)
         eager = timed_one_gpu(fns, 20, reps)
         graphs = {name: graphed(fn, GRAPH_CALLS) for name, fn in fns.items()}
         graph = {name: t / GRAPH_CALLS for name, t in timed_one_gpu(graphs, 5, reps).items()}
@@ -183,7 +184,7 @@ def row_norm_rows(dev, reps: int) -> list[dict]:
                "hand_over_castpile": ratios, "max_abs_error": errors}
         rows.append(row)
         print(json.dumps(row), flush=True)
-        del fns, graphs
+        del fns, graphs, bufs
         torch.cuda.empty_cache()
     return rows
 
