@@ -67,6 +67,7 @@ COMPILES = {
         "direct_imports": variants(["fp32"], W=[1, 3], B=16),
         "masked_old_values": variants(["fp32"], W=[1, 3], B=16),
         "keywords_in_source_order": variants(["fp32"], W=3, B=16),
+        "flags_in_source_order": variants(["i32"], W=[1, 3]),
     },
 }
 # jit functions that are no kernels: compiled through the kernels that call them.
@@ -104,7 +105,7 @@ def test_the_semantic_kernels_compile_for_sm90(tmp_path, strategy):
         defs = kernels_of(source)
         for kernel, compiles in kernels.items():
             for dtype, addresses, constexprs in compiles:
-                types = {**TYPES, "table": addresses, **{p: f"*{dtype}" for p in ("out", "example", "src")}}
+                types = {**TYPES, "table": addresses, **{p: f"*{dtype}" for p in ("out", "example", "src", "flags")}}
                 jobs.append(Job(module, kernel, signature(source, defs[kernel], types), constexprs,
                                 name=f"{filename}:{kernel} {dtype} {addresses} {constexprs}"))
     results = compile_for_sm90(jobs, tmp_path)
