@@ -8,7 +8,7 @@ be all zero.  A watchdog ends the job if a configuration takes longer than
 launches, CUDA events, a fixed count of calls identical on every rank).
 
     NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \\
-        torchrun --nproc_per_node 2 benchmarks/gpu_collectives_check.py --out docs/data/collectives-2xh200.json
+        torchrun --nproc_per_node 2 benchmarks/check_collectives.py --out docs/data/collectives-2xh200.json
 """
 
 import argparse
