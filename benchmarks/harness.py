@@ -120,9 +120,9 @@ def stop_ranks():
     dist.destroy_process_group()
 
 
-def run_header(dev, **fields) -> dict:
-    """A result file's head: command line, GPU, versions and the date now, then ``fields`` in order."""
-    return {"command": TORCHRUN + " ".join(sys.argv), "gpu": torch.cuda.get_device_name(dev),
+def run_header(dev, launcher: str = TORCHRUN, **fields) -> dict:
+    """A result file's head: command line (``launcher`` + ``sys.argv``), GPU, versions and the date now, then ``fields``."""
+    return {"command": launcher + " ".join(sys.argv), "gpu": torch.cuda.get_device_name(dev),
             "torch": torch.__version__, "triton": triton.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             **fields}
 
