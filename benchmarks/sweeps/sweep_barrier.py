@@ -14,7 +14,6 @@ import json
 import sweepkit  # first: benchmarks/ and the repository root onto sys.path
 
 import torch
-import torch.distributed as dist
 import triton
 
 from castpile.gpu.launch import bind
@@ -28,14 +27,13 @@ BLOCK = 2048
 def main(argv=None):
     args = sweepkit.command_line(__doc__, reps=9).parse_args(argv)
     rank, world, dev, dog = start_ranks(45)
-    group_name = dist.group.WORLD.group_name
     rows = []
     for nbytes in SIZES:
         symm, expect = sweepkit.bf16_case(nbytes, rank, world, dev)
         x, out = symm.tensor, torch.empty_like(symm.tensor)
         n = x.numel()
         grid = (max(1, min(triton.cdiv(n, BLOCK), symm.max_blocks // 2)),)
-        fns = {"symm_mem_one_shot": lambda: torch.ops.symm_mem.one_shot_all_reduce(x, "sum", group_name)}
+        fns = {"symm_mem_one_shot": sweepkit.symm_mem_one_shot(x)}
         for relaxed in (False, True):
             name = "relaxed_start" if relaxed else "acqrel"
             fns[name] = bind(barrier_kernels_loop.one_shot_all_reduce, grid, x, symm.buffer_ptrs, symm.signal_pad,

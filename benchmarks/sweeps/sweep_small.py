@@ -15,7 +15,6 @@ import json
 import sweepkit  # first: benchmarks/ and the repository root onto sys.path
 
 import torch
-import torch.distributed as dist
 
 from harness import GRAPH_CALLS, bound_one_shot, graph_timed, start_ranks
 
@@ -26,12 +25,11 @@ CONFIGS = [(block, warps) for block in (256, 512, 1024, 2048, 4096) for warps in
 def main(argv=None):
     args = sweepkit.command_line(__doc__, reps=7).parse_args(argv)
     rank, world, dev, dog = start_ranks(120)
-    group_name = dist.group.WORLD.group_name
     rows = []
     for nbytes in SIZES:
         symm, expect = sweepkit.bf16_case(nbytes, rank, world, dev)
         x, out = symm.tensor, torch.empty_like(symm.tensor)
-        fns = {"symm_mem_one_shot": lambda: torch.ops.symm_mem.one_shot_all_reduce(x, "sum", group_name)}
+        fns = {"symm_mem_one_shot": sweepkit.symm_mem_one_shot(x)}
         for block, warps in CONFIGS:
             fns[f"one_shot_b{block}_w{warps}"] = bound_one_shot(symm, out, block=block, blocks=symm.max_blocks,
                                                                 warps=warps)

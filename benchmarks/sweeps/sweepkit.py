@@ -7,8 +7,9 @@ benchmarks a sweep borrows from) and the repository root (``castpile``) in front
 
 The two-GPU all-reduce sweeps (sweep_small, sweep_barrier, sweep_large, sweep_push) take one
 bf16 symmetric tensor per message size holding this rank's ``harness.fill_pattern``
-(:func:`bf16_case`), check every candidate with the ranks in step (:func:`checked`), and end with
-rank 0 writing the result file (:func:`finish`).
+(:func:`bf16_case`), time torch symmetric memory's one-shot beside their candidates
+(:func:`symm_mem_one_shot`), check every candidate with the ranks in step (:func:`checked`), and
+end with rank 0 writing the result file (:func:`finish`).
 """
 
 import argparse
@@ -44,8 +45,14 @@ def bf16_case(nbytes: int, rank: int, world: int, dev, push_scratch: bool = Fals
     return symm, pattern_sum(n, world, dev)
 
 
+def symm_mem_one_shot(x: torch.Tensor):
+    """A call of torch symmetric memory's one-shot all-reduce of ``x`` (a symmetric tensor) over the default group."""
+    group_name = dist.group.WORLD.group_name
+    return lambda: torch.ops.symm_mem.one_shot_all_reduce(x, "sum", group_name)
+
+
 def checked(fn, result: torch.Tensor, expect: torch.Tensor, prepare=None, calls: int = 1) -> float:
-    """``prepare()`` (if given), then ``calls`` calls of ``fn`` started with every rank in step: ``result``'s largest error."""
+    """``prepare()`` (if given), then ``calls`` calls of ``fn`` with every rank in step: ``result``'s largest error."""
     if prepare is not None:
         prepare()
     torch.cuda.synchronize()
