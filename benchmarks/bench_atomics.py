@@ -13,7 +13,6 @@ import argparse
 import json
 import platform
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -22,7 +21,7 @@ import triton
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from harness import STACK_BLOCK as BLOCK, STACK_WARPS as WARPS, timed_one_gpu, write_result  # noqa: E402
+from harness import STACK_BLOCK as BLOCK, STACK_WARPS as WARPS, run_header, timed_one_gpu, write_result  # noqa: E402
 from kernels import hand_kernels as hand  # noqa: E402
 from kernels.generated import stack_kernels_gather as cp_gather  # noqa: E402
 from kernels.generated import stack_kernels_loop as cp_loop  # noqa: E402
@@ -50,10 +49,8 @@ def main(argv=None):
     parser.add_argument("--reps", type=int, default=11)
     args = parser.parse_args(argv)
     dev = torch.device("cuda", 0)
-    meta = {"command": " ".join(["python", *sys.argv]), "gpu": torch.cuda.get_device_name(dev),
-            "torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
-            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "elements": N, "block": BLOCK, "num_warps": WARPS,
-            "reps": args.reps}
+    meta = run_header(dev, launcher="python ", python=platform.python_version(), elements=N, block=BLOCK,
+                      num_warps=WARPS, reps=args.reps)
     rows = []
     for world in WORLDS:
         bufs, vals, fns = competitors(world, dev)

@@ -9,6 +9,8 @@ only (no libcst: the kernels come from ``benchmarks/kernels/generated/``).
 One GPU:
     :func:`timed_one_gpu`, :data:`STACK_BLOCK` / :data:`STACK_WARPS` (the stack
     benchmarks' launch shape).
+Both, the one timing loop under the others:
+    :func:`calls_timed` with :func:`events`.
 Several ranks under torchrun (one process per GPU):
     :func:`start_ranks` / :func:`stop_ranks` (with a :class:`Watchdog` against a
     hung barrier), :func:`timed`, :func:`graph_timed`, :func:`graphed`,
@@ -49,21 +51,31 @@ STACK_BLOCK, STACK_WARPS = 1024, 4
 # One GPU ------------------------------------------------------------------------------------------------------
 
 
+def events() -> tuple:
+    """A pair of CUDA events that record times, for :func:`calls_timed`."""
+    return torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+
+def calls_timed(fn, iters: int, start, end) -> float:
+    """Microseconds per call of ``iters`` back-to-back calls of ``fn`` between the CUDA events ``start`` and ``end``."""
+    start.record()
+    for _ in range(iters):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1000 / iters
+
+
 def timed_one_gpu(fns: dict, iters: int, reps: int) -> dict:
     """Median microseconds per call of each callable on one GPU, rounds interleaved across callables."""
     for fn in fns.values():
         fn()
     torch.cuda.synchronize()
     samples = {name: [] for name in fns}
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start, end = events()
     for _ in range(reps):
         for name, fn in fns.items():
-            start.record()
-            for _ in range(iters):
-                fn()
-            end.record()
-            end.synchronize()
-            samples[name].append(start.elapsed_time(end) * 1000 / iters)
+            samples[name].append(calls_timed(fn, iters, start, end))
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
@@ -120,9 +132,9 @@ def stop_ranks():
     dist.destroy_process_group()
 
 
-def run_header(dev, **fields) -> dict:
-    """A result file's head: command line, GPU, versions and the date now, then ``fields`` in order."""
-    return {"command": TORCHRUN + " ".join(sys.argv), "gpu": torch.cuda.get_device_name(dev),
+def run_header(dev, launcher: str = TORCHRUN, **fields) -> dict:
+    """A result file's head: ``launcher`` + the command line, GPU, versions and the date now, then ``fields``."""
+    return {"command": launcher + " ".join(sys.argv), "gpu": torch.cuda.get_device_name(dev),
             "torch": torch.__version__, "triton": triton.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             **fields}
 
@@ -130,7 +142,7 @@ def run_header(dev, **fields) -> dict:
 def timed(fns: dict, iters: int, reps: int, dog: Watchdog) -> dict:
     """Median over rounds of the slower rank's microseconds per call, rounds interleaved."""
     samples = {name: [] for name in fns}
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start, end = events()
     for name, fn in fns.items():
         for _ in range(3):
             fn()
@@ -141,12 +153,7 @@ def timed(fns: dict, iters: int, reps: int, dog: Watchdog) -> dict:
         for name, fn in fns.items():
             torch.cuda.synchronize()
             dist.barrier()
-            start.record()
-            for _ in range(iters):
-                fn()
-            end.record()
-            end.synchronize()
-            samples[name].append(start.elapsed_time(end) * 1000 / iters)
+            samples[name].append(calls_timed(fn, iters, start, end))
             dog.tick(name)
     medians = torch.tensor([statistics.median(v) for v in samples.values()], device="cuda")
     dist.all_reduce(medians, op=dist.ReduceOp.MAX)

@@ -574,7 +574,7 @@ def test_module_level_code_after_a_remote_kernel_finds_it_wrapped(tmp_path):
     ]
 
 
-# -- the GPU proof's kernel (benchmarks/gpu_nvshmem.py), as checked in -------------------------------------
+# -- the GPU proof's kernel (benchmarks/check_nvshmem.py), as checked in -------------------------------------
 
 
 @pytest.mark.parametrize("w,lws", [(2, 1), (2, 2), (3, 1), (4, 2)])
@@ -709,9 +709,9 @@ def test_the_benchmarks_refuse_ranks_without_a_gpu_each(monkeypatch, gpus, per_n
 
 
 def test_the_gpu_scripts_phases_record_failures_and_c_level_output(tmp_path):
-    """benchmarks/gpu_nvshmem.py's bookkeeping, without a GPU: a phase that fails is recorded with its error and
+    """benchmarks/check_nvshmem.py's bookkeeping, without a GPU: a phase that fails is recorded with its error and
     what was written to file descriptors 1 and 2 (as NVSHMEM's C code writes), and the next phase still runs."""
-    script = import_file(Path(__file__).parents[1] / "benchmarks/gpu_nvshmem.py", "gpu_nvshmem")
+    script = import_file(Path(__file__).parents[1] / "benchmarks/check_nvshmem.py", "check_nvshmem")
     run = script.Run(tmp_path / "nvshmem.json", 1)
     with run.phase("init", bytes=4):
         os.write(2, b"nvshmem: transport ibgda failed to load\n")
@@ -729,7 +729,7 @@ def test_the_gpu_scripts_phases_record_failures_and_c_level_output(tmp_path):
 
 def test_the_gpu_scripts_log_keeps_what_a_dying_process_printed(tmp_path):
     """NVSHMEM ends the process from C when its initialisation fails: what it printed must be in the log already."""
-    script = import_file(Path(__file__).parents[1] / "benchmarks/gpu_nvshmem.py", "gpu_nvshmem")
+    script = import_file(Path(__file__).parents[1] / "benchmarks/check_nvshmem.py", "check_nvshmem")
     pid = os.fork()
     if pid == 0:  # the child dies inside the phase, as nvshmem_init's exit(-1) does
         try:

@@ -6,7 +6,7 @@ size 1 the kernels run in this process under the interpreter, which is what
 forked ranks (``sim.run``), each calling the ops through ``torch.ops``.  Every
 result is compared with a torch reference computed here from the inputs
 (sums, stacks, chunks), never with castpile's own output.  The GPU check under
-CUDA graphs is benchmarks/gpu_torch_ops.py.
+CUDA graphs is benchmarks/check_torch_ops.py.
 """
 
 import os

@@ -3,8 +3,8 @@
 The same algorithms as ``stack_kernels.py`` (scatter-add and the row norm included): a static loop over the W
 addresses of the table, each turned into a typed pointer (``tl.multiple_of``
 16 when ``ALIGN``), one masked access per buffer.  Also :func:`_copy`, the
-plain copy kernel that the Nsight Compute drivers (ncu_single_gpu.py,
-ncu_nvlink.py) measure against.
+plain copy kernel that the Nsight Compute drivers (diag_ncu_single_gpu.py,
+diag_ncu_nvlink.py) measure against.
 """
 
 import triton

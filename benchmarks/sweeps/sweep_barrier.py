@@ -9,44 +9,31 @@ Variants (benchmarks/kernels/barrier_kernels.py): ``acqrel`` (release/acquire in
 hung, see docs/perf-findings.md.)
 """
 
-import argparse
 import json
-import sys
-from pathlib import Path
+
+import sweepkit  # first: benchmarks/ and the repository root onto sys.path
 
 import torch
-import torch.distributed as dist
 import triton
 
-BENCH = Path(__file__).resolve().parents[1]  # benchmarks/, for harness and kernels
-sys.path[:0] = [str(BENCH), str(BENCH.parent)]
-
-from castpile.gpu import runtime  # noqa: E402
-from castpile.gpu.launch import bind  # noqa: E402
-from harness import (GRAPH_CALLS, fill_pattern, graph_timed, max_abs_error, pattern_sum, run_header,  # noqa: E402
-                     start_ranks, stop_ranks, write_result)
-from kernels.generated import barrier_kernels_loop  # noqa: E402
+from castpile.gpu.launch import bind
+from harness import GRAPH_CALLS, graph_timed, start_ranks
+from kernels.generated import barrier_kernels_loop
 
 SIZES = [4 << 10, 32 << 10, 256 << 10]
 BLOCK = 2048
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--reps", type=int, default=9)
-    args = parser.parse_args(argv)
+    args = sweepkit.command_line(__doc__, reps=9).parse_args(argv)
     rank, world, dev, dog = start_ranks(45)
-    group_name = dist.group.WORLD.group_name
     rows = []
     for nbytes in SIZES:
-        n = nbytes // 2
-        symm = runtime.symmetric_empty((n,), torch.bfloat16)
-        x, out = symm.tensor, torch.empty(n, dtype=torch.bfloat16, device=dev)
-        fill_pattern(x, rank)
-        expect = pattern_sum(n, world, dev)
+        symm, expect = sweepkit.bf16_case(nbytes, rank, world, dev)
+        x, out = symm.tensor, torch.empty_like(symm.tensor)
+        n = x.numel()
         grid = (max(1, min(triton.cdiv(n, BLOCK), symm.max_blocks // 2)),)
-        fns = {"symm_mem_one_shot": lambda: torch.ops.symm_mem.one_shot_all_reduce(x, "sum", group_name)}
+        fns = {"symm_mem_one_shot": sweepkit.symm_mem_one_shot(x)}
         for relaxed in (False, True):
             name = "relaxed_start" if relaxed else "acqrel"
             fns[name] = bind(barrier_kernels_loop.one_shot_all_reduce, grid, x, symm.buffer_ptrs, symm.signal_pad,
@@ -57,12 +44,8 @@ def main(argv=None):
             if name != "symm_mem_one_shot":
                 print(f"rank {rank}: checking {name} at {nbytes} bytes", flush=True)
                 dog.tick(f"check {name}")
-                out.zero_()
-                dist.barrier()
-                for _ in range(50):  # repeated calls: a lost signal would hang, a stale read would differ
-                    fn()
-                torch.cuda.synchronize()
-                errors[name] = max_abs_error(out, expect)
+                # repeated calls: a lost signal would hang, a stale read would differ
+                errors[name] = sweepkit.checked(fn, out, expect, prepare=out.zero_, calls=50)
                 errors[name + "_pads_nonzero"] = int(symm.signal_pad.count_nonzero())
         dog.tick(f"checked {nbytes}")
         us = graph_timed(fns, 10, args.reps, dog)
@@ -71,9 +54,7 @@ def main(argv=None):
             print(json.dumps({"bytes": nbytes, **{k: round(v, 2) for k, v in us.items()}}), flush=True)
         del fns, symm, x
         torch.cuda.synchronize()
-    if rank == 0:
-        write_result(args.out, run_header(dev, graph_calls_per_replay=GRAPH_CALLS, block=BLOCK, rows=rows))
-    stop_ranks()
+    sweepkit.finish(args.out, dev, rank, graph_calls_per_replay=GRAPH_CALLS, block=BLOCK, rows=rows)
 
 
 if __name__ == "__main__":

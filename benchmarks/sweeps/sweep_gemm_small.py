@@ -12,18 +12,13 @@ accumulation: within 2^-7 relative + 1e-3 of the largest), then timed with CUDA
 events, rounds interleaved (benchmarks/harness.py), medians.
 """
 
-import argparse
-import sys
-from pathlib import Path
+import sweepkit  # first: benchmarks/ and the repository root onto sys.path
 
 import torch
 
-BENCH = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(BENCH), str(BENCH.parent)]
-
-from bench_tp_gemm import parse_config  # noqa: E402
-from castpile.gpu.fused import tp_gemm  # noqa: E402
-from harness import run_header, timed_one_gpu, write_result  # noqa: E402
+from bench_tp_gemm import parse_config
+from castpile.gpu.fused import tp_gemm
+from harness import run_header, timed_one_gpu, write_result
 
 SHAPES = [(256, 8192, 8192), (256, 4096, 8192)]
 CONFIGS = ["128x128x64:g8:w8:s4", "128x128x64:g8:w4:s4", "128x128x64:g8:w8:s5", "128x128x64:g8:w8:s6",
@@ -32,9 +27,7 @@ CONFIGS = ["128x128x64:g8:w8:s4", "128x128x64:g8:w4:s4", "128x128x64:g8:w8:s5", 
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default="docs/data/bench-sweep-gemm-small.json")
-    parser.add_argument("--reps", type=int, default=9)
+    parser = sweepkit.command_line(__doc__, reps=9, out="docs/data/bench-sweep-gemm-small.json")
     parser.add_argument("--iters", type=int, default=100)
     parser.add_argument("--shapes", nargs="+", default=[f"{m}x{k}x{n}" for m, k, n in SHAPES], help="MxKxN")
     parser.add_argument("--configs", nargs="+", default=CONFIGS)

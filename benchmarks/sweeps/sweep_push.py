@@ -7,49 +7,38 @@ bf16, 2 / 32 / 64 MB, eager, medians of interleaved rounds (harness.timed);
 every variant is checked exact on integer data first.
 """
 
-import argparse
 import json
-import sys
-from pathlib import Path
+
+import sweepkit  # first: benchmarks/ and the repository root onto sys.path
 
 import torch
 import torch.distributed as dist
 
-BENCH = Path(__file__).resolve().parents[1]  # benchmarks/, for harness and kernels
-sys.path[:0] = [str(BENCH), str(BENCH.parent)]
-
-from castpile.gpu import collectives, runtime  # noqa: E402
-from harness import (fill_pattern, max_abs_error, pattern_sum, run_header, start_ranks, stop_ranks, timed,  # noqa: E402
-                     write_result)
+from castpile.gpu import collectives
+from harness import fill_pattern, start_ranks, timed
 
 SIZES = [2 << 20, 32 << 20, 64 << 20]
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--reps", type=int, default=7)
-    args = parser.parse_args()
+    args = sweepkit.command_line(__doc__, reps=7).parse_args()
     rank, world, dev, dog = start_ranks(120)
     rows = []
     for nbytes in SIZES:
-        n = nbytes // 2
-        symm = runtime.symmetric_empty((n,), torch.bfloat16, push_scratch=True)
+        symm, expect = sweepkit.bf16_case(nbytes, rank, world, dev, push_scratch=True)
         x = symm.tensor
         nccl_buf = torch.empty_like(x)
         fns = {"nccl": lambda: dist.all_reduce(nccl_buf),
                "two_shot_pull": lambda: collectives.all_reduce_two_shot(symm, push=False),
                "two_shot_push": lambda: collectives.all_reduce_two_shot(symm, push=True)}
-        expect = pattern_sum(n, world, dev)
-        errors = {}
-        for name, fn in fns.items():
+
+        def fresh():  # every variant sums in place: each check starts from the pattern
             fill_pattern(x, rank)
             nccl_buf.copy_(x)
-            torch.cuda.synchronize()
-            dist.barrier()
-            fn()
-            torch.cuda.synchronize()
-            errors[name] = max_abs_error(nccl_buf if name == "nccl" else x, expect)
+
+        errors = {}
+        for name, fn in fns.items():
+            errors[name] = sweepkit.checked(fn, nccl_buf if name == "nccl" else x, expect, prepare=fresh)
             dog.tick(f"check {name}")
         us = timed(fns, 20, args.reps, dog)
         rows.append({"bytes": nbytes, "us": us, "bus_GBps": {k: nbytes / v / 1e3 for k, v in us.items()},
@@ -59,9 +48,7 @@ def main():
         del symm, x, fns
         torch.cuda.synchronize()
         dist.barrier()
-    if rank == 0:
-        write_result(args.out, run_header(dev, reps=args.reps, rows=rows))
-    stop_ranks()
+    sweepkit.finish(args.out, dev, rank, reps=args.reps, rows=rows)
 
 
 if __name__ == "__main__":

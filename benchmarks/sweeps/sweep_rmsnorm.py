@@ -11,22 +11,16 @@ y within one bf16 rounding), then timed as replays of a CUDA graph of 20 calls
 ``castpile.gpu.fused.rmsnorm``'s defaults (MAX_BLOCK, default_warps).
 """
 
-import argparse
-import sys
-from pathlib import Path
+import sweepkit  # first: benchmarks/ and the repository root onto sys.path
 
 import torch
 import torch.distributed as dist
+import triton
 
-BENCH = Path(__file__).resolve().parents[1]  # benchmarks/, for harness and bench_rmsnorm
-sys.path[:0] = [str(BENCH), str(BENCH.parent)]
-
-import triton  # noqa: E402
-
-from bench_rmsnorm import EPS, pattern, reference  # noqa: E402
-from castpile.gpu import collectives, runtime  # noqa: E402
-from castpile.gpu.fused import rmsnorm  # noqa: E402
-from harness import graph_timed, record_row, run_header, start_ranks, stop_ranks  # noqa: E402
+from bench_rmsnorm import EPS, pattern, reference
+from castpile.gpu import collectives, runtime
+from castpile.gpu.fused import rmsnorm
+from harness import graph_timed, record_row, run_header, start_ranks, stop_ranks
 
 SHAPES = [(1, 4096), (1, 8192), (4, 8192), (16, 8192), (8, 16384), (16, 16384), (256, 8192), (4096, 8192)]
 
@@ -72,9 +66,7 @@ def shape_case(m, d, rank, world, dog, reps, backend="cuda"):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="docs/data/bench-sweep-rmsnorm.json")
-    parser.add_argument("--reps", type=int, default=5)
+    parser = sweepkit.command_line(__doc__, reps=5, out="docs/data/bench-sweep-rmsnorm.json")
     parser.add_argument("--timeout", type=float, default=120)
     parser.add_argument("--norm-block", type=int, default=None,
                         help="the low-latency kernel's elements per step of its normalising pass (rmsnorm.LOW_LATENCY_NORM_BLOCK)")

@@ -10,51 +10,31 @@ torch symmetric memory's one-shot in the same run.  It chooses the launch of
 ``castpile.gpu.collectives`` for small messages.
 """
 
-import argparse
 import json
-import sys
-from pathlib import Path
+
+import sweepkit  # first: benchmarks/ and the repository root onto sys.path
 
 import torch
-import torch.distributed as dist
 
-BENCH = Path(__file__).resolve().parents[1]  # benchmarks/, for harness and kernels
-sys.path[:0] = [str(BENCH), str(BENCH.parent)]
-
-from castpile.gpu import runtime  # noqa: E402
-from harness import (GRAPH_CALLS, bound_one_shot, fill_pattern, graph_timed, max_abs_error, pattern_sum,  # noqa: E402
-                     run_header, start_ranks, stop_ranks, write_result)
+from harness import GRAPH_CALLS, bound_one_shot, graph_timed, start_ranks
 
 SIZES = [4 << 10, 32 << 10, 256 << 10]
 CONFIGS = [(block, warps) for block in (256, 512, 1024, 2048, 4096) for warps in (1, 2, 4)]
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--reps", type=int, default=7)
-    args = parser.parse_args(argv)
+    args = sweepkit.command_line(__doc__, reps=7).parse_args(argv)
     rank, world, dev, dog = start_ranks(120)
-    group_name = dist.group.WORLD.group_name
     rows = []
     for nbytes in SIZES:
-        n = nbytes // 2
-        symm = runtime.symmetric_empty((n,), torch.bfloat16)
-        x, out = symm.tensor, torch.empty(n, dtype=torch.bfloat16, device=dev)
-        fill_pattern(x, rank)
-        expect = pattern_sum(n, world, dev)
-        fns = {"symm_mem_one_shot": lambda: torch.ops.symm_mem.one_shot_all_reduce(x, "sum", group_name)}
+        symm, expect = sweepkit.bf16_case(nbytes, rank, world, dev)
+        x, out = symm.tensor, torch.empty_like(symm.tensor)
+        fns = {"symm_mem_one_shot": sweepkit.symm_mem_one_shot(x)}
         for block, warps in CONFIGS:
             fns[f"one_shot_b{block}_w{warps}"] = bound_one_shot(symm, out, block=block, blocks=symm.max_blocks,
                                                                 warps=warps)
-        errors = {}
-        for name, fn in fns.items():
-            if name.startswith("one_shot"):
-                out.zero_()
-                dist.barrier()
-                fn()
-                torch.cuda.synchronize()
-                errors[name] = max_abs_error(out, expect)
+        errors = {name: sweepkit.checked(fn, out, expect, prepare=out.zero_)
+                  for name, fn in fns.items() if name.startswith("one_shot")}
         dog.tick(f"checked {nbytes}")
         us = graph_timed(fns, 10, args.reps, dog)
         rows.append({"bytes": nbytes, "graph_us": us, "max_abs_error": errors})
@@ -63,9 +43,7 @@ def main(argv=None):
             print(json.dumps({"bytes": nbytes, "symm_mem": round(us["symm_mem_one_shot"], 2), "best": best}), flush=True)
         del fns, symm, x
         torch.cuda.synchronize()
-    if rank == 0:
-        write_result(args.out, run_header(dev, graph_calls_per_replay=GRAPH_CALLS, rows=rows))
-    stop_ranks()
+    sweepkit.finish(args.out, dev, rank, graph_calls_per_replay=GRAPH_CALLS, rows=rows)
 
 
 if __name__ == "__main__":

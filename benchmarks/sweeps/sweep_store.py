@@ -10,31 +10,23 @@ streaming (``cache_modifier=".cs"``) stores, at 1024-element tiles with 4 warps
 of bytes (half read, half written).  Every store variant is checked exact.
 """
 
-import argparse
 import json
-import sys
-import time
-from pathlib import Path
+
+import sweepkit  # first: benchmarks/ and the repository root onto sys.path
 
 import torch
 import triton
 
-BENCH = Path(__file__).resolve().parents[1]  # benchmarks/, for harness and kernels
-sys.path[:0] = [str(BENCH), str(BENCH.parent)]
-
-from harness import timed_one_gpu, write_result  # noqa: E402
-from kernels import hand_kernels as hand  # noqa: E402
-from kernels.generated import stack_kernels_loop as cp  # noqa: E402
+from harness import run_header, timed_one_gpu, write_result
+from kernels import hand_kernels as hand
+from kernels.generated import stack_kernels_loop as cp
 
 N = 64 << 20
 SHAPES = {"b1024_w4": (1024, 4), "b4096_w8": (4096, 8)}
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--reps", type=int, default=7)
-    args = parser.parse_args()
+    args = sweepkit.command_line(__doc__, reps=7).parse_args()
     dev = torch.device("cuda", 0)
     rows = []
     for world in (2, 4, 8):
@@ -71,11 +63,7 @@ def main():
         print(json.dumps({k: rows[-1][k] for k in ("world", "fraction_of_copy")}), flush=True)
         del bufs, copy_src, copy_dst
         torch.cuda.empty_cache()
-    write_result(args.out, {
-        "command": "python benchmarks/sweeps/sweep_store.py " + " ".join(sys.argv[1:]),
-        "gpu": torch.cuda.get_device_name(dev),
-        "torch": torch.__version__, "triton": triton.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        "reps": args.reps, "rows": rows})
+    write_result(args.out, run_header(dev, launcher="python ", reps=args.reps, rows=rows))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The language contract's tables: recognised calls, their parameters, constexpr expressions.
 
-Everything here is what castpile-language.md fixes, in one place, with the one
+Everything here is what the language contract (docs/language.md) fixes, in one place, with the one
 routine that binds a call's arguments to those parameters::
 
     >>> CALL_PARAMS["atomic_add"]

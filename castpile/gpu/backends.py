@@ -91,7 +91,7 @@ def select(backend: str, device, symm_mem) -> str:
     if castpile_name(current) == backend:
         return backend
     if backend == "cuda" and current != "NVSHMEM":
-        return backend  # torch's default, whatever it calls it: left as it is (how it ran on 2 x H200)
+        return backend  # torch's default, whatever it calls it: left as it is
     try:
         symm_mem.set_backend(TORCH_NAMES[backend])
     except RuntimeError as exc:

@@ -15,13 +15,13 @@ returned callable keeps references to them) and scalars by value.  Bind again
 when any of them changes.  Under ``TRITON_INTERPRET=1``, or while a Triton
 launch hook is installed (a profiler's), the callable falls back to ``kernel[grid](...)``.
 
-On the 2 x H200 host a bound launch costs 6.5 us of host time against 17.3 us
-for ``kernel[grid]`` (docs/data/probe-launch-bw.json): Triton 3.6 computes launch
-metadata for its (empty) hook chain on every grid call.  Calling the driver
-through ctypes instead of Triton's C launcher was measured slower (7.4-7.7 us).
+A bound launch costs a fraction of the host time of ``kernel[grid]``
+(docs/data/probe-launch-bw.json): Triton 3.6 computes launch metadata for its
+(empty) hook chain on every grid call.  Calling the driver through ctypes
+instead of Triton's C launcher was slower (the same file).
 
 ``graph=True`` goes further: the one launch is captured once into a CUDA graph
-and each call replays it on the current stream (4.2 us of host time there);
+and each call replays it on the current stream (less host time still, the same file);
 while the current stream is itself being captured, the call launches directly.
 
 What a bound launch passes to the launcher is worked out by one pure function,

@@ -32,7 +32,7 @@ from . import backends
 #: Tensors of at most this many bytes also get the low-latency all-reduce's scratch.
 LOW_LATENCY_MAX_BYTES = 256 << 10
 #: int32 words per tile of the low-latency all-reduce (4 warps); the fastest of 512/1024/2048 words at
-#: 4-256 KB on 2 x H200 (docs/data/probe-launch-ll.json).
+#: 4-256 KB (docs/data/probe-launch-ll.json).
 LOW_LATENCY_BLOCK = 512
 
 
@@ -204,10 +204,11 @@ def symmetric_empty(shape, dtype: torch.dtype, device=None, group=None, push_scr
     """Allocate a symmetric buffer on every rank of ``group`` and rendezvous (collective).
 
     ``push_scratch=True`` also allocates the pushing two-shot all-reduce's
-    scratch (about the tensor's size again), which makes ``all_reduce_two_shot``
-    about 8% faster above 4 MB on 2 x H200.  ``backend`` is ``"cuda"`` (torch's
-    default symmetric memory: every peer P2P reachable) or ``"nvshmem"`` (NVSHMEM's
-    symmetric heap: peers may be remote, see ``reachable``); one per process.
+    scratch (about the tensor's size again), with which ``all_reduce_two_shot``
+    pushes above 4 MB, where pushing is faster (docs/data/bench-sweep-push.json).
+    ``backend`` is ``"cuda"`` (torch's default symmetric memory: every peer P2P
+    reachable) or ``"nvshmem"`` (NVSHMEM's symmetric heap: peers may be remote,
+    see ``reachable``); one per process.
     ``force_remote=True`` (NVSHMEM only) tags every other rank remote in the
     ``remote_ptrs`` tables, reachable or not (``backends.table_reachability``).
     """

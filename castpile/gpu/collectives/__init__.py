@@ -12,8 +12,9 @@ Launches are prepared once and kept in ``symm.launches``
 CUDA-graph capture, a call whose output the caller passed (or that has none:
 the in-place two-shot) replays a one-kernel CUDA graph captured for that output
 address on first use; other calls launch a kernel bound once with the output
-passed per call.  Host time per wrapper call on the 2 x H200 host: 4.9-6.6 us, against 17-20
-us for ``kernel[grid](...)`` (docs/data/bench-collectives.json).
+passed per call.  Either costs a fraction of the host time of ``kernel[grid](...)``
+(``host_us_rank`` in docs/data/bench-collectives.json; the grid call's in
+docs/data/probe-launch-bw.json).
 
 :func:`all_reduce` picks the low-latency kernel where the tensor has its
 scratch (at most 256 KB of bf16, fp16 or fp32) and the one-shot otherwise.
@@ -36,15 +37,16 @@ BLOCK = 2048
 #: Elements per tile above SMALL_BYTES (8 warps, up to ``symm.max_blocks``: two blocks per SM).
 LARGE_BLOCK = 4096
 SMALL_BYTES = 256 << 10
-#: Above this many bytes ``all_reduce_two_shot`` pushes when the tensor has push scratch: at 2 MB pulling was
-#: faster (14.7 against 15.7 us), at 32 and 64 MB pushing (100.6 / 194.0 against 109.2 / 208.9 us;
-#: docs/data/bench-sweep-push.json).
+#: Above this many bytes ``all_reduce_two_shot`` pushes when the tensor has push scratch: pulling is faster
+#: at 2 MB, pushing at 32 and 64 MB (docs/data/bench-sweep-push.json).
 PUSH_MIN_BYTES = 4 << 20
 def _launch(symm, elements, block):
     """Grid and launch options: small messages use few 2048-element tiles, large ones wide tiles on every SM.
 
-    Measured on 2 x H200 (docs/benchmarks.md): at 64 MB, 4096-element tiles with
-    8 warps and two blocks per SM take the one-shot from 287 to 218 us.
+    Large messages take 4096-element tiles, 8 warps and two blocks per SM: the shape
+    that made the one-shot and two-shot fast at 32 and 64 MB (docs/perf-findings.md),
+    and no other in benchmarks/sweeps/sweep_large.py's sweep moves them much
+    (docs/data/bench-sweep-large.json).
     """
     if symm.tensor.data_ptr() % 16:
         raise ValueError("castpile collectives need 16-byte aligned buffers (the kernels declare align=16); "

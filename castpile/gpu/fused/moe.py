@@ -38,11 +38,10 @@ per-(source, expert) counts, which travel too, the receiver places every
 
 Why the grouping is an index and not a copy: a grouped copy would write each
 received row once per local expert it chose, about K / (number of destination
-ranks of a token) times (4x for K = 8 on 2 ranks), and read it back; on an H200
-that local traffic (about 4 TB/s) would add some 70% to the time of the
-deduplicated NVLink bytes (about 350 GB/s written), where the target is to stay
-within 1.2x of that NVLink limit.  A gather-style GEMM reads the rows through
-``grouped_rows`` instead.
+ranks of a token) times (4x for K = 8 on 2 ranks), and read it back; that local
+traffic would add much of the time of the deduplicated NVLink bytes again, where
+the target is to stay within 1.2x of that NVLink limit (docs/fused.md).  A
+gather-style GEMM reads the rows through ``grouped_rows`` instead.
 
 :func:`combine` takes ``expert_out`` [W * T * min(K, E_local), H] in
 ``grouped_rows`` order.  On the expert's rank, each received row's partial is
@@ -89,9 +88,9 @@ from . import moe_kernels_triton as _k
 
 #: Tokens per tile: a store moves a (ranks, TOKEN_BLOCK, hidden block) tile.
 TOKEN_BLOCK = 8
-#: Largest hidden block (elements) of a tile: 2048 took combine at T = 4096 from 454 to 391 us on 2 x H200,
-#: dispatch unchanged (docs/fused.md; loading a row tile's slot positions and weights once per tile instead
-#: of once per hidden block was slower: 479 us).
+#: Largest hidden block (elements) of a tile: 2048 made combine faster at T = 4096 and left dispatch as it was
+#: (docs/fused.md; loading a row tile's slot positions and weights once per tile instead of once per hidden
+#: block was slower).
 HIDDEN_BLOCK = 2048
 #: Blocks of the simulator's kernels (several, so that ranges and carries between blocks are exercised).
 SIM_BLOCKS = 3

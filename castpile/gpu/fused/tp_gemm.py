@@ -56,7 +56,7 @@ Launches are bound once per state (:mod:`castpile.gpu.issue`), the per-call
 tensors passed late.
 
 GEMM tiles: :func:`default_config` picks by M and op; ``config=`` overrides
-(benchmarks/bench_tp_gemm.py --sweep times the candidates on 2 x H200).  TMA
+(benchmarks/bench_tp_gemm.py --sweep times the candidates).  TMA
 descriptors are made in the kernels (``tl.make_tensor_descriptor``), which needs
 Triton's allocator: if none is set, :func:`matmul` and the ops set one that
 allocates from torch.
@@ -114,9 +114,9 @@ def default_config(m: int, op: str = "matmul") -> GemmConfig:
     1024 rows the wide tile leaves SMs idle (256 x 8192 makes 64 tiles of
     128 x 256 on 132 SMs, but 128 of 128 x 128).  There the GEMM alone and the
     reduce-scatter load operands through pointers, the all-gather through TMA
-    (2 x H200 / one H200, 256 rows, docs/fused.md: our GEMM alone 0.1-0.6% behind
-    cuBLAS with pointers, 7-13% with TMA; the reduce-scatter 43.9 against 48.9 µs;
-    the one-wave all-gather 84.8 with pointers against 75.2-81.1 with TMA).
+    (at 256 rows pointers made the GEMM alone and the reduce-scatter faster and TMA
+    the one-wave all-gather: docs/data/bench-sweep-gemm-small.json, docs/data/bench-tp-gemm.json
+    against docs/data/bench-tp-gemm-run-tma.json, docs/fused.md).
     """
     if m >= 1024:
         return GemmConfig()

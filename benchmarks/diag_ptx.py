@@ -1,6 +1,6 @@
 """Compile the benchmark kernels for sm_90 on the CPU and compare their PTX.
 
-    python benchmarks/ptx_compare.py --out docs/data/bench-ptx.json
+    python benchmarks/diag_ptx.py --out docs/data/bench-ptx.json
 
 For every kernel (sum, store, gather), W and implementation (hand-written,
 castpile loop, castpile gather; aligned and not) it counts the memory

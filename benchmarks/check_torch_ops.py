@@ -19,7 +19,7 @@ skipped, or if the signal pads are not all zero after the runs; a watchdog ends
 a hung rank.  Needs torch and triton only (no libcst):
 
     NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \\
-        torchrun --nproc_per_node 2 benchmarks/gpu_torch_ops.py --out docs/data/torch-ops-2xh200.json
+        torchrun --nproc_per_node 2 benchmarks/check_torch_ops.py --out docs/data/torch-ops-2xh200.json
 """
 
 import argparse

@@ -8,7 +8,7 @@ be all zero.  A watchdog ends the job if a configuration takes longer than
 launches, CUDA events, a fixed count of calls identical on every rank).
 
     NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \\
-        torchrun --nproc_per_node 2 benchmarks/gpu_collectives_check.py --out docs/data/collectives-2xh200.json
+        torchrun --nproc_per_node 2 benchmarks/check_collectives.py --out docs/data/collectives-2xh200.json
 """
 
 import argparse
@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from castpile.gpu import collectives, runtime  # noqa: E402
-from harness import start_ranks  # noqa: E402
+from harness import calls_timed, events, start_ranks  # noqa: E402
 
 SIZES = [4 << 10, 32 << 10, 256 << 10, 2 << 20, 16 << 20, 64 << 20]
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
@@ -78,13 +78,7 @@ def time_us(fn, calls):
         fn()
     torch.cuda.synchronize()
     dist.barrier()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(calls):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) * 1000 / calls
+    return calls_timed(fn, calls, *events())
 
 
 def main():

@@ -2,10 +2,10 @@
 
     ncu --clock-control none --cache-control none -k regex:'gather' \\
         --metrics gpu__time_duration.sum,lts__t_sector_hit_rate.pct,dram__bytes_read.sum,dram__bytes_write.sum,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum \\
-        --csv --page details python3 benchmarks/ncu_single_gpu.py --case gather > docs/data/ncu-gather.csv
+        --csv --page details python3 benchmarks/diag_ncu_single_gpu.py --case gather > docs/data/ncu-gather.csv
     ncu --clock-control none -k regex:'store|_copy' \\
         --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,dram__bytes_write.sum \\
-        --csv --page details python3 benchmarks/ncu_single_gpu.py --case store > docs/data/ncu-store.csv
+        --csv --page details python3 benchmarks/diag_ncu_single_gpu.py --case store > docs/data/ncu-store.csv
 
 gather: the one cell where castpile's kernel trails the hand-written one inside
 CUDA graphs (docs/benchmarks.md).  Hand-written Triton (``hand_gather``: per

@@ -3,7 +3,7 @@
     NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \\
         ncu --target-processes all --clock-control none -k regex:'_copy|all_reduce' --section SpeedOfLight \\
             --metrics nvlrx__bytes.sum.per_second,nvltx__bytes.sum.per_second --csv --page details \\
-            python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/ncu_nvlink.py > docs/data/ncu-nvlink.csv
+            python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/diag_ncu_nvlink.py > docs/data/ncu-nvlink.csv
 
 Each rank runs, on a 32 MB bf16 symmetric buffer: a Triton copy from the peer's
 buffer (pull), a copy into it (push), and the library's one-shot and two-shot

@@ -1,7 +1,7 @@
 """Two-GPU check and benchmark of MoE dispatch and combine: castpile against the torch path and the NVLink limit.
 
     NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \\
-        python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/gpu_moe.py --out docs/data/bench-moe.json
+        python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/bench_moe.py --out docs/data/bench-moe.json
 
 T tokens per rank (128, 4096, 32768; ``--tokens``), H=7168, top-8 of 64 experts
 (distinct, random), random weights, bf16.  For each T:

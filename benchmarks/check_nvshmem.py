@@ -1,20 +1,20 @@
-"""Multicast tensors on the NVSHMEM backend (issue 16 item 3): checked against NCCL or torch, timed against NCCL.
+"""Multicast tensors on the NVSHMEM backend: checked against NCCL or torch, timed against NCCL (docs/nvshmem.md).
 
 One launch is one mode; NVSHMEM reads its environment once, at initialisation:
 
     # (a) P2P allowed: both GPUs of the host reachable by loads and stores
     NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \\
-        python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/gpu_nvshmem.py --out $OUT/nvshmem.json
+        python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/check_nvshmem.py --out $OUT/nvshmem.json
     # (b) the remote path for the peer: P2P off, a network transport over the host's InfiniBand
     NVSHMEM_DISABLE_P2P=1 NVSHMEM_REMOTE_TRANSPORT=ibgda NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \\
-        NVSHMEM_DISABLE_NVLS=1 python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/gpu_nvshmem.py \\
+        NVSHMEM_DISABLE_NVLS=1 python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/check_nvshmem.py \\
         --out $OUT/nvshmem-ibgda.json          # and NVSHMEM_REMOTE_TRANSPORT=ibrc / ucx
     # (b) as far as one NVLink domain allows: P2P on, every peer tagged remote in the kernels' tables, so
     # they reach it through NVSHMEM get, put and quiet (signals are puts after a quiet), over NVSHMEM's P2P transport
-    ... benchmarks/gpu_nvshmem.py --force-remote --out $OUT/nvshmem-forced.json
+    ... benchmarks/check_nvshmem.py --force-remote --out $OUT/nvshmem-forced.json
     # the same on one GPU: two PEs per GPU need CUDA MPS with thread shares adding up to at most 100
     nvidia-cuda-mps-control -d; export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50
-    ... benchmarks/gpu_nvshmem.py --force-remote --out $OUT/nvshmem-forced.json   # --nproc_per_node 2, one GPU
+    ... benchmarks/check_nvshmem.py --force-remote --out $OUT/nvshmem-forced.json   # --nproc_per_node 2, one GPU
     # (ranks share it in a gloo group: references are torch's, computed on the rank, and nothing is timed)
 
 Each rank allocates with ``backend="nvshmem"``, records ``reachable`` against the layout's
