@@ -1,4 +1,4 @@
-"""Kernels written with remote="nvshmem" bindings (transpiled into ``generated/``), for gpu_nvshmem.py.
+"""Kernels written with remote="nvshmem" bindings (transpiled into ``generated/``), for check_nvshmem.py.
 
 A one-shot all-reduce, a push all-gather and a fused all-reduce + residual + RMSNorm.
 Peers whose table entries are addresses are read and written with loads and stores; the

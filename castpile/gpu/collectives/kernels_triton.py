@@ -104,8 +104,8 @@ def two_shot_push_all_reduce(buf, buf_ptrs, scratch, scratch_ptrs, pad, pad_ptrs
     Reduce-scatter by pushes: rank r writes chunk q of its input into row r of
     rank q's ``scratch`` (WORLD rows of one chunk; one (WORLD, BLOCK) store sends
     row q to rank q).  After a barrier rank q sums its scratch rows and writes
-    the sum into chunk q of every buffer.  Over NVLink, pushes move 349 GB/s
-    where pulls move 316 (docs/perf-findings.md).  No barrier is needed at the
+    the sum into chunk q of every buffer.  Over NVLink, pushes move more bytes
+    per second than pulls (docs/data/probe-launch-bw.json).  No barrier is needed at the
     start: a rank reads only its own input, and writes into a peer's scratch
     only after that peer's previous call passed its closing barrier.
     """
