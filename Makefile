@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test snapshots generated bench-cpu plots clean
+.PHONY: venv demo test test-fast snapshots generated bench-cpu plots clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,8 +18,13 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python scripts/demo.py
 
+# Every test, on every core (pytest-xdist). test-fast: the compiler, CLI, diagnostics and lowering
+# tests only (the tiers are the markers of tests/conftest.py).
 test: $(STAMP)
-	TRITON_INTERPRET=1 $(BIN)/python -m pytest
+	TRITON_INTERPRET=1 $(BIN)/python -m pytest -n auto
+
+test-fast: $(STAMP)
+	TRITON_INTERPRET=1 $(BIN)/python -m pytest -n auto -m "not (sim or sm90 or subprocess or fuzz)"
 
 bench-cpu: $(STAMP)
 	$(BIN)/python benchmarks/bench_cpu.py --out docs/data/bench-cpu.json

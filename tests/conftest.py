@@ -1,3 +1,44 @@
+"""The suite's set-up: every test runs under the Triton interpreter, and slow tests carry tier markers.
+
+The markers (registered in pyproject.toml) say why a test is slow; ``make test-fast`` leaves all of them
+out and runs the compiler, CLI, diagnostics and lowering tests, ``make test`` runs everything:
+
+* ``sim``: kernels in forked simulated ranks (:mod:`castpile.gpu.sim`) or the fused ops' kernels;
+* ``sm90``: compiles kernels for sm_90 in child processes (tests/compile_sm90.py);
+* ``subprocess``: runs fresh Python interpreters (a wheel, hostile inputs, the import hook across processes);
+* ``fuzz``: generated kernels run in the interpreter, or random edits transpiled.
+
+A test module is marked whole by :data:`MODULE_TIERS`; any other test by what its own body calls
+(:data:`BODY_TIERS`) or, for compiles made through a shared function, by its name.
+"""
+
+import inspect
 import os
+import re
+
+import pytest
 
 os.environ["TRITON_INTERPRET"] = "1"
+
+MODULE_TIERS = {
+    "test_collectives": "sim", "test_moe": "sim", "test_rmsnorm": "sim", "test_tp_gemm": "sim",
+    "test_torch_ops": "sim", "test_torch_ops_moe": "sim", "test_remote": "sim", "test_signal_wait": "sim",
+    "test_sim": "sim", "test_samples_run": "sim",
+    "test_hostile": "subprocess", "test_wheel": "subprocess", "test_hook": "subprocess",
+    "test_fuzz_semantics": "fuzz", "test_fuzz_mutation": "fuzz",
+}
+BODY_TIERS = {"compile_for_sm90(": "sm90", "sys.executable": "subprocess", "sim.run(": "sim"}
+COMPILE_TEST = re.compile(r"sm90|compile_for_the_gpu|compiles_for")
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        tier = MODULE_TIERS.get(item.module.__name__.rpartition(".")[2])
+        if tier is not None:
+            item.add_marker(tier)
+        if COMPILE_TEST.search(item.name):
+            item.add_marker("sm90")
+        body = inspect.getsource(item.function)
+        for call, marker in BODY_TIERS.items():
+            if call in body:
+                item.add_marker(marker)
