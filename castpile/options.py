@@ -11,7 +11,7 @@ strategy where it enters, with :func:`check_strategy`::
     ValueError: unknown strategy 'bogus': choose one of loop, gather
 """
 
-VERSION = "0.2.0"
+VERSION = "0.3.0"
 
 STRATEGIES = ("loop", "gather")
 """How accesses are lowered: a loop over the buffers, or one gather of P + I pointers."""
