@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from . import backends
+from .launch_cache import LaunchCache
 
 #: Tensors of at most this many bytes also get the low-latency all-reduce's scratch.
 LOW_LATENCY_MAX_BYTES = 256 << 10
@@ -61,7 +62,7 @@ class SymmetricTensor:
     #: Symmetric scratch of the pushing two-shot all-reduce (``push_scratch=True`` at allocation), or None.
     push_scratch: Scratch | None = None
     #: Launches the collectives bound for this tensor (castpile.gpu.collectives), by kernel and options.
-    launches: dict = field(default_factory=dict, compare=False, repr=False)
+    launches: LaunchCache = field(default_factory=LaunchCache, compare=False, repr=False)
     #: The allocation backend: "cuda" (torch's default, P2P-mapped) or "nvshmem".
     backend: str = "cuda"
     #: Per rank of the group: True where that rank's buffer (and signal pad) is load/store addressable from this

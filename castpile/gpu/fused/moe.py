@@ -82,10 +82,11 @@ import torch
 import triton
 
 from .. import runtime
-from ..issue import issue, output
+from ..arguments import check_tensor, output
 from ..launch import bind
+from ..launch_cache import LaunchCache
 from ..runtime import Scratch
-from . import moe_kernels_triton as _k
+from . import moe_kernels_triton as kernels
 
 #: Tokens per tile: a store moves a (ranks, TOKEN_BLOCK, hidden block) tile.
 TOKEN_BLOCK = 8
@@ -172,7 +173,7 @@ class MoE(Config):
     expert_offsets: torch.Tensor
     recv_counts: torch.Tensor
     dispatched: Dispatched = field(init=False)
-    launches: dict = field(default_factory=dict)
+    launches: LaunchCache = field(default_factory=LaunchCache)
 
     def __post_init__(self):
         K, H = self.topk, self.hidden
@@ -228,16 +229,16 @@ def dispatch(state: MoE, x: torch.Tensor, topk_idx: torch.Tensor, topk_weights: 
     (see the module docstring), refilled by this call.
     """
     T, H, K = state.tokens, state.hidden, state.topk
-    _check("x", x, (T, H), (state.dtype,))
-    _check("topk_idx", topk_idx, (T, K), (torch.int32, torch.int64))
-    _check("topk_weights", topk_weights, (T, K), (torch.float32,))
+    check_tensor("x", x, (T, H), state.dtype)
+    check_tensor("topk_idx", topk_idx, (T, K), torch.int32, torch.int64)
+    check_tensor("topk_weights", topk_weights, (T, K), torch.float32)
 
     def route(tensors, **extra):
-        return bind(_k.moe_route, (state.blocks,), tensors["topk_idx"], state.hist, T, K=K, E=state.experts,
+        return bind(kernels.moe_route, (state.blocks,), tensors["topk_idx"], state.hist, T, K=K, E=state.experts,
                     EL=state.local_experts, WORLD=state.world_size, TB=state.token_block, num_warps=4, **extra)
 
     def send(tensors, **extra):
-        return bind(_k.moe_dispatch, (state.blocks,), tensors["x"], tensors["topk_idx"], tensors["topk_weights"],
+        return bind(kernels.moe_dispatch, (state.blocks,), tensors["x"], tensors["topk_idx"], tensors["topk_weights"],
                     state.hist, state.sends, *_symmetric(state.recv_x, state.meta, state.counts, state.ranges,
                                                          state.pad),
                     state.grouped_rows, state.slot_positions, state.expert_counts, state.expert_offsets,
@@ -245,9 +246,9 @@ def dispatch(state: MoE, x: torch.Tensor, topk_idx: torch.Tensor, topk_weights: 
                     WORLD=state.world_size, TB=state.token_block, HB=state.hidden_block, num_warps=state.num_warps,
                     **extra)
 
-    issue(state.launches, ("route", topk_idx.dtype), route, {"topk_idx": topk_idx}, False, x)
+    state.launches.issue(("route", topk_idx.dtype), route, {"topk_idx": topk_idx}, False, x)
     tensors = {"x": x, "topk_idx": topk_idx, "topk_weights": topk_weights}
-    issue(state.launches, ("dispatch", topk_idx.dtype), send, tensors, False, x)
+    state.launches.issue(("dispatch", topk_idx.dtype), send, tensors, False, x)
     return state.dispatched
 
 
@@ -258,16 +259,16 @@ def combine(state: MoE, expert_out: torch.Tensor, out: torch.Tensor | None = Non
     experts' outputs in the last dispatch's ``grouped_rows`` order (rows past
     ``expert_offsets[E_local]`` are not read).  Returns ``out`` [T, H] (new if None).
     """
-    _check("expert_out", expert_out, (state.capacity_pairs, state.hidden), (state.dtype,))
+    check_tensor("expert_out", expert_out, (state.capacity_pairs, state.hidden), state.dtype)
     out = output(expert_out, out, (state.tokens, state.hidden), "combine")
 
     def reduce(tensors, **extra):
-        return bind(_k.moe_combine, (state.blocks,), tensors["expert_out"], tensors["out"], state.slot_positions,
+        return bind(kernels.moe_combine, (state.blocks,), tensors["expert_out"], tensors["out"], state.slot_positions,
                     state.sends, state.meta.tensor, state.ranges.tensor, *_symmetric(state.combine_buf, state.pad),
                     state.rank, state.tokens, H=state.hidden, ROW=state.row, K=state.topk, WORLD=state.world_size,
                     TB=state.token_block, HB=state.hidden_block, num_warps=state.num_warps, **extra)
 
-    issue(state.launches, "combine", reduce, {"expert_out": expert_out, "out": out}, False, out)
+    state.launches.issue("combine", reduce, {"expert_out": expert_out, "out": out}, False, out)
     return out
 
 
@@ -318,13 +319,6 @@ def _state(rank: int, plan: Config, scratch: dict) -> MoE:
 def _symmetric(*scratches: Scratch) -> list:
     """Each scratch's tensor and address table, flattened as the kernels take them."""
     return [t for s in scratches for t in (s.tensor, s.ptrs)]
-
-
-def _check(name: str, t: torch.Tensor, shape: tuple, dtypes: tuple) -> None:
-    if tuple(t.shape) != shape or t.dtype not in dtypes or not t.is_contiguous():
-        want = " or ".join(str(d) for d in dtypes)
-        raise ValueError(f"{name} must be a contiguous {want} tensor of shape {shape}, got {t.dtype} "
-                         f"{tuple(t.shape)}{'' if t.is_contiguous() else ' (not contiguous)'}")
 
 
 __all__ = ["Config", "Dispatched", "HIDDEN_BLOCK", "MoE", "SIM_BLOCKS", "TOKEN_BLOCK", "combine", "dispatch"]

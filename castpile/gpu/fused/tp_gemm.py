@@ -52,7 +52,7 @@ State (flags, barrier slots, buffers) is allocated collectively and zeroed by
 :func:`castpile.gpu.sim.symmetric_scratch` in the simulator: use ``create_all``
 there).  Flags go back to zero in every call and the kernels synchronise ranks
 themselves, so calls repeat back to back and can be captured in CUDA graphs.
-Launches are bound once per state (:mod:`castpile.gpu.issue`), the per-call
+Launches are bound once per state (:mod:`castpile.gpu.launch_cache`), the per-call
 tensors passed late.
 
 GEMM tiles: :func:`default_config` picks by M and op; ``config=`` overrides
@@ -70,10 +70,11 @@ import torch
 import triton
 
 from .. import runtime
-from ..issue import issue, output
+from ..arguments import check_tensor, output
 from ..launch import bind
+from ..launch_cache import LaunchCache
 from ..runtime import Scratch
-from . import tp_gemm_kernels_triton as _k
+from . import tp_gemm_kernels_triton as kernels
 
 #: Grid of the simulator's kernels (several blocks, so that tiles and chunks are spread over blocks).
 SIM_BLOCKS = 4
@@ -153,15 +154,9 @@ def _ensure_allocator(device) -> None:
     _ALLOCATOR_SET = True
 
 
-def _check(name: str, t: torch.Tensor, shape: tuple, dtype: torch.dtype) -> None:
-    if tuple(t.shape) != tuple(shape) or t.dtype != dtype or not t.is_contiguous():
-        raise ValueError(f"{name} must be a contiguous {dtype} tensor of shape {tuple(shape)}, got {t.dtype} "
-                         f"{tuple(t.shape)}{'' if t.is_contiguous() else ' (not contiguous)'}")
-
-
 # -- the GEMM alone --------------------------------------------------------------------------------------------
 
-_GEMM_LAUNCHES: dict = {}
+_GEMM_LAUNCHES = LaunchCache()
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, config: GemmConfig | None = None,
@@ -172,8 +167,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *,
     """
     m, k = a.shape
     n = b.shape[1]
-    _check("a", a, (m, k), a.dtype)
-    _check("b", b, (k, n), a.dtype)
+    check_tensor("a", a, (m, k), a.dtype)
+    check_tensor("b", b, (k, n), a.dtype)
     config = _checked_config(config or default_config(m), k, n, a.dtype)
     out = output(a, out, (m, n), "matmul")
     tiles = triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)
@@ -183,11 +178,11 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *,
     _ensure_allocator(a.device)
 
     def bind_for(tensors, **extra):
-        return bind(_k.matmul, grid, tensors["a"], tensors["b"], tensors["c"], m, n, K=k, TMA=config.tma,
+        return bind(kernels.matmul, grid, tensors["a"], tensors["b"], tensors["c"], m, n, K=k, TMA=config.tma,
                     FLATTEN=config.flatten, **config.options(), **extra)
 
     key = (m, n, k, a.dtype, a.device, config, grid)
-    issue(_GEMM_LAUNCHES, key, bind_for, {"a": a, "b": b, "c": out}, False, out)
+    _GEMM_LAUNCHES.issue(key, bind_for, {"a": a, "b": b, "c": out}, False, out)
     return out
 
 
@@ -340,7 +335,7 @@ class AllGatherMatmul(_CollectiveState):
     pad: Scratch
     peers: torch.Tensor = field(init=False)
     flag_peers: torch.Tensor = field(init=False)
-    launches: dict = field(default_factory=dict)
+    launches: LaunchCache = field(default_factory=LaunchCache)
 
     def __post_init__(self):
         self.peers = _rotated(self.gathered.ptrs, self.rank, self.world_size)
@@ -372,16 +367,16 @@ def all_gather_matmul(state: AllGatherMatmul, a_shard: torch.Tensor | None, b: t
     ``state.gathered.tensor`` holds the whole A.
     """
     ms, k, n = state.shard_rows, state.k, state.n
-    _check("b", b, (k, n), state.dtype)
+    check_tensor("b", b, (k, n), state.dtype)
     if a_shard is not None and a_shard.data_ptr() != state.a_shard.data_ptr():
-        _check("a_shard", a_shard, (ms, k), state.dtype)
+        check_tensor("a_shard", a_shard, (ms, k), state.dtype)
         state.a_shard.copy_(a_shard)
     out = output(b, out, (state.m, n), "all_gather_matmul")
     config = state.config
     _ensure_allocator(out.device)
 
     def bind_for(tensors, **extra):
-        return bind(_k.all_gather_matmul, (state.comm_blocks + state.consumers,), state.gathered.tensor, state.peers,
+        return bind(kernels.all_gather_matmul, (state.comm_blocks + state.consumers,), state.gathered.tensor, state.peers,
                     tensors["b"], tensors["out"], state.flags.tensor, state.flag_peers, state.pad.tensor,
                     state.pad.ptrs, state.rank, ms, n, state.chunk_rows, K=k, WORLD=state.world_size,
                     COMM_BLOCKS=state.comm_blocks, COPY_BLOCK=state.copy_block,
@@ -390,7 +385,7 @@ def all_gather_matmul(state: AllGatherMatmul, a_shard: torch.Tensor | None, b: t
                     K_SEGMENT=state.k_segment, ONE_WAVE=state.one_wave, STRIPE=state.stripe, SEGMENT=state.segment,
                     **config.options(), **extra)
 
-    issue(state.launches, "all_gather_matmul", bind_for, {"b": b, "out": out}, False, out)
+    state.launches.issue("all_gather_matmul", bind_for, {"b": b, "out": out}, False, out)
     return out
 
 
@@ -434,7 +429,7 @@ class MatmulReduceScatter(_CollectiveState):
     scratch: Scratch
     flags: Scratch
     pad: Scratch
-    launches: dict = field(default_factory=dict)
+    launches: LaunchCache = field(default_factory=LaunchCache)
 
     def __repr__(self):
         return (f"MatmulReduceScatter(rank={self.rank}, world_size={self.world_size}, m={self.m}, k={self.k}, "
@@ -454,19 +449,19 @@ def matmul_reduce_scatter(state: MatmulReduceScatter, a: torch.Tensor, b: torch.
     reduce-scatter would), and the sum runs in fp32 over ranks in order.
     """
     ms, k, n = state.shard_rows, state.k, state.n
-    _check("a", a, (state.m, k), state.dtype)
-    _check("b", b, (k, n), state.dtype)
+    check_tensor("a", a, (state.m, k), state.dtype)
+    check_tensor("b", b, (k, n), state.dtype)
     out = output(b, out, (ms, n), "matmul_reduce_scatter")
     config = state.config
     _ensure_allocator(out.device)
 
     def bind_for(tensors, **extra):
-        return bind(_k.matmul_reduce_scatter, (state.blocks,), tensors["a"], tensors["b"], tensors["out"],
+        return bind(kernels.matmul_reduce_scatter, (state.blocks,), tensors["a"], tensors["b"], tensors["out"],
                     state.scratch.tensor, state.scratch.ptrs, state.flags.tensor, state.flags.ptrs, state.pad.tensor,
                     state.pad.ptrs, state.rank, ms, n, K=k, WORLD=state.world_size, TMA=config.tma,
                     **config.options(), **extra)
 
-    issue(state.launches, "matmul_reduce_scatter", bind_for, {"a": a, "b": b, "out": out}, False, out)
+    state.launches.issue("matmul_reduce_scatter", bind_for, {"a": a, "b": b, "out": out}, False, out)
     return out
 
 
