@@ -1,7 +1,7 @@
 """The library wrappers' prepared launches: bound once per kernel and options, issued on each call.
 
 The collectives and the fused ops keep a :class:`LaunchCache` with their state
-(``symm.launches``, :class:`castpile.gpu.runtime.SymmetricTensor`; ``state.launches``)
+(``symm.launches``, :class:`castpile.gpu.symmetric.SymmetricTensor`; ``state.launches``)
 and call :meth:`LaunchCache.issue` with the tensors that may change from call to call
 (``out``, a residual, weights).  On a GPU, outside CUDA-graph capture, a call
 whose per-call tensors the caller owns replays a one-kernel CUDA graph captured

@@ -1,6 +1,6 @@
 """Collectives over symmetric memory: thin launchers for the kernels in ``kernels.py``.
 
-Each function takes a :class:`castpile.gpu.runtime.SymmetricTensor` (or the CPU
+Each function takes a :class:`castpile.gpu.symmetric.SymmetricTensor` (or the CPU
 simulator's stand-in) and is collective: every rank of the group calls it with
 the same sizes.  Inputs live in ``symm.tensor``; the kernels synchronise ranks
 themselves (no host barrier) and leave the signal pads zero, so calls repeat
@@ -27,7 +27,7 @@ import triton
 
 from ..arguments import output
 from ..launch import bind
-from ..runtime import LOW_LATENCY_BLOCK, PUSH_TILE
+from ..symmetric import LOW_LATENCY_BLOCK, PUSH_TILE
 from . import kernels_triton
 
 #: Elements per tile for messages up to SMALL_BYTES (4 warps, at most one block per SM); the

@@ -23,7 +23,7 @@ import triton
 
 from ..arguments import output
 from ..launch import bind
-from ..runtime import LOW_LATENCY_BLOCK
+from ..symmetric import LOW_LATENCY_BLOCK
 from . import rmsnorm_kernels_triton as kernels
 
 METHODS = ("low_latency", "one_shot")

@@ -73,7 +73,7 @@ from .. import runtime
 from ..arguments import check_tensor, output
 from ..launch import bind
 from ..launch_cache import LaunchCache
-from ..runtime import Scratch
+from ..symmetric import Scratch
 from . import tp_gemm_kernels_triton as kernels
 
 #: Grid of the simulator's kernels (several blocks, so that tiles and chunks are spread over blocks).
