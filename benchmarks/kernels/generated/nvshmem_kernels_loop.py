@@ -79,7 +79,7 @@ def all_gather_remote(buf, buf_ptrs, pad, pad_ptrs, rank, n, WORLD: tl.constexpr
     remote_barrier(pad, pad_ptrs, rank, WORLD)  # every row has arrived: a remote signal follows a quiet
 
 
-# ---- castpile 0.2.0 helpers: generated, called by the rewritten accesses above ----
+# ---- castpile 0.3.0 helpers: generated, called by the rewritten accesses above ----
 import triton
 import triton.language as tl
 
@@ -122,8 +122,9 @@ def _castpile_positions(src, count: tl.constexpr, offs):
 def _castpile_lane_mask(valid, mask, offs, user_mask=None):
     """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element masks.
 
-    Always a fresh tensor of the offsets' shape: Triton 3.6's interpreter reads atomic
-    operands as contiguous arrays, so a broadcast or Python-bool mask would be misread.
+    Always a fresh tensor of the shape of ``offs`` (offsets, or the pointers of a wait): Triton
+    3.6's interpreter reads atomic operands as contiguous arrays, so a broadcast or Python-bool
+    mask would be misread.  Each mask may be a tensor, a scalar or a ``tl.constexpr`` bool.
     """
     lanes = tl.full(offs.shape, 1, tl.int1) & valid
     if mask is not None:
@@ -180,6 +181,15 @@ def _castpile_full(value, ptrs, example):
 
 
 @triton.jit
+def _castpile_any(lanes):
+    """Whether any of ``lanes`` is true: a spin's condition (a scalar is its own: reducing one does not compile)."""
+    if len(lanes.shape) == 0:
+        return lanes
+    else:
+        return tl.sum(lanes.to(tl.int32)) > 0
+
+
+@triton.jit
 def _castpile_wait_flags(ptrs, value=1, reset=0, mask=None, sem: tl.constexpr = tl.constexpr("acquire"),
                          scope: tl.constexpr = tl.constexpr("sys")):
     """Spin until every flag at ``ptrs`` equals ``value``, then set it to ``reset``.
@@ -188,11 +198,8 @@ def _castpile_wait_flags(ptrs, value=1, reset=0, mask=None, sem: tl.constexpr = 
     ``value``, resets it and is masked off from then on.
     """
     dtype = ptrs.dtype.element_ty
-    if mask is None:
-        pending = tl.full(ptrs.shape, 1, tl.int1)
-    else:
-        pending = tl.broadcast_to(mask, ptrs.shape) & tl.full(ptrs.shape, 1, tl.int1)
-    while tl.sum(pending.to(tl.int32)) > 0:
+    pending = _castpile_lane_mask(True, mask, ptrs)
+    while _castpile_any(pending):
         seen = tl.atomic_add(ptrs, tl.zeros(ptrs.shape, dtype), mask=pending, sem=sem, scope=scope)
         arrived = pending & (seen == tl.cast(value, dtype))
         tl.atomic_xchg(ptrs, tl.cast(reset, dtype) + tl.zeros(ptrs.shape, dtype), mask=arrived, sem=sem, scope=scope)

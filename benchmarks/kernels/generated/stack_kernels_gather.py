@@ -82,7 +82,7 @@ def stack_scatter_add(ex, table, vals, n, W: tl.constexpr, BLOCK: tl.constexpr):
     _castpile_atomic_gather(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), "add", v[None, :], sem="relaxed", align=16, keep_old=False)
 
 
-# ---- castpile 0.2.0 helpers: generated, called by the rewritten accesses above ----
+# ---- castpile 0.3.0 helpers: generated, called by the rewritten accesses above ----
 import triton
 import triton.language as tl
 

@@ -82,7 +82,7 @@ def stack_scatter_add(ex, table, vals, n, W: tl.constexpr, BLOCK: tl.constexpr):
     _castpile_atomic_loop(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), "add", v[None, :], sem="relaxed", align=16, keep_old=False)
 
 
-# ---- castpile 0.2.0 helpers: generated, called by the rewritten accesses above ----
+# ---- castpile 0.3.0 helpers: generated, called by the rewritten accesses above ----
 import triton
 import triton.language as tl
 
@@ -128,6 +128,12 @@ def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
     if src.dtype.is_ptr():
         ptr = tl.load(src + p).to(ptr_ty)
         valid = True
+    elif len(src.shape) == 0:  # a rank-0 tile: the one buffer (a reduction of a scalar does not compile)
+        ptr = src.to(ptr_ty)
+        if smask is None:
+            valid = True
+        else:
+            valid = smask
     else:
         pos = tl.reshape(tl.arange(0, src.numel), src.shape)
         ptr = tl.sum(tl.where(pos == p, src, 0)).to(ptr_ty)
@@ -144,8 +150,9 @@ def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
 def _castpile_lane_mask(valid, mask, offs, user_mask=None):
     """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element masks.
 
-    Always a fresh tensor of the offsets' shape: Triton 3.6's interpreter reads atomic
-    operands as contiguous arrays, so a broadcast or Python-bool mask would be misread.
+    Always a fresh tensor of the shape of ``offs`` (offsets, or the pointers of a wait): Triton
+    3.6's interpreter reads atomic operands as contiguous arrays, so a broadcast or Python-bool
+    mask would be misread.  Each mask may be a tensor, a scalar or a ``tl.constexpr`` bool.
     """
     lanes = tl.full(offs.shape, 1, tl.int1) & valid
     if mask is not None:

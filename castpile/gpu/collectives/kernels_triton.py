@@ -222,7 +222,7 @@ def low_latency_all_reduce(buf, ll, ll_ptrs, epochs, out, rank, m, WORLD: tl.con
     tl.store(epochs + tl.program_id(0), e)
 
 
-# ---- castpile 0.2.0 helpers: generated, called by the rewritten accesses above ----
+# ---- castpile 0.3.0 helpers: generated, called by the rewritten accesses above ----
 import triton
 import triton.language as tl
 
@@ -268,6 +268,12 @@ def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
     if src.dtype.is_ptr():
         ptr = tl.load(src + p).to(ptr_ty)
         valid = True
+    elif len(src.shape) == 0:  # a rank-0 tile: the one buffer (a reduction of a scalar does not compile)
+        ptr = src.to(ptr_ty)
+        if smask is None:
+            valid = True
+        else:
+            valid = smask
     else:
         pos = tl.reshape(tl.arange(0, src.numel), src.shape)
         ptr = tl.sum(tl.where(pos == p, src, 0)).to(ptr_ty)
@@ -284,8 +290,9 @@ def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
 def _castpile_lane_mask(valid, mask, offs, user_mask=None):
     """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element masks.
 
-    Always a fresh tensor of the offsets' shape: Triton 3.6's interpreter reads atomic
-    operands as contiguous arrays, so a broadcast or Python-bool mask would be misread.
+    Always a fresh tensor of the shape of ``offs`` (offsets, or the pointers of a wait): Triton
+    3.6's interpreter reads atomic operands as contiguous arrays, so a broadcast or Python-bool
+    mask would be misread.  Each mask may be a tensor, a scalar or a ``tl.constexpr`` bool.
     """
     lanes = tl.full(offs.shape, 1, tl.int1) & valid
     if mask is not None:
@@ -471,9 +478,18 @@ def _castpile_signal(src, count: tl.constexpr, smask, example, offs, bounds, val
         tl.atomic_xchg(ptrs, tl.cast(value, dtype), mask=valid, sem=sem, scope=scope)
     else:
         pending = valid
-        while tl.sum(pending.to(tl.int32)) > 0:
+        while _castpile_any(pending):
             old = _castpile_cas(ptrs, pending, example, wait_for, value, sem, scope)
             pending = pending & (old != tl.cast(wait_for, dtype))
+
+
+@triton.jit
+def _castpile_any(lanes):
+    """Whether any of ``lanes`` is true: a spin's condition (a scalar is its own: reducing one does not compile)."""
+    if len(lanes.shape) == 0:
+        return lanes
+    else:
+        return tl.sum(lanes.to(tl.int32)) > 0
 
 
 @triton.jit
@@ -485,11 +501,8 @@ def _castpile_wait_flags(ptrs, value=1, reset=0, mask=None, sem: tl.constexpr = 
     ``value``, resets it and is masked off from then on.
     """
     dtype = ptrs.dtype.element_ty
-    if mask is None:
-        pending = tl.full(ptrs.shape, 1, tl.int1)
-    else:
-        pending = tl.broadcast_to(mask, ptrs.shape) & tl.full(ptrs.shape, 1, tl.int1)
-    while tl.sum(pending.to(tl.int32)) > 0:
+    pending = _castpile_lane_mask(True, mask, ptrs)
+    while _castpile_any(pending):
         seen = tl.atomic_add(ptrs, tl.zeros(ptrs.shape, dtype), mask=pending, sem=sem, scope=scope)
         arrived = pending & (seen == tl.cast(value, dtype))
         tl.atomic_xchg(ptrs, tl.cast(reset, dtype) + tl.zeros(ptrs.shape, dtype), mask=arrived, sem=sem, scope=scope)

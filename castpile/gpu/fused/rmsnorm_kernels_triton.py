@@ -228,7 +228,7 @@ def low_latency_rmsnorm(buf, ll, ll_ptrs, epochs, partials, arrivals, residual, 
     tl.store(epochs + tl.program_id(0), e)
 
 
-# ---- castpile 0.2.0 helpers: generated, called by the rewritten accesses above ----
+# ---- castpile 0.3.0 helpers: generated, called by the rewritten accesses above ----
 import triton
 import triton.language as tl
 
@@ -266,6 +266,12 @@ def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
     if src.dtype.is_ptr():
         ptr = tl.load(src + p).to(ptr_ty)
         valid = True
+    elif len(src.shape) == 0:  # a rank-0 tile: the one buffer (a reduction of a scalar does not compile)
+        ptr = src.to(ptr_ty)
+        if smask is None:
+            valid = True
+        else:
+            valid = smask
     else:
         pos = tl.reshape(tl.arange(0, src.numel), src.shape)
         ptr = tl.sum(tl.where(pos == p, src, 0)).to(ptr_ty)
@@ -282,8 +288,9 @@ def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
 def _castpile_lane_mask(valid, mask, offs, user_mask=None):
     """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element masks.
 
-    Always a fresh tensor of the offsets' shape: Triton 3.6's interpreter reads atomic
-    operands as contiguous arrays, so a broadcast or Python-bool mask would be misread.
+    Always a fresh tensor of the shape of ``offs`` (offsets, or the pointers of a wait): Triton
+    3.6's interpreter reads atomic operands as contiguous arrays, so a broadcast or Python-bool
+    mask would be misread.  Each mask may be a tensor, a scalar or a ``tl.constexpr`` bool.
     """
     lanes = tl.full(offs.shape, 1, tl.int1) & valid
     if mask is not None:

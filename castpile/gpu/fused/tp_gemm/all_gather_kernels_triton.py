@@ -1,55 +1,35 @@
-"""Tensor-parallel GEMMs overlapped with their communication, written with castpile multicast tensors.
+"""All-gather + GEMM with the communication overlapped, written with castpile multicast tensors.
 
-Three kernels share one persistent GEMM core (:func:`tile_product`: a BM x BN
-tile of ``A @ B`` accumulated in fp32, K in BK steps, operands through TMA
-descriptors when ``TMA``, else masked pointer loads; :func:`tile_position`: the
-grouped tile order that keeps GROUP_M row tiles on the same columns for L2
-reuse).  Every kernel's grid is at most one block per SM and each block walks
-tiles ``pid, pid + grid, ...``.
+:func:`all_gather_matmul`: ``C = all_gather(A) @ B``.  The gathered A [W * Ms, K]
+is a symmetric buffer whose rows ``rank * Ms ...`` this rank filled before the
+call.  Blocks ``0 .. COMM_BLOCKS - 1`` push this rank's shard into every peer's
+buffer chunk by chunk (``chunk_rows`` rows, or segments of ``K_SEGMENT``
+columns) and raise one flag per (source, chunk, GEMM block) on that peer;
+the other blocks compute tiles in an order that starts with the local shard
+and goes on with the shards of ranks
+``rank + 1, rank + 2, ...``, waiting (and resetting) the flags of the chunks a
+tile covers before reading them.  Every GEMM block consumes every flag it was
+sent, so flags end at zero.  Where a row tile holds a whole shard and every tile
+has a block, one wave instead (:func:`one_wave_tile`).
 
-- :func:`matmul`: ``C = A @ B`` alone (the GEMM the fused kernels are held against).
-- :func:`all_gather_matmul`: ``C = all_gather(A) @ B``.  The gathered A [W * Ms, K]
-  is a symmetric buffer whose rows ``rank * Ms ...`` this rank filled before the
-  call.  Blocks ``0 .. COMM_BLOCKS - 1`` push this rank's shard into every peer's
-  buffer chunk by chunk (``chunk_rows`` rows, or segments of ``K_SEGMENT``
-  columns) and raise one flag per (source, chunk, GEMM block) on that peer;
-  the other blocks compute tiles in an order that starts with the local shard
-  and goes on with the shards of ranks
-  ``rank + 1, rank + 2, ...``, waiting (and resetting) the flags of the chunks a
-  tile covers before reading them.  Every GEMM block consumes every flag it was
-  sent, so flags end at zero.
-- :func:`matmul_reduce_scatter`: ``out = rows chunk `rank` of sum_r A_r @ B_r``.
-  Tile j of owner o's rows is computed by block ``(o * T + j) % grid`` on every
-  rank (T tiles per owner), which does the tiles of the other owners first
-  (owner ``rank + 1`` first) and pushes each, rounded to the dtype, into the
-  owner's scratch slot for this source, raising that tile's flag there; then it
-  does its own rows' tiles, and for each waits for the peers' partial tiles and
-  adds them, in rank order, in fp32, to its own rounded partial.
+Why this shape (see also the ``tp_gemm`` package): one kernel per op (no second
+stream); communication blocks take the lowest program ids, so they are scheduled
+first and never wait for GEMM blocks, and a block only ever waits for blocks of
+other ranks: peers' communication blocks, which wait only for each other.  That
+keeps a grid of at most one block per SM free of deadlock on a GPU and lets the
+Triton interpreter, which runs a rank's blocks one after another, run the kernel
+in the simulator.
 
-Why this shape (see also ``tp_gemm.py``): one kernel per op (no second stream);
-communication blocks take the lowest program ids, so they are scheduled first and
-never wait for GEMM blocks, and a block only ever waits for blocks of other ranks:
-for the all-gather, peers' communication blocks (which wait only for each other);
-for the reduce-scatter, the block with its own program id on each peer (which
-pushes everything it owes before it waits for anything).  That keeps a grid of at
-most one block per SM free of deadlock on a GPU and lets the Triton interpreter,
-which runs a rank's blocks one after another, run the kernels in the simulator.
-
-Synchronisation: the all-gather's communication blocks start with the barrier of
+Synchronisation: the communication blocks start with the barrier of
 ``collectives/kernels.py`` among themselves (a peer's previous GEMM has finished
-reading its buffer before anyone writes into it); the reduce-scatter starts with
-it in every block (block b of the owner has consumed the previous call's tiles
-that block b of each peer is about to overwrite).  Signals are releases and waits
+reading its buffer before anyone writes into it).  Signals are releases and waits
 acquires at system scope, each behind ``tl.debug_barrier()`` so the whole block's
 stores and loads are ordered; ``PROXY_FENCE`` adds ``fence.proxy.async.global``
 after a wait, before TMA (the async proxy) reads what peers wrote (set on GPUs;
 the interpreter has no inline assembly).
 
-Loop bounds are constexprs (``K``) or ``while`` loops: the Triton 3.6 interpreter's
-``range`` takes no runtime bound (its scalars are 1-element arrays, which numpy 2
-will not turn into ints), and a ``for`` over a constexpr is what Triton's software
-pipeliner overlaps (``num_stages``).  Regenerate the plain-Triton module
-after editing: ``make generated``.
+The GEMM core is ``gemm_kernels`` (its docstring has the rule for loop bounds).
+Regenerate the plain-Triton module after editing: ``make generated``.
 """
 
 from typing import TYPE_CHECKING
@@ -58,78 +38,11 @@ import triton
 import triton.language as tl
 
 from castpile.gpu.collectives.kernels_triton import barrier
+from castpile.gpu.fused.tp_gemm.gemm_kernels import operand, span_product, store_tile, tile_position, tile_product
 
 if TYPE_CHECKING:
     import castpile
     from castpile import multicast_like
-
-
-# -- the GEMM core ---------------------------------------------------------------------------------------------
-
-
-@triton.jit
-def tile_position(t, tiles_m, tiles_n, GROUP_M: tl.constexpr):
-    """Row and column tile of linear tile ``t``: groups of GROUP_M row tiles sweep the columns together."""
-    per_group = GROUP_M * tiles_n
-    first = t // per_group * GROUP_M
-    size = tl.minimum(tiles_m - first, GROUP_M)
-    return first + t % per_group % size, t % per_group // size
-
-
-@triton.jit
-def operand(ptr, rows, cols: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, TMA: tl.constexpr):
-    """A row-major [rows, cols] matrix to read BR x BC tiles of: a TMA descriptor, or the pointer itself."""
-    if TMA:
-        return tl.make_tensor_descriptor(ptr, shape=[rows, cols], strides=[cols, 1], block_shape=[BR, BC])
-    else:
-        return ptr
-
-
-@triton.jit
-def load_tile(src, r0, c0, rows, cols: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, TMA: tl.constexpr):
-    """Tile ``[r0:r0+BR, c0:c0+BC]`` of a row-major [rows, cols] matrix, zero outside (``src`` from :func:`operand`)."""
-    if TMA:
-        return src.load([r0, c0])
-    else:
-        r = r0 + tl.arange(0, BR)
-        c = c0 + tl.arange(0, BC)
-        ok = (r < rows)[:, None] & (c < cols)[None, :]
-        return tl.load(src + r[:, None].to(tl.int64) * cols + c[None, :], mask=ok, other=0)
-
-
-@triton.jit
-def tile_product(a_src, b_src, r0, c0, a_rows, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
-                 BK: tl.constexpr, TMA: tl.constexpr):
-    """fp32 ``A[r0:r0+BM, :] @ B[:, c0:c0+BN]`` for A [?, K] and B [K, N].
-
-    Rows at or past ``a_rows`` read as 0 through pointers; a TMA descriptor has
-    its own bounds (the matrix's), so there they read whatever is there.
-    """
-    return span_product(tl.zeros((BM, BN), tl.float32), a_src, b_src, r0, c0, 0, a_rows, N, K, (K + BK - 1) // BK,
-                        BM, BN, BK, TMA)
-
-
-@triton.jit
-def span_product(acc, a_src, b_src, r0, c0, k0, a_rows, N, K: tl.constexpr, STEPS: tl.constexpr, BM: tl.constexpr,
-                 BN: tl.constexpr, BK: tl.constexpr, TMA: tl.constexpr):
-    """``acc + A[r0:r0+BM, k0:k0+STEPS*BK] @ B[k0:k0+STEPS*BK, c0:c0+BN]``; columns of A / rows of B past K read 0."""
-    for k in range(STEPS):
-        a = load_tile(a_src, r0, k0 + k * BK, a_rows, K, BM, BK, TMA)
-        b = load_tile(b_src, k0 + k * BK, c0, K, N, BK, BN, TMA)
-        acc = tl.dot(a, b, acc)
-    return acc
-
-
-@triton.jit
-def store_tile(dst, tile, r0, c0, rows, N, BM: tl.constexpr, BN: tl.constexpr, TMA: tl.constexpr):
-    """``dst[r0:r0+BM, c0:c0+BN] = tile`` (rounded to dst's dtype) within [rows, N]; ``dst`` from :func:`operand`."""
-    if TMA:
-        dst.store([r0, c0], tile.to(dst.dtype))
-    else:
-        r = r0 + tl.arange(0, BM)
-        c = c0 + tl.arange(0, BN)
-        tl.store(dst + r[:, None].to(tl.int64) * N + c[None, :], tile.to(dst.dtype.element_ty),
-                 mask=(r < rows)[:, None] & (c < N)[None, :])
 
 
 @triton.jit
@@ -138,42 +51,6 @@ def proxy_fence(PROXY_FENCE: tl.constexpr):
     if PROXY_FENCE:
         tl.inline_asm_elementwise("fence.proxy.async.global; mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False,
                                   pack=1)
-
-
-@triton.jit
-def matmul(a, b, c, M, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-           GROUP_M: tl.constexpr, TMA: tl.constexpr, FLATTEN: tl.constexpr = False):
-    """``c = a @ b`` (a [M, K], b [K, N], c [M, N], row-major), persistent: block p computes tiles p, p + grid, ...
-
-    ``FLATTEN``: the tile loop is a ``tl.range(..., flatten=True)``, which lets the
-    pipeliner run one tile's epilogue under the next tile's loads (GPUs only:
-    the interpreter's ``range`` takes no runtime bounds).
-    """
-    a_src = operand(a, M, K, BM, BK, TMA)
-    b_src = operand(b, K, N, BK, BN, TMA)
-    c_dst = operand(c, M, N, BM, BN, TMA)
-    tiles_m = tl.cdiv(M, BM)
-    tiles_n = tl.cdiv(N, BN)
-    if FLATTEN:
-        for t in tl.range(tl.program_id(0), tiles_m * tiles_n, tl.num_programs(0), flatten=True):
-            matmul_tile(a_src, b_src, c_dst, t, tiles_m, tiles_n, M, N, K, BM, BN, BK, GROUP_M, TMA)
-    else:
-        t = tl.program_id(0)
-        while t < tiles_m * tiles_n:
-            matmul_tile(a_src, b_src, c_dst, t, tiles_m, tiles_n, M, N, K, BM, BN, BK, GROUP_M, TMA)
-            t += tl.num_programs(0)
-
-
-@triton.jit
-def matmul_tile(a_src, b_src, c_dst, t, tiles_m, tiles_n, M, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
-                BK: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr):
-    """Tile ``t`` of :func:`matmul`."""
-    pm, pn = tile_position(t, tiles_m, tiles_n, GROUP_M)
-    acc = tile_product(a_src, b_src, pm * BM, pn * BN, M, N, K, BM, BN, BK, TMA)
-    store_tile(c_dst, acc, pm * BM, pn * BN, M, N, BM, BN, TMA)
-
-
-# -- all-gather + GEMM -----------------------------------------------------------------------------------------
 
 
 @triton.jit
@@ -435,97 +312,8 @@ def one_wave_tile(a, a_peers, b, out, flags, flag_peers, pad, pad_ptrs, rank, Ms
         store_tile(out + tl.cast(shard, tl.int64) * Ms * N, acc, 0, pn * BN, Ms, N, BM, BN, False)
 
 
-# -- GEMM + reduce-scatter -------------------------------------------------------------------------------------
 
-
-@triton.jit
-def matmul_reduce_scatter(a, b, out, scratch, scratch_ptrs, flags, flag_ptrs, pad, pad_ptrs, rank, Ms, N,
-                          K: tl.constexpr, WORLD: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                          GROUP_M: tl.constexpr, TMA: tl.constexpr):
-    """``out`` [Ms, N] = rows ``rank * Ms ...`` of the sum over ranks of ``a @ b`` (a [WORLD * Ms, K], b [K, N]).
-
-    ``scratch`` [WORLD - 1, Ms, N] (symmetric): slot ``(source - owner - 1) %
-    WORLD`` holds that source's partial of the owner's rows; ``flags`` int32
-    [WORLD - 1, T]: one per (slot, tile), raised by the source, reset by the
-    owner.  Owners are visited ``rank + 1, rank + 2, ..., rank``: every tile
-    another rank owns is pushed and flagged before this block waits for anything.
-    A tile's flag rises after the next tile is computed, just before that one
-    is stored: the release then finds the tile's stores long arrived instead of
-    waiting for them.
-    """
-    barrier(pad, pad_ptrs, rank, WORLD, True)  # block pid of every owner is done with the previous call's slots
-    a_src = operand(a, WORLD * Ms, K, BM, BK, TMA)
-    b_src = operand(b, K, N, BK, BN, TMA)
-    out_dst = operand(out, Ms, N, BM, BN, TMA)
-    row_tiles = tl.cdiv(Ms, BM)
-    tiles_n = tl.cdiv(N, BN)
-    T = row_tiles * tiles_n
-    for step in tl.static_range(1, WORLD):
-        owner = (rank + step) % WORLD
-        slot = WORLD - 1 - step  # this rank's slot on the owner
-        pending = -1
-        t = first_tile(owner, T)
-        while t < owner * T + T:
-            j = t - owner * T
-            r0, c0, part = owner_tile(a_src, b_src, owner, j, row_tiles, tiles_n, Ms, N, K, BM, BN, BK, GROUP_M, TMA)
-            if pending >= 0:
-                raise_flag(flags, flag_ptrs, owner, slot * T + pending)
-            dest = tl.load(scratch_ptrs + owner + tl.arange(0, 1)); dest_shape0 = (WORLD - 1
-)
-            rows = r0 + tl.arange(0, BM)
-            cols = c0 + tl.arange(0, BN)
-            _castpile_store_loop(dest, dest.numel, None, scratch, Ms*N*slot + N*rows[:, None] + cols[None, :], (slot >= 0) & (slot < dest_shape0) & (rows[:, None] >= 0) & (rows[:, None] < Ms) & (cols[None, :] >= 0) & (cols[None, :] < N), part.to(out.dtype.element_ty)[None, :, :], align=16)
-            pending = j
-            t += tl.num_programs(0)
-        if pending >= 0:
-            raise_flag(flags, flag_ptrs, owner, slot * T + pending)
-    slots = tl.arange(0, triton.next_power_of_2(WORLD - 1))
-    t = first_tile(rank, T)
-    while t < rank * T + T:
-        j = t - rank * T
-        r0, c0, part = owner_tile(a_src, b_src, rank, j, row_tiles, tiles_n, Ms, N, K, BM, BN, BK, GROUP_M, TMA)
-        mine = part.to(out.dtype.element_ty)  # (rounded now: the fp32 tile need not stay in registers)
-        _castpile_wait_flags(flags + slots * T + j, 1, 0, slots < WORLD - 1)
-        tl.debug_barrier()  # every thread may read what the waiting threads acquired
-        rows = r0 + tl.arange(0, BM)
-        cols = c0 + tl.arange(0, BN)
-        ok = (rows < Ms)[:, None] & (cols < N)[None, :]
-        total = tl.zeros((BM, BN), tl.float32)
-        for src in tl.static_range(WORLD):
-            if src == rank:
-                total += mine.to(tl.float32)
-            else:
-                at = ((src - rank - 1 + WORLD) % WORLD * Ms + rows[:, None]).to(tl.int64) * N + cols[None, :]
-                total += tl.load(scratch + at, mask=ok, other=0, cache_modifier=".cg").to(tl.float32)
-        store_tile(out_dst, total, r0, c0, Ms, N, BM, BN, TMA)
-        t += tl.num_programs(0)
-
-
-@triton.jit
-def first_tile(owner, T):
-    """This block's first tile of owner's rows: tile j of owner o is tile ``o * T + j`` dealt round-robin to blocks."""
-    G = tl.num_programs(0)
-    return owner * T + (tl.program_id(0) - owner * T % G + G) % G
-
-
-@triton.jit
-def owner_tile(a_src, b_src, owner, j, row_tiles, tiles_n, Ms, N, K: tl.constexpr, BM: tl.constexpr,
-               BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr):
-    """Tile j of the owner's rows of this rank's ``a @ b``: (first row within the owner's rows, first column, fp32)."""
-    pm, pn = tile_position(j, row_tiles, tiles_n, GROUP_M)
-    acc = tile_product(a_src, b_src, owner * Ms + pm * BM, pn * BN, owner * Ms + Ms, N, K, BM, BN, BK, TMA)
-    return pm * BM, pn * BN, acc
-
-
-@triton.jit
-def raise_flag(flags, flag_ptrs, owner, index):
-    """Set flag ``index`` on rank ``owner`` (release, system scope), after every store of the block so far."""
-    tl.debug_barrier()
-    flag = tl.load(flag_ptrs + owner + tl.arange(0, 1))
-    _castpile_signal(flag, flag.numel, None, flags, index + tl.arange(0, 1), None, 1)
-
-
-# ---- castpile 0.2.0 helpers: generated, called by the rewritten accesses above ----
+# ---- castpile 0.3.0 helpers: generated, called by the rewritten accesses above ----
 import triton
 import triton.language as tl
 
@@ -578,6 +366,12 @@ def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
     if src.dtype.is_ptr():
         ptr = tl.load(src + p).to(ptr_ty)
         valid = True
+    elif len(src.shape) == 0:  # a rank-0 tile: the one buffer (a reduction of a scalar does not compile)
+        ptr = src.to(ptr_ty)
+        if smask is None:
+            valid = True
+        else:
+            valid = smask
     else:
         pos = tl.reshape(tl.arange(0, src.numel), src.shape)
         ptr = tl.sum(tl.where(pos == p, src, 0)).to(ptr_ty)
@@ -594,8 +388,9 @@ def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
 def _castpile_lane_mask(valid, mask, offs, user_mask=None):
     """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element masks.
 
-    Always a fresh tensor of the offsets' shape: Triton 3.6's interpreter reads atomic
-    operands as contiguous arrays, so a broadcast or Python-bool mask would be misread.
+    Always a fresh tensor of the shape of ``offs`` (offsets, or the pointers of a wait): Triton
+    3.6's interpreter reads atomic operands as contiguous arrays, so a broadcast or Python-bool
+    mask would be misread.  Each mask may be a tensor, a scalar or a ``tl.constexpr`` bool.
     """
     lanes = tl.full(offs.shape, 1, tl.int1) & valid
     if mask is not None:
@@ -716,9 +511,18 @@ def _castpile_signal(src, count: tl.constexpr, smask, example, offs, bounds, val
         tl.atomic_xchg(ptrs, tl.cast(value, dtype), mask=valid, sem=sem, scope=scope)
     else:
         pending = valid
-        while tl.sum(pending.to(tl.int32)) > 0:
+        while _castpile_any(pending):
             old = _castpile_cas(ptrs, pending, example, wait_for, value, sem, scope)
             pending = pending & (old != tl.cast(wait_for, dtype))
+
+
+@triton.jit
+def _castpile_any(lanes):
+    """Whether any of ``lanes`` is true: a spin's condition (a scalar is its own: reducing one does not compile)."""
+    if len(lanes.shape) == 0:
+        return lanes
+    else:
+        return tl.sum(lanes.to(tl.int32)) > 0
 
 
 @triton.jit
@@ -730,11 +534,8 @@ def _castpile_wait_flags(ptrs, value=1, reset=0, mask=None, sem: tl.constexpr = 
     ``value``, resets it and is masked off from then on.
     """
     dtype = ptrs.dtype.element_ty
-    if mask is None:
-        pending = tl.full(ptrs.shape, 1, tl.int1)
-    else:
-        pending = tl.broadcast_to(mask, ptrs.shape) & tl.full(ptrs.shape, 1, tl.int1)
-    while tl.sum(pending.to(tl.int32)) > 0:
+    pending = _castpile_lane_mask(True, mask, ptrs)
+    while _castpile_any(pending):
         seen = tl.atomic_add(ptrs, tl.zeros(ptrs.shape, dtype), mask=pending, sem=sem, scope=scope)
         arrived = pending & (seen == tl.cast(value, dtype))
         tl.atomic_xchg(ptrs, tl.cast(reset, dtype) + tl.zeros(ptrs.shape, dtype), mask=arrived, sem=sem, scope=scope)
