@@ -4,7 +4,7 @@
         python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/diag_ag_onewave.py --out $OUT/diag-ag.json
 
 A diagnostic, not a product, made as diag_rs_stores.py makes its variants: lines of the
-generated ``castpile/gpu/fused/tp_gemm_kernels_triton.py`` replaced (each must be found,
+generated ``castpile/gpu/fused/tp_gemm/all_gather_kernels_triton.py`` replaced (each must be found,
 or the script stops), the module loaded from a temporary file, launched with the library
 state's buffers.  In ``one_wave_tile`` the senders (the blocks of this rank's tiles) meet
 the peers' senders (``barrier``), send a stripe of the shard to every peer (``send``),
@@ -33,7 +33,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from bench_tp_gemm import Problem  # noqa: E402
 from castpile.gpu.fused import tp_gemm  # noqa: E402
-from castpile.gpu.fused import tp_gemm_kernels_triton as lib  # noqa: E402
+from castpile.gpu.fused.tp_gemm import all_gather_kernels_triton as lib  # noqa: E402
 from harness import load_variant, start_ranks, timed, variant_outcomes, write_result  # noqa: E402
 
 BARRIER = "        barrier(pad, pad_ptrs, rank, WORLD, True)  # every peer's previous call is done with its buffer\n"

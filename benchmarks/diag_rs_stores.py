@@ -4,7 +4,7 @@
         python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/diag_rs_stores.py
 
 A diagnostic, not a product: the variants are made by replacing lines of the
-generated ``castpile/gpu/fused/tp_gemm_kernels_triton.py`` (each replaced line
+generated ``castpile/gpu/fused/tp_gemm/reduce_scatter_kernels_triton.py`` (each replaced line
 must be found, or the script stops), loaded from a temporary file and launched
 with the library state's buffers.  ``local_store_nosync``: partial tiles stored
 into this rank's own scratch (results wrong; the cost of the kernel's structure
@@ -29,7 +29,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from bench_tp_gemm import Problem  # noqa: E402
 from castpile.gpu.fused import tp_gemm  # noqa: E402
-from castpile.gpu.fused import tp_gemm_kernels_triton as lib  # noqa: E402
+from castpile.gpu.fused.tp_gemm import reduce_scatter_kernels_triton as lib  # noqa: E402
 from harness import load_variant, start_ranks, timed, variant_outcomes  # noqa: E402
 
 STORE = ("            _castpile_store_loop(dest, dest.numel, None, scratch, Ms*N*slot + N*rows[:, None] + cols[None, :], "

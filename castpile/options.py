@@ -12,7 +12,7 @@ strategy where it enters, with :func:`check_strategy`::
     ValueError: unknown strategy 'bogus': choose one of loop, gather
 """
 
-VERSION = "0.2.0"
+VERSION = "0.3.0"
 
 APPENDED_MARK = "# ---- castpile "
 HELPERS_TITLE = "helpers: generated, called by the rewritten accesses above"

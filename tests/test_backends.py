@@ -15,7 +15,7 @@ import triton
 import triton.language as tl
 from torch.distributed import _symmetric_memory as symm_mem
 
-from castpile.gpu import backends, runtime, sim
+from castpile.gpu import backends, runtime, sim, symmetric
 
 
 class FakeSymmMem:
@@ -165,11 +165,13 @@ def test_symmetric_tensor_defaults_and_checks():
     assert h.reachable == (True, True, True) and h.pes == (0, 1, 2) and h.backend == "cuda" and h.all_reachable
     fields = dict(tensor=h.tensor, buffer_ptrs=h.buffer_ptrs, signal_pad=h.signal_pad,
                   signal_pad_ptrs=h.signal_pad_ptrs, rank=1, world_size=3, max_blocks=1)
-    with pytest.raises(runtime.SymmetricMemoryError, match="reachable has 2 entries for 3 ranks"):
-        runtime.SymmetricTensor(**fields, reachable=(True, True))
-    with pytest.raises(runtime.SymmetricMemoryError, match="rank 1's own buffer is marked unreachable"):
-        runtime.SymmetricTensor(**fields, reachable=(True, False, True))
-    assert not runtime.SymmetricTensor(**fields, reachable=[True, True, False]).all_reachable
+    with pytest.raises(symmetric.SymmetricMemoryError, match="reachable has 2 entries for 3 ranks"):
+        symmetric.SymmetricTensor(**fields, reachability=symmetric.Reachability((True, True)))
+    with pytest.raises(symmetric.SymmetricMemoryError, match="rank 1's own buffer is marked unreachable"):
+        symmetric.SymmetricTensor(**fields, reachability=symmetric.Reachability((True, False, True)))
+    assert not symmetric.SymmetricTensor(**fields, reachability=symmetric.Reachability([True, True, False])).all_reachable
+    with pytest.raises(symmetric.SymmetricMemoryError, match="pes has 2 entries for 3 ranks"):
+        symmetric.Reachability((True, True, True), pes=(0, 1))
 
 
 # --- the simulator's remote peers ---------------------------------------------------------------------

@@ -10,8 +10,7 @@ import castpile
 
 MODULES = sorted(
     m.name for m in pkgutil.walk_packages(castpile.__path__, "castpile.")
-    if not m.name.startswith(("castpile.gpu", "castpile.runtime", "castpile.sim", "castpile.launch",
-                              "castpile.collectives", "castpile.__main__"))
+    if not m.name.startswith(("castpile.gpu", "castpile.__main__"))
 )
 
 

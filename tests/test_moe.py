@@ -131,8 +131,8 @@ CALLS = 2
 
 def run_case(name, calls=CALLS):
     world, tokens, hidden, topk, experts, dtype, idx_dtype, skip = CASES[name]
-    states = moe.MoE.create_all(world, tokens=tokens, hidden=hidden, topk=topk, experts=experts, dtype=dtype,
-                                token_block=4, hidden_block=16, blocks=2)
+    states = moe.MoE.create_all(world, alloc=sim.symmetric_scratch, tokens=tokens, hidden=hidden, topk=topk,
+                                experts=experts, dtype=dtype, token_block=4, hidden_block=16, blocks=2)
     for st in states:
         st.recv_x.tensor.fill_(float("nan"))
         st.combine_buf.tensor.fill_(float("nan"))
@@ -236,7 +236,8 @@ def test_grouped_rows_group_by_expert(case):
 
 
 def test_wrong_inputs_are_refused_before_launching():
-    st = moe.MoE.create_all(2, tokens=4, hidden=8, topk=2, experts=4, dtype=torch.float32)[0]
+    st = moe.MoE.create_all(2, alloc=sim.symmetric_scratch, tokens=4, hidden=8, topk=2, experts=4,
+                            dtype=torch.float32)[0]
     x, idx, w = torch.zeros(4, 8), torch.zeros(4, 2, dtype=torch.int32), torch.zeros(4, 2)
     with pytest.raises(ValueError, match="x must be"):
         moe.dispatch(st, x.bfloat16(), idx, w)
@@ -247,7 +248,7 @@ def test_wrong_inputs_are_refused_before_launching():
     with pytest.raises(ValueError, match=r"expert_out must be .* shape \(16, 8\)"):
         moe.combine(st, torch.zeros(7, 8))
     with pytest.raises(ValueError, match="multiple of world_size"):
-        moe.MoE.create_all(3, tokens=4, hidden=8, topk=2, experts=4)
+        moe.MoE.create_all(3, alloc=sim.symmetric_scratch, tokens=4, hidden=8, topk=2, experts=4)
 
 
 def test_moe_imports_without_the_transpiler_dependencies():

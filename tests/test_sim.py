@@ -174,3 +174,29 @@ def test_run_without_the_interpreter_says_what_to_set(monkeypatch, value):
         monkeypatch.setenv("TRITON_INTERPRET", value)
     with pytest.raises(RuntimeError, match=r"set TRITON_INTERPRET=1 .*before .*import"):
         sim.run(lambda rank: rank, 2)
+
+
+def test_library_modules_do_not_import_the_simulator():
+    """Only the simulator's own modules import castpile.gpu.sim; the fused ops take its allocator from the caller."""
+    import ast
+    from pathlib import Path
+
+    import castpile.gpu
+
+    root = Path(castpile.gpu.__file__).parent
+    simulator = {root / "sim.py", root / "sim_nvshmem.py"}
+    importers = []
+    for path in sorted(root.rglob("*.py")):
+        package = ["castpile", *path.parent.relative_to(root.parent).parts]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = package[:len(package) - node.level + 1] if node.level else []
+                module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+                names = {f"{module}.{alias.name}" for alias in node.names} | {module}
+            elif isinstance(node, ast.Import):
+                names = {alias.name for alias in node.names}
+            else:
+                continue
+            if "castpile.gpu.sim" in names and path not in simulator:
+                importers.append(f"{path.relative_to(root.parent)}:{node.lineno}")
+    assert importers == []

@@ -31,7 +31,7 @@ LAUNCH = dict(token_block=4, hidden_block=16, blocks=2)
 
 def states(world, config):
     """Simulated MoE states, one per rank, each registered; their names."""
-    created = moe.MoE.create_all(world, **config, **LAUNCH)
+    created = moe.MoE.create_all(world, alloc=sim.symmetric_scratch, **config, **LAUNCH)
     return created, [ops.register(st) for st in created]
 
 

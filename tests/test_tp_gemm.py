@@ -61,7 +61,8 @@ def test_default_config():
 
 def _ag_states(world, path, **options):
     options = {"blocks": 4, "comm_blocks": 2, "chunk_rows": 8, "copy_block": 64, "config": TILES[path], **options}
-    states = tp_gemm.AllGatherMatmul.create_all(world, m=world * SHARD, k=K, n=N, dtype=torch.float32, **options)
+    states = tp_gemm.AllGatherMatmul.create_all(world, alloc=sim.symmetric_scratch, m=world * SHARD, k=K, n=N,
+                                                dtype=torch.float32, **options)
     for s in states:
         s.gathered.tensor.fill_(float("nan"))  # whatever a GEMM block reads before its chunk arrived shows
     return states
@@ -149,8 +150,9 @@ def test_all_gather_column_chunks(world, options, path):
 def test_all_gather_one_wave(world, path):
     """A block per tile, local-tile blocks sending slices (shards of 16 rows: one row tile; N = 48: 2 column tiles)."""
     shard = 16
-    states = tp_gemm.AllGatherMatmul.create_all(world, m=world * shard, k=K, n=N, dtype=torch.float32,
-                                                config=TILES[path], blocks=2 * world, copy_block=64, one_wave=True)
+    states = tp_gemm.AllGatherMatmul.create_all(world, alloc=sim.symmetric_scratch, m=world * shard, k=K, n=N,
+                                                dtype=torch.float32, config=TILES[path], blocks=2 * world,
+                                                copy_block=64, one_wave=True)
     assert states[0].one_wave and states[0].comm_blocks == 2 and states[0].consumers == 2 * (world - 1)
     assert states[0].stripe == 32 and states[0].segment == 1  # K = 40 in stripes of 32 (the second one short)
     for s in states:
@@ -174,23 +176,30 @@ def test_all_gather_one_wave(world, path):
 
 def test_the_all_gather_mode_is_chosen_by_shape():
     """On GPUs by default, where a row tile holds a shard: one wave if every tile has a block, else column chunks."""
-    one_wave = tp_gemm._ag_plan(2, 256, 8192, 8192, torch.bfloat16, torch.device("cuda"), blocks=132)
-    assert one_wave["one_wave"] and one_wave["comm_blocks"] == 64 and one_wave["consumers"] == 64
-    assert one_wave["stripe"] == 128 and one_wave["segment"] == 64 // tp_gemm.ONE_WAVE_SEGMENTS
-    small = tp_gemm._ag_plan(2, 256, 8192, 8192 * 3, torch.bfloat16, torch.device("cuda"), blocks=132)  # 384 tiles
-    large = tp_gemm._ag_plan(2, 4096, 8192, 8192, torch.bfloat16, torch.device("cuda"), blocks=132)
-    assert not small["one_wave"] and not large["one_wave"]
-    assert small["k_segment"] == tp_gemm.K_SEGMENT and small["chunks"] == 8192 // tp_gemm.K_SEGMENT * 4
-    assert large["k_segment"] == 0 and large["chunk_rows"] == 128
-    rows = tp_gemm._ag_plan(2, 256, 8192, 8192, torch.bfloat16, torch.device("cuda"), blocks=132, k_segment=0)
-    assert rows["k_segment"] == 0 and rows["chunks"] == 8  # asked for: chunks of 16 rows
+    def on_gpu(m, n, **options):
+        return tp_gemm.AllGatherMatmul.plan(2, torch.device("cuda"), m=m, k=8192, n=n, dtype=torch.bfloat16,
+                                            blocks=132, **options)
+
+    def on_cpu(**options):
+        return tp_gemm.AllGatherMatmul.plan(2, torch.device("cpu"), m=256, k=64, n=64, dtype=torch.float32, blocks=4,
+                                            **options)
+
+    one_wave = on_gpu(256, 8192)
+    assert one_wave.one_wave and one_wave.comm_blocks == 64 and one_wave.consumers == 64
+    assert one_wave.stripe == 128 and one_wave.segment == 64 // tp_gemm.ONE_WAVE_SEGMENTS
+    small = on_gpu(256, 8192 * 3)  # 384 tiles
+    large = on_gpu(4096, 8192)
+    assert not small.one_wave and not large.one_wave
+    assert small.k_segment == tp_gemm.K_SEGMENT and small.chunks == 8192 // tp_gemm.K_SEGMENT * 4
+    assert large.k_segment == 0 and large.chunk_rows == 128
+    rows = on_gpu(256, 8192, k_segment=0)
+    assert rows.k_segment == 0 and rows.chunks == 8  # asked for: chunks of 16 rows
     with pytest.raises(ValueError, match="one_wave needs .* \\(384 tiles, 132 blocks\\)"):
-        tp_gemm._ag_plan(2, 256, 8192, 8192 * 3, torch.bfloat16, torch.device("cuda"), blocks=132, one_wave=True)
+        on_gpu(256, 8192 * 3, one_wave=True)
     with pytest.raises(ValueError, match="chunk_rows .* or k_segment .*, not both"):
-        tp_gemm._ag_plan(2, 256, 64, 64, torch.float32, torch.device("cpu"), blocks=4, chunk_rows=8, k_segment=16)
+        on_cpu(chunk_rows=8, k_segment=16)
     with pytest.raises(ValueError, match="k_segment \\(24\\) must be 0 .* multiple of the tile's block_k \\(16\\)"):
-        tp_gemm._ag_plan(2, 256, 64, 64, torch.float32, torch.device("cpu"), blocks=4,
-                         config=TILES["tma"], k_segment=24)
+        on_cpu(config=TILES["tma"], k_segment=24)
 
 
 def test_all_gather_waits_for_a_late_rank():
@@ -222,8 +231,8 @@ def test_matmul_reduce_scatter_matches_torch(world, blocks, path):
     arrived shows.
     """
     m = world * SHARD
-    states = tp_gemm.MatmulReduceScatter.create_all(world, m=m, k=K, n=N, dtype=torch.float32, config=TILES[path],
-                                                    blocks=blocks)
+    states = tp_gemm.MatmulReduceScatter.create_all(world, alloc=sim.symmetric_scratch, m=m, k=K, n=N,
+                                                    dtype=torch.float32, config=TILES[path], blocks=blocks)
     assert states[0].blocks == blocks
     for s in states:
         s.scratch.tensor.fill_(float("nan"))
@@ -254,26 +263,32 @@ def test_matmul_reduce_scatter_matches_torch(world, blocks, path):
 
 def test_bad_arguments_are_reported():
     with pytest.raises(ValueError, match="m \\(10\\) a multiple of world_size \\(4\\)"):
-        tp_gemm.AllGatherMatmul.create_all(4, m=10, k=8, n=8)
+        tp_gemm.AllGatherMatmul.create_all(4, alloc=sim.symmetric_scratch, m=10, k=8, n=8)
     with pytest.raises(ValueError, match="at least 2 ranks"):
-        tp_gemm.MatmulReduceScatter.create_all(1, m=8, k=8, n=8)
-    ag = tp_gemm.AllGatherMatmul.create_all(2, m=32, k=16, n=16, dtype=torch.float32)[0]
+        tp_gemm.MatmulReduceScatter.create_all(1, alloc=sim.symmetric_scratch, m=8, k=8, n=8)
+    ag = tp_gemm.AllGatherMatmul.create_all(2, alloc=sim.symmetric_scratch, m=32, k=16, n=16,
+                                            dtype=torch.float32)[0]
     with pytest.raises(ValueError, match="b must be a contiguous torch.float32 tensor of shape \\(16, 16\\)"):
         tp_gemm.all_gather_matmul(ag, None, torch.ones(16, 8))
     with pytest.raises(ValueError, match="a_shard must be"):
         tp_gemm.all_gather_matmul(ag, torch.ones(8, 16), torch.ones(16, 16))
-    rs = tp_gemm.MatmulReduceScatter.create_all(2, m=32, k=16, n=16, dtype=torch.float32)[0]
+    rs = tp_gemm.MatmulReduceScatter.create_all(2, alloc=sim.symmetric_scratch, m=32, k=16, n=16,
+                                                dtype=torch.float32)[0]
     with pytest.raises(ValueError, match="a must be"):
         tp_gemm.matmul_reduce_scatter(rs, torch.ones(32, 16).t(), torch.ones(16, 16))
     with pytest.raises(ValueError, match="out must be"):
         tp_gemm.matmul_reduce_scatter(rs, torch.ones(32, 16), torch.ones(16, 16), torch.ones(32, 16))
     # Rows that are not whole 16 bytes cannot be TMA descriptors: the pointer path is taken.
-    assert not tp_gemm.AllGatherMatmul.create_all(2, m=32, k=6, n=16, dtype=torch.float32)[0].config.tma
+    narrow = tp_gemm.AllGatherMatmul.create_all(2, alloc=sim.symmetric_scratch, m=32, k=6, n=16, dtype=torch.float32)
+    assert not narrow[0].config.tma
 
 
 # -- sm_90 ------------------------------------------------------------------------------------------------------
 
-MODULE = "castpile.gpu.fused.tp_gemm_kernels_triton"
+#: Where each kernel is: the GEMM alone in plain Triton, the fused ones transpiled.
+MODULES = {"matmul": "castpile.gpu.fused.tp_gemm.gemm_kernels",
+           "all_gather_matmul": "castpile.gpu.fused.tp_gemm.all_gather_kernels_triton",
+           "matmul_reduce_scatter": "castpile.gpu.fused.tp_gemm.reduce_scatter_kernels_triton"}
 TILE = {"BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8}
 
 
@@ -281,7 +296,7 @@ def _job(kernel, signature, constexprs, name):
     """A compile job specialised as the JIT does 16-byte aligned pointers and sizes that are multiples of 16."""
     aligned = {i: [["tt.divisibility", 16]] for i, (p, t) in enumerate(signature.items())
                if t.startswith("*") or p in ("M", "N", "Ms", "chunk_rows")}
-    return Job(MODULE, kernel, signature, constexprs, attrs=aligned, name=name)
+    return Job(MODULES[kernel], kernel, signature, constexprs, attrs=aligned, name=name)
 
 
 def test_kernels_compile_for_sm90(tmp_path):
@@ -355,7 +370,7 @@ def test_the_diagnostics_still_find_the_lines_they_replace(script, monkeypatch):
     bench = Path(__file__).parents[1] / "benchmarks"
     monkeypatch.syspath_prepend(str(bench))
     module = import_file(bench / f"{script}.py", script)
-    source = (Path(__file__).parents[1] / "castpile/gpu/fused/tp_gemm_kernels_triton.py").read_text()
+    source = Path(module.lib.__file__).read_text()  # the generated module the script varies
     made = module.variants(source)
     assert made and all(text != source for text in made.values())
     for text in made.values():

@@ -1,7 +1,7 @@
 """The collectives as torch custom ops (``torch.ops.castpile.*``), and :func:`kernel_op` for your own kernels.
 
 A torch op's arguments are tensors, strings and numbers; a
-:class:`~castpile.gpu.runtime.SymmetricTensor` (peer addresses, signal pads,
+:class:`~castpile.gpu.symmetric.SymmetricTensor` (peer addresses, signal pads,
 scratch) is none of these.  So a symmetric tensor is registered once under a
 name, and the ops take that name, as torch's own
 ``symm_mem::one_shot_all_reduce(Tensor input, str reduce_op, str group_name)``
@@ -66,7 +66,7 @@ _REGISTRY: dict[str, object] = {}
 def register(state, name: str | None = None) -> str:
     """Make ``state`` reachable by the ops under ``name``; returns the name.
 
-    ``state`` is a :class:`~castpile.gpu.runtime.SymmetricTensor` (the
+    ``state`` is a :class:`~castpile.gpu.symmetric.SymmetricTensor` (the
     collectives and fused ops; default name ``symm<k>_w<world size>``) or a
     :class:`~castpile.gpu.fused.moe.MoE` state (``moe_dispatch``,
     ``moe_combine``; default name ``moe<k>_w<world size>``), ``k`` counting
@@ -103,7 +103,7 @@ def unregister(name: str) -> None:
 
 
 def lookup(name: str):
-    """The state registered as ``name``: a :class:`~castpile.gpu.runtime.SymmetricTensor` or a ``MoE``."""
+    """The state registered as ``name``: a :class:`~castpile.gpu.symmetric.SymmetricTensor` or a ``MoE``."""
     try:
         return _REGISTRY[name]
     except KeyError:

@@ -16,187 +16,19 @@ and of every rank's signal pad.  torch's symmetric memory provides both::
 default (P2P-mapped CUDA memory): peers on other nodes then have address 0 in
 ``buffer_ptrs`` and ``reachable[r]`` False (castpile.gpu.backends; docs/nvshmem.md).
 
+The handle is a :class:`castpile.gpu.symmetric.SymmetricTensor`;
 ``castpile.gpu.sim.symmetric_empty`` builds the same object from shared host memory,
-so code written against :class:`SymmetricTensor` runs in the CPU simulator too.
+so code written against it runs in the CPU simulator too.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
 import torch
 
 from . import backends
-
-#: Tensors of at most this many bytes also get the low-latency all-reduce's scratch.
-LOW_LATENCY_MAX_BYTES = 256 << 10
-#: int32 words per tile of the low-latency all-reduce (4 warps); the fastest of 512/1024/2048 words at
-#: 4-256 KB (docs/data/probe-launch-ll.json).
-LOW_LATENCY_BLOCK = 512
-
-
-class SymmetricMemoryError(ValueError):
-    """A tensor or group cannot serve as symmetric memory for a collective."""
-
-
-@dataclass(frozen=True)
-class SymmetricTensor:
-    """One rank's handle on a buffer that every rank of a group holds.
-
-    ``max_blocks`` is the largest grid a barriered kernel may launch: every block
-    must be resident at once (blocks wait on each other; the collectives' tiles
-    keep two blocks per SM resident) and owns one int32 signal-pad slot per peer.
-    """
-
-    tensor: torch.Tensor
-    buffer_ptrs: torch.Tensor
-    signal_pad: torch.Tensor
-    signal_pad_ptrs: torch.Tensor
-    rank: int
-    world_size: int
-    max_blocks: int
-    handle: Any = None
-    low_latency: LowLatencyScratch | None = None
-    #: Symmetric scratch of the pushing two-shot all-reduce (``push_scratch=True`` at allocation), or None.
-    push_scratch: Scratch | None = None
-    #: Launches the collectives bound for this tensor (castpile.gpu.collectives), by kernel and options.
-    launches: dict = field(default_factory=dict, compare=False, repr=False)
-    #: The allocation backend: "cuda" (torch's default, P2P-mapped) or "nvshmem".
-    backend: str = "cuda"
-    #: Per rank of the group: True where that rank's buffer (and signal pad) is load/store addressable from this
-    #: GPU, i.e. its address in ``buffer_ptrs`` is non-zero. None at construction means every rank.
-    reachable: tuple[bool, ...] | None = None
-    #: Per rank of the group: its NVSHMEM PE (its global rank). None at construction means ``range(world_size)``.
-    pes: tuple[int, ...] | None = None
-    #: The table a kernel's ``remote="nvshmem"`` binding takes (int64, on the device): ``buffer_ptrs`` where a rank is
-    #: reachable, ``local address | (pe + 1) << 48`` where it is remote (every other rank with ``force_remote``),
-    #: after a header naming this rank's scratch for NVSHMEM transfers (backends.remote_table,
-    #: backends.table_reachability). Pass it whole; slice it in the kernel. None at construction: built from
-    #: ``buffer_ptrs`` when every rank is reachable.
-    remote_ptrs: torch.Tensor | None = None
-    #: The same for the signal pads.
-    signal_pad_remote_ptrs: torch.Tensor | None = None
-    #: This rank's scratch for NVSHMEM transfers that the remote tables name (kept alive here), or None.
-    remote_scratch: torch.Tensor | None = None
-
-    def __post_init__(self):
-        _fill(self, "reachable", (True,) * self.world_size, self.world_size)
-        _fill(self, "pes", tuple(range(self.world_size)), self.world_size)
-        if not self.reachable[self.rank]:
-            raise SymmetricMemoryError(f"rank {self.rank}'s own buffer is marked unreachable")
-        for name, ptrs in (("remote_ptrs", self.buffer_ptrs), ("signal_pad_remote_ptrs", self.signal_pad_ptrs)):
-            if getattr(self, name) is None and self.all_reachable:
-                object.__setattr__(self, name, reachable_table(ptrs))
-
-    @property
-    def all_reachable(self) -> bool:
-        """Whether every rank's buffer is load/store addressable (what the collectives' kernels need)."""
-        return all(self.reachable)
-
-    def require_all_reachable(self, name: str) -> None:
-        """Raise ValueError unless every rank's buffer is load/store addressable (``name``: the caller, for the message).
-
-        The library's kernels load from and store to every peer's buffer; a remote
-        peer's address is 0 and would fault.
-        """
-        if not self.all_reachable:
-            remote = [r for r, ok in enumerate(self.reachable) if not ok]
-            raise ValueError(f"{name}: rank {remote[0]} is not load/store reachable from rank {self.rank} "
-                             f"(backend {self.backend!r}; remote ranks {remote}); the library's kernels need every "
-                             "peer in one NVLink domain (docs/nvshmem.md)")
-
-
-@dataclass(frozen=True)
-class Scratch:
-    """A symmetric tensor every rank holds and its address on every rank (int64, on the device)."""
-
-    tensor: torch.Tensor
-    ptrs: torch.Tensor
-    #: Per rank: True where its copy is load/store addressable (non-zero in ``ptrs``); None means every rank.
-    reachable: tuple[bool, ...] | None = None
-    #: The table of a ``remote="nvshmem"`` binding (see ``SymmetricTensor.remote_ptrs``); None at construction:
-    #: built from ``ptrs`` when every rank is reachable.
-    remote_ptrs: torch.Tensor | None = None
-    #: The scratch ``remote_ptrs`` names (kept alive here), or None.
-    remote_scratch: torch.Tensor | None = None
-
-    def __post_init__(self):
-        _fill(self, "reachable", (True,) * self.ptrs.numel(), self.ptrs.numel())
-        if self.remote_ptrs is None and all(self.reachable):
-            object.__setattr__(self, "remote_ptrs", reachable_table(self.ptrs))
-
-
-def remote_ptrs_tensor(words: list[int], device) -> torch.Tensor:
-    """A ``remote_ptrs`` table from :func:`backends.remote_table`'s words: the entries, the header in memory before them."""
-    return torch.tensor(words, dtype=torch.int64, device=device)[backends.REMOTE_HEADER:]
-
-
-def reachable_table(ptrs: torch.Tensor) -> torch.Tensor:
-    """The ``remote_ptrs`` table of peers that are all reachable: ``ptrs`` after a header naming no scratch."""
-    return remote_ptrs_tensor([0, 0, *map(int, ptrs.tolist())], ptrs.device)
-
-
-def _fill(obj, name: str, default: tuple, length: int) -> None:
-    """Set a frozen dataclass's per-rank tuple field to ``default`` when None; check its length."""
-    value = getattr(obj, name)
-    value = default if value is None else tuple(value)
-    if len(value) != length:
-        raise SymmetricMemoryError(f"{name} has {len(value)} entries for {length} ranks")
-    object.__setattr__(obj, name, value)
-
-
-#: The pushing two-shot's chunks are whole tiles of at most this many elements.
-PUSH_TILE = 4096
-
-
-def push_scratch_elements(numel: int, world_size: int) -> int:
-    """Elements of the pushing two-shot's scratch: one row per rank of one chunk, chunks whole :data:`PUSH_TILE`s.
-
-    Enough for any power-of-two tile up to :data:`PUSH_TILE`:
-
-    >>> push_scratch_elements(10_000, 2)
-    16384
-    """
-    return world_size * (-(-numel // (world_size * PUSH_TILE)) * PUSH_TILE)
-
-
-@dataclass(frozen=True)
-class LowLatencyScratch:
-    """One rank's state for ``castpile.gpu.collectives.all_reduce_low_latency``.
-
-    ``slots`` (int64, symmetric: peers write into it) holds two epoch-parity
-    slots of one row per sending rank, ``words`` entries each; ``epochs`` counts
-    this rank's calls per block (the kernel's grid is ``epochs.numel()``, the same
-    on every call).  Everything starts zero.
-    """
-
-    slots: Scratch
-    epochs: torch.Tensor
-    words: int
-    #: The fused RMSNorm's per-tile sums of squares and per-row arrival counts (this rank's own; ``words``
-    #: entries each, enough for any tiling; the counts start and end every call at zero).  Allocated with
-    #: the scratch, never on a call, so that calls can be captured in CUDA graphs (cudagraph trees too).
-    tile_sums: torch.Tensor
-    row_arrivals: torch.Tensor
-
-
-def low_latency_words(tensor: torch.Tensor) -> int | None:
-    """The int32 words of ``tensor`` the low-latency all-reduce sends, or None where it does not apply.
-
-    It applies to contiguous bf16, fp16 and fp32 tensors of at most
-    :data:`LOW_LATENCY_MAX_BYTES` whose size is a whole number of words.
-    """
-    nbytes = tensor.numel() * tensor.element_size()
-    supported = tensor.dtype in (torch.bfloat16, torch.float16, torch.float32) and tensor.is_contiguous()
-    if not supported or nbytes == 0 or nbytes % 4 or nbytes > LOW_LATENCY_MAX_BYTES:
-        return None
-    return nbytes // 4
-
-
-def low_latency_blocks(words: int, cap: int) -> int:
-    """Grid of the low-latency all-reduce: one block per tile, at most ``cap``."""
-    return max(1, min(cap, -(-words // LOW_LATENCY_BLOCK)))
+from .symmetric import (Allocation, LowLatencyScratch, Reachability, RemoteTables, Scratch, SymmetricMemoryError,
+                        SymmetricTensor, low_latency_blocks, low_latency_words, push_scratch_elements,
+                        remote_ptrs_tensor)
 
 
 def symmetric_empty(shape, dtype: torch.dtype, device=None, group=None, push_scratch=False,
@@ -249,33 +81,33 @@ def rendezvous(tensor: torch.Tensor, group=None, push_scratch=False, force_remot
             raise SymmetricMemoryError(f"rank {r}: {bad}")
     check_agreement([m for _, m in metas])
     try:
-        hdl = symm_mem.rendezvous(tensor, group.group_name)
+        handle = symm_mem.rendezvous(tensor, group.group_name)
     except RuntimeError as exc:
         raise SymmetricMemoryError(f"{_NOT_SYMMETRIC} (torch: {exc})") from exc
-    if hdl.world_size != dist.get_world_size(group) or hdl.rank != dist.get_rank(group):
+    if handle.world_size != dist.get_world_size(group) or handle.rank != dist.get_rank(group):
         raise SymmetricMemoryError(
-            f"group mismatch: the symmetric memory spans {hdl.world_size} ranks with this one as "
-            f"rank {hdl.rank}, but the group has {dist.get_world_size(group)} with this one as "
+            f"group mismatch: the symmetric memory spans {handle.world_size} ranks with this one as "
+            f"rank {handle.rank}, but the group has {dist.get_world_size(group)} with this one as "
             f"rank {dist.get_rank(group)}; rendezvous a buffer with the group it was set up for"
         )
-    ptrs = list(hdl.buffer_ptrs)
-    reachable = backends.reachable_from_ptrs(ptrs, hdl.rank)
-    offset = tensor.data_ptr() - ptrs[hdl.rank]
-    offsets: list = [None] * hdl.world_size
+    ptrs = list(handle.buffer_ptrs)
+    reachable = backends.reachable_from_ptrs(ptrs, handle.rank)
+    offset = tensor.data_ptr() - ptrs[handle.rank]
+    offsets: list = [None] * handle.world_size
     dist.all_gather_object(offsets, offset, group=group)
     if len(set(offsets)) != 1:
         raise SymmetricMemoryError(
             f"the tensor sits at different byte offsets in each rank's symmetric memory {offsets}: "
             "allocate the same sequence of symmetric tensors on every rank"
         )
-    pad = hdl.get_signal_pad(hdl.rank, dtype=torch.int32)
+    pad = handle.get_signal_pad(handle.rank, dtype=torch.int32)
     slots = pad.numel()
-    pes = tuple(dist.get_global_rank(group, r) for r in range(hdl.world_size))
+    pes = tuple(dist.get_global_rank(group, r) for r in range(handle.world_size))
     backend = _backend_of(tensor, symm_mem)
     backends.check_force_remote(backend, force_remote)
     buffer_ptrs = [p + offset if p else 0 for p in ptrs]
-    remote = _remote_tables(backend, tensor.device, backends.table_reachability(reachable, hdl.rank, force_remote),
-                            pes, (buffer_ptrs, tensor.data_ptr()), (list(hdl.signal_pad_ptrs), pad.data_ptr()))
+    remote = _remote_tables(backend, tensor.device, backends.table_reachability(reachable, handle.rank, force_remote),
+                            pes, (buffer_ptrs, tensor.data_ptr()), (list(handle.signal_pad_ptrs), pad.data_ptr()))
     sms = torch.cuda.get_device_properties(tensor.device).multi_processor_count
     words = low_latency_words(tensor)
     return SymmetricTensor(
@@ -283,19 +115,16 @@ def rendezvous(tensor: torch.Tensor, group=None, push_scratch=False, force_remot
         # an unreachable peer keeps address 0 (never 0 + offset): a kernel that loads from it faults at once
         buffer_ptrs=torch.tensor(buffer_ptrs, dtype=torch.int64, device=tensor.device),
         signal_pad=pad,
-        signal_pad_ptrs=torch.tensor(list(hdl.signal_pad_ptrs), dtype=torch.int64, device=tensor.device),
-        rank=hdl.rank,
-        world_size=hdl.world_size,
-        max_blocks=min(2 * sms, slots // hdl.world_size),
-        handle=hdl,
-        low_latency=None if words is None else _low_latency_scratch(words, hdl.world_size, sms, tensor.device, group),
-        push_scratch=_push_scratch(tensor, hdl.world_size, group) if push_scratch else None,
-        backend=backend,
-        reachable=reachable,
-        pes=pes,
-        remote_ptrs=remote[0],
-        signal_pad_remote_ptrs=remote[1],
-        remote_scratch=remote[2],
+        signal_pad_ptrs=torch.tensor(list(handle.signal_pad_ptrs), dtype=torch.int64, device=tensor.device),
+        rank=handle.rank,
+        world_size=handle.world_size,
+        max_blocks=min(2 * sms, slots // handle.world_size),
+        allocation=Allocation(backend, handle),
+        reachability=Reachability(reachable, pes),
+        remote=RemoteTables(*remote),
+        low_latency=None if words is None else _low_latency_scratch(words, handle.world_size, sms, tensor.device,
+                                                                    group),
+        push_scratch=_push_scratch(tensor, handle.world_size, group) if push_scratch else None,
     )
 
 
@@ -352,15 +181,15 @@ def _exchanged(tensor: torch.Tensor, group, remote: bool = False, force_remote: 
     import torch.distributed as dist
     from torch.distributed import _symmetric_memory as symm_mem
 
-    hdl = symm_mem.rendezvous(tensor, group.group_name)
-    ptrs = list(hdl.buffer_ptrs)
-    reachable = backends.reachable_from_ptrs(ptrs, hdl.rank)
+    handle = symm_mem.rendezvous(tensor, group.group_name)
+    ptrs = list(handle.buffer_ptrs)
+    reachable = backends.reachable_from_ptrs(ptrs, handle.rank)
     table = scratch = None
     if remote:
         backend = _backend_of(tensor, symm_mem)
-        pes = tuple(dist.get_global_rank(group, r) for r in range(hdl.world_size))
+        pes = tuple(dist.get_global_rank(group, r) for r in range(handle.world_size))
         table, scratch = _remote_tables(backend, tensor.device,
-                                        backends.table_reachability(reachable, hdl.rank, force_remote), pes,
+                                        backends.table_reachability(reachable, handle.rank, force_remote), pes,
                                         (ptrs, tensor.data_ptr()))
     return Scratch(tensor, torch.tensor(ptrs, dtype=torch.int64, device=tensor.device), reachable,
                    remote_ptrs=table, remote_scratch=scratch)

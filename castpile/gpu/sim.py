@@ -37,8 +37,8 @@ import torch
 import triton
 
 from .backends import node_reachability, remote_table, table_reachability
-from .runtime import (LowLatencyScratch, Scratch, SymmetricTensor, low_latency_blocks, low_latency_words,
-                      push_scratch_elements, remote_ptrs_tensor)
+from .symmetric import (Allocation, LowLatencyScratch, Reachability, RemoteTables, Scratch, SymmetricTensor,
+                        low_latency_blocks, low_latency_words, push_scratch_elements, remote_ptrs_tensor)
 
 #: Signal-pad slots per simulated rank; a barriered kernel may launch
 #: ``SIM_PAD_SLOTS // world_size`` blocks at most.
@@ -98,18 +98,17 @@ def symmetric_empty(world_size: int, shape, dtype: torch.dtype, push_scratch=Fal
     ``force_remote=True`` (the backend then is ``"nvshmem"`` too) tags every other rank
     remote in the ``remote_ptrs`` tables, as ``runtime.symmetric_empty`` does.
     """
-    lws = local_world_size
-    nvshmem = lws is not None or force_remote
+    nvshmem = local_world_size is not None or force_remote
     remote = _remote_scratch(world_size) if nvshmem else None  # one per rank, named by both tables (as on GPUs)
-    bufs = symmetric_scratch(world_size, shape, dtype, local_world_size=lws, remote_scratch=remote,
+    bufs = symmetric_scratch(world_size, shape, dtype, local_world_size=local_world_size, remote_scratch=remote,
                              force_remote=force_remote)
-    pads = symmetric_scratch(world_size, (SIM_PAD_SLOTS,), torch.int32, local_world_size=lws, remote_scratch=remote,
-                             force_remote=force_remote)
-    scratch = _low_latency_scratch(world_size, bufs[0].tensor, lws)
+    pads = symmetric_scratch(world_size, (SIM_PAD_SLOTS,), torch.int32, local_world_size=local_world_size,
+                             remote_scratch=remote, force_remote=force_remote)
+    scratch = _low_latency_scratch(world_size, bufs[0].tensor, local_world_size)
     pushes = [None] * world_size
     if push_scratch:
         pushes = symmetric_scratch(world_size, (push_scratch_elements(bufs[0].tensor.numel(), world_size),), dtype,
-                                   local_world_size=lws)
+                                   local_world_size=local_world_size)
     return [
         SymmetricTensor(
             tensor=bufs[r].tensor,
@@ -119,13 +118,11 @@ def symmetric_empty(world_size: int, shape, dtype: torch.dtype, push_scratch=Fal
             rank=r,
             world_size=world_size,
             max_blocks=SIM_PAD_SLOTS // world_size,
+            allocation=Allocation("nvshmem" if nvshmem else "cuda"),
+            reachability=Reachability(bufs[r].reachable),
+            remote=RemoteTables(bufs[r].remote_ptrs, pads[r].remote_ptrs, bufs[r].remote_scratch),
             low_latency=scratch[r],
             push_scratch=pushes[r],
-            backend="nvshmem" if nvshmem else "cuda",
-            reachable=bufs[r].reachable,
-            remote_ptrs=bufs[r].remote_ptrs,
-            signal_pad_remote_ptrs=pads[r].remote_ptrs,
-            remote_scratch=bufs[r].remote_scratch,
         )
         for r in range(world_size)
     ]

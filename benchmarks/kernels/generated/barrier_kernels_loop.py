@@ -27,7 +27,7 @@ def one_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.co
     barrier(pad, pad_ptrs, rank, WORLD, True)
 
 
-# ---- castpile 0.2.0 helpers: generated, called by the rewritten accesses above ----
+# ---- castpile 0.3.0 helpers: generated, called by the rewritten accesses above ----
 import triton
 import triton.language as tl
 

@@ -79,7 +79,7 @@ def all_gather_remote(buf, buf_ptrs, pad, pad_ptrs, rank, n, WORLD: tl.constexpr
     remote_barrier(pad, pad_ptrs, rank, WORLD)  # every row has arrived: a remote signal follows a quiet
 
 
-# ---- castpile 0.2.0 helpers: generated, called by the rewritten accesses above ----
+# ---- castpile 0.3.0 helpers: generated, called by the rewritten accesses above ----
 import triton
 import triton.language as tl
 
@@ -613,7 +613,7 @@ def _castpile_signal_remote(src, count: tl.constexpr, smask, example, offs, boun
             _castpile_nvshmem.quiet()
 
 
-# ---- castpile 0.2.0 the kernels with remote= bindings, launched with NVSHMEM ----
+# ---- castpile 0.3.0 the kernels with remote= bindings, launched with NVSHMEM ----
 remote_barrier = _castpile_remote_kernel(remote_barrier)
 all_reduce_remote = _castpile_remote_kernel(all_reduce_remote)
 all_reduce_residual_rmsnorm_remote = _castpile_remote_kernel(all_reduce_residual_rmsnorm_remote)

@@ -97,7 +97,7 @@ def stack_row_norm(ex, table, out, M, D, eps, W: tl.constexpr, BLOCK_D: tl.const
         row += tl.num_programs(0)
 
 
-# ---- castpile 0.2.0 helpers: generated, called by the rewritten accesses above ----
+# ---- castpile 0.3.0 helpers: generated, called by the rewritten accesses above ----
 import triton
 import triton.language as tl
 

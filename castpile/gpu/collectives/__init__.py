@@ -1,6 +1,6 @@
 """Collectives over symmetric memory: thin launchers for the kernels in ``kernels.py``.
 
-Each function takes a :class:`castpile.gpu.runtime.SymmetricTensor` (or the CPU
+Each function takes a :class:`castpile.gpu.symmetric.SymmetricTensor` (or the CPU
 simulator's stand-in) and is collective: every rank of the group calls it with
 the same sizes.  Inputs live in ``symm.tensor``; the kernels synchronise ranks
 themselves (no host barrier) and leave the signal pads zero, so calls repeat
@@ -8,7 +8,7 @@ back to back and can be captured in CUDA graphs.  bf16 sums accumulate in fp32.
 
 Launches are prepared once and kept in ``symm.launches``
 (:mod:`castpile.gpu.launch`): a call issues one prebuilt launch, not
-``kernel[grid](...)`` (:func:`castpile.gpu.issue.issue`).  On a GPU, outside
+``kernel[grid](...)`` (:meth:`castpile.gpu.launch_cache.LaunchCache.issue`).  On a GPU, outside
 CUDA-graph capture, a call whose output the caller passed (or that has none:
 the in-place two-shot) replays a one-kernel CUDA graph captured for that output
 address on first use; other calls launch a kernel bound once with the output
@@ -26,10 +26,10 @@ that they are needed, and gives wrong results whenever ranks are not in step.
 import torch
 import triton
 
-from ..issue import issue, output
+from ..arguments import output
 from ..launch import bind
-from ..runtime import LOW_LATENCY_BLOCK, PUSH_TILE
-from . import kernels_triton as _k
+from ..symmetric import LOW_LATENCY_BLOCK, PUSH_TILE
+from . import kernels_triton
 
 #: Elements per tile for messages up to SMALL_BYTES (4 warps, at most one block per SM); the
 #: fastest of 256-4096 with 1, 2 or 4 warps at 4-256 KB in docs/data/bench-sweep-small.json.
@@ -61,7 +61,7 @@ def _launch(symm, elements, block):
 def _issue(symm, key, bind_for, out=None, owned=True):
     """Issue the collective cached under ``key`` with ``out`` as its per-call tensor (if any)."""
     symm.require_all_reachable(key if isinstance(key, str) else key[0])
-    issue(symm.launches, key, bind_for, {} if out is None else {"out": out}, owned, symm.tensor)
+    symm.launches.issue(key, bind_for, {} if out is None else {"out": out}, owned, symm.tensor)
 
 
 def _barriered(symm, kernel, work, block, barrier, chunks=1):
@@ -81,7 +81,7 @@ def all_reduce_one_shot(symm, out=None, *, block=None, barrier=True):
     owned = out is not None
     out = output(symm.tensor, out, symm.tensor.shape, "all_reduce_one_shot")
     _issue(symm, ("one_shot", block, barrier),
-           _barriered(symm, _k.one_shot_all_reduce, symm.tensor.numel(), block, barrier), out, owned)
+           _barriered(symm, kernels_triton.one_shot_all_reduce, symm.tensor.numel(), block, barrier), out, owned)
     return out
 
 
@@ -98,7 +98,7 @@ def all_reduce_two_shot(symm, *, block=None, barrier=True, push=None):
     if not push:
         # The grid covers the tiles of one rank's chunk.
         _issue(symm, ("two_shot", block, barrier), _barriered(
-            symm, _k.two_shot_all_reduce, n, block, barrier, chunks=symm.world_size))
+            symm, kernels_triton.two_shot_all_reduce, n, block, barrier, chunks=symm.world_size))
         return symm.tensor
     scratch = symm.push_scratch
     if scratch is None:
@@ -112,7 +112,7 @@ def all_reduce_two_shot(symm, *, block=None, barrier=True, push=None):
             raise ValueError(f"all_reduce_two_shot(push=True): tiles of {tile} elements need a scratch of "
                              f"{symm.world_size * chunk} elements, this one has {scratch.tensor.numel()} "
                              f"(tiles must be powers of two up to {PUSH_TILE})")
-        return bind(_k.two_shot_push_all_reduce, (min(grid[0], triton.cdiv(chunk, tile)),), symm.tensor,
+        return bind(kernels_triton.two_shot_push_all_reduce, (min(grid[0], triton.cdiv(chunk, tile)),), symm.tensor,
                     symm.buffer_ptrs, scratch.tensor, scratch.ptrs, symm.signal_pad, symm.signal_pad_ptrs,
                     symm.rank, n, WORLD=symm.world_size, BLOCK=tile, BARRIER=barrier, **options, **extra)
 
@@ -139,7 +139,7 @@ def all_reduce_low_latency(symm, out=None):
     out = output(symm.tensor, out, symm.tensor.shape, "all_reduce_low_latency")
 
     def bind_for(tensors, **extra):
-        return bind(_k.low_latency_all_reduce, (scratch.epochs.numel(),), symm.tensor, scratch.slots.tensor,
+        return bind(kernels_triton.low_latency_all_reduce, (scratch.epochs.numel(),), symm.tensor, scratch.slots.tensor,
                     scratch.slots.ptrs, scratch.epochs, tensors["out"], symm.rank, scratch.words, WORLD=symm.world_size,
                     BLOCK=LOW_LATENCY_BLOCK, num_warps=4, **extra)
 
@@ -159,7 +159,7 @@ def all_gather(symm, out=None, *, block=None, barrier=True):
     owned = out is not None
     out = output(symm.tensor, out, (symm.world_size, *symm.tensor.shape), "all_gather")
     _issue(symm, ("all_gather", block, barrier),
-           _barriered(symm, _k.all_gather, symm.tensor.numel(), block, barrier), out, owned)
+           _barriered(symm, kernels_triton.all_gather, symm.tensor.numel(), block, barrier), out, owned)
     return out
 
 
@@ -170,7 +170,8 @@ def reduce_scatter(symm, out=None, *, block=None, barrier=True):
     owned = out is not None
     out = output(symm.tensor, out, (symm.tensor.shape[0] // symm.world_size, *symm.tensor.shape[1:]), "reduce_scatter")
     m = symm.tensor.numel() // symm.world_size
-    _issue(symm, ("reduce_scatter", block, barrier), _barriered(symm, _k.reduce_scatter, m, block, barrier), out, owned)
+    _issue(symm, ("reduce_scatter", block, barrier),
+           _barriered(symm, kernels_triton.reduce_scatter, m, block, barrier), out, owned)
     return out
 
 

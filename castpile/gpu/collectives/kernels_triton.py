@@ -222,7 +222,7 @@ def low_latency_all_reduce(buf, ll, ll_ptrs, epochs, out, rank, m, WORLD: tl.con
     tl.store(epochs + tl.program_id(0), e)
 
 
-# ---- castpile 0.2.0 helpers: generated, called by the rewritten accesses above ----
+# ---- castpile 0.3.0 helpers: generated, called by the rewritten accesses above ----
 import triton
 import triton.language as tl
 

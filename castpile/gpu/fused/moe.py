@@ -70,7 +70,7 @@ last dispatch recorded::
     out = moe.combine(state, y)
 
 In the CPU simulator, create every rank's state before ``sim.run`` with
-:meth:`MoE.create_all`.
+``MoE.create_all(world, ..., alloc=sim.symmetric_scratch)``.
 """
 
 from __future__ import annotations
@@ -80,11 +80,12 @@ from dataclasses import dataclass, field
 import torch
 import triton
 
-from .. import runtime
-from ..issue import issue, output
+from ..arguments import check_tensor, output
 from ..launch import bind
-from ..runtime import Scratch
-from . import moe_kernels_triton as _k
+from ..launch_cache import LaunchCache
+from ..symmetric import Scratch
+from . import moe_kernels_triton as kernels
+from .state import FusedState
 
 #: Tokens per tile: a store moves a (ranks, TOKEN_BLOCK, hidden block) tile.
 TOKEN_BLOCK = 8
@@ -111,8 +112,8 @@ class Dispatched:
     recv_topk_idx: torch.Tensor
 
 
-@dataclass
-class Config:
+@dataclass(eq=False)
+class MoEPlan:
     """What every rank's state shares: the sizes and the launch shape (``blocks``: the grid of every kernel)."""
 
     world_size: int
@@ -143,7 +144,7 @@ class Config:
 
 
 @dataclass(eq=False, repr=False)
-class MoE(Config):
+class MoE(MoEPlan, FusedState):
     """One rank's state for :func:`dispatch` and :func:`combine`: symmetric buffers, local results, launches.
 
     Symmetric (peers write into them): ``recv_x`` [W, T, row] (rows padded to 16
@@ -154,6 +155,11 @@ class MoE(Config):
     [W, T, row] and the signal pad ``pad`` int32 [blocks * W].  Local: ``hist``
     int32 [blocks, E + W] (the route counts), ``sends`` int32 [T, W] (token t
     went to rank d) and the tensors of :class:`Dispatched`.
+
+    ``create(rank, world_size, tokens=, hidden=, topk=, experts=, dtype=bf16,
+    **options)`` and ``create_all`` (:class:`~castpile.gpu.fused.state.FusedState`);
+    ``options``: ``blocks`` (the grid; default the GPU's SM count, or
+    :data:`SIM_BLOCKS` in the simulator), ``token_block``, ``hidden_block``, ``num_warps``.
     """
 
     rank: int
@@ -163,18 +169,25 @@ class MoE(Config):
     ranges: Scratch
     combine_buf: Scratch
     pad: Scratch
-    hist: torch.Tensor
-    sends: torch.Tensor
-    grouped_rows: torch.Tensor
-    slot_positions: torch.Tensor
-    expert_counts: torch.Tensor
-    expert_offsets: torch.Tensor
-    recv_counts: torch.Tensor
+    hist: torch.Tensor = field(init=False)
+    sends: torch.Tensor = field(init=False)
+    grouped_rows: torch.Tensor = field(init=False)
+    slot_positions: torch.Tensor = field(init=False)
+    expert_counts: torch.Tensor = field(init=False)
+    expert_offsets: torch.Tensor = field(init=False)
+    recv_counts: torch.Tensor = field(init=False)
     dispatched: Dispatched = field(init=False)
-    launches: dict = field(default_factory=dict)
+    launches: LaunchCache = field(default_factory=LaunchCache)
 
     def __post_init__(self):
-        K, H = self.topk, self.hidden
+        W, T, K, H, EL = self.world_size, self.tokens, self.topk, self.hidden, self.local_experts
+
+        def zeros(*shape):
+            return self.pad.tensor.new_zeros(shape, dtype=torch.int32)
+
+        self.hist, self.sends = zeros(self.blocks, self.experts + W), zeros(T, W)
+        self.grouped_rows, self.slot_positions = zeros(self.capacity_pairs), zeros(W, T, K)
+        self.expert_counts, self.expert_offsets, self.recv_counts = zeros(EL), zeros(EL + 1), zeros(W)
         meta = self.meta.tensor
         self.dispatched = Dispatched(
             recv_x=self.recv_x.tensor[:, :, :H], recv_counts=self.recv_counts, expert_counts=self.expert_counts,
@@ -187,36 +200,34 @@ class MoE(Config):
                 f"topk={self.topk}, experts={self.experts}, dtype={self.dtype}, blocks={self.blocks})")
 
     @classmethod
-    def create(cls, rank: int, world_size: int, *, tokens: int, hidden: int, topk: int, experts: int,
-               dtype: torch.dtype = torch.bfloat16, alloc=None, **options) -> MoE:
-        """This rank's state (collective: every rank calls it with the same arguments but ``rank``).
+    def plan(cls, world_size: int, device: torch.device, *, tokens: int, hidden: int, topk: int, experts: int,
+             dtype: torch.dtype = torch.bfloat16, blocks: int | None = None, token_block: int = TOKEN_BLOCK,
+             hidden_block: int | None = None, num_warps: int = 8) -> MoEPlan:
+        """Check the configuration and choose the launch shape (the same on every rank)."""
+        if min(world_size, tokens, hidden, topk, experts) < 1 or experts % world_size:
+            raise ValueError(f"MoE: need positive sizes and experts ({experts}) a multiple of world_size "
+                             f"({world_size})")
+        if dtype not in (torch.bfloat16, torch.float16, torch.float32):
+            raise ValueError(f"MoE: dtype must be bf16, fp16 or fp32, got {dtype}")
+        if blocks is None:
+            blocks = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" \
+                else SIM_BLOCKS
+        hidden_block = min(HIDDEN_BLOCK, triton.next_power_of_2(hidden)) if hidden_block is None else hidden_block
+        blocks = max(1, min(blocks, triton.cdiv(tokens, token_block)))
+        return MoEPlan(world_size, tokens, hidden, topk, experts, dtype, blocks, token_block, hidden_block, num_warps)
 
-        ``alloc(shape, dtype)`` returns this rank's :class:`Scratch` of a zeroed symmetric
-        buffer; the default is :func:`castpile.gpu.runtime.symmetric_scratch`.  ``options``:
-        ``blocks`` (the grid; default the GPU's SM count), ``token_block``, ``hidden_block``,
-        ``num_warps``.
-        """
-        alloc = runtime.symmetric_scratch if alloc is None else alloc
-        plan = _plan(world_size, tokens, hidden, topk, experts, dtype, **options)
-        return _state(rank, plan, {name: alloc(shape, dt) for name, (shape, dt) in _buffers(plan).items()})
-
-    @classmethod
-    def create_all(cls, world_size: int, *, tokens: int, hidden: int, topk: int, experts: int,
-                   dtype: torch.dtype = torch.bfloat16, alloc=None, **options) -> list[MoE]:
-        """Every rank's state at once, for the CPU simulator: call before ``sim.run``.
-
-        ``alloc(world_size, shape, dtype)`` returns one :class:`Scratch` per rank; the
-        default is :func:`castpile.gpu.sim.symmetric_scratch`.  ``options`` as in
-        :meth:`create` (``blocks`` defaults to :data:`SIM_BLOCKS`).
-        """
-        if alloc is None:
-            from .. import sim
-
-            alloc = sim.symmetric_scratch
-        options.setdefault("blocks", SIM_BLOCKS)
-        plan = _plan(world_size, tokens, hidden, topk, experts, dtype, **options)
-        per_rank = {name: alloc(world_size, shape, dt) for name, (shape, dt) in _buffers(plan).items()}
-        return [_state(r, plan, {name: s[r] for name, s in per_rank.items()}) for r in range(world_size)]
+    @staticmethod
+    def buffers(plan: MoEPlan) -> dict:
+        """The symmetric buffers: name -> (shape, dtype)."""
+        W, T, row = plan.world_size, plan.tokens, plan.row
+        return {
+            "recv_x": ((W, T, row), plan.dtype),
+            "meta": ((W, T, 1 + 3 * plan.topk), torch.int32),
+            "counts": ((W, plan.experts + 1), torch.int32),
+            "ranges": ((plan.blocks, W, 2), torch.int32),
+            "combine_buf": ((W, T, row), plan.dtype),
+            "pad": ((plan.blocks * W,), torch.int32),
+        }
 
 
 def dispatch(state: MoE, x: torch.Tensor, topk_idx: torch.Tensor, topk_weights: torch.Tensor) -> Dispatched:
@@ -227,16 +238,16 @@ def dispatch(state: MoE, x: torch.Tensor, topk_idx: torch.Tensor, topk_weights: 
     (see the module docstring), refilled by this call.
     """
     T, H, K = state.tokens, state.hidden, state.topk
-    _check("x", x, (T, H), (state.dtype,))
-    _check("topk_idx", topk_idx, (T, K), (torch.int32, torch.int64))
-    _check("topk_weights", topk_weights, (T, K), (torch.float32,))
+    check_tensor("x", x, (T, H), state.dtype)
+    check_tensor("topk_idx", topk_idx, (T, K), torch.int32, torch.int64)
+    check_tensor("topk_weights", topk_weights, (T, K), torch.float32)
 
     def route(tensors, **extra):
-        return bind(_k.moe_route, (state.blocks,), tensors["topk_idx"], state.hist, T, K=K, E=state.experts,
+        return bind(kernels.moe_route, (state.blocks,), tensors["topk_idx"], state.hist, T, K=K, E=state.experts,
                     EL=state.local_experts, WORLD=state.world_size, TB=state.token_block, num_warps=4, **extra)
 
     def send(tensors, **extra):
-        return bind(_k.moe_dispatch, (state.blocks,), tensors["x"], tensors["topk_idx"], tensors["topk_weights"],
+        return bind(kernels.moe_dispatch, (state.blocks,), tensors["x"], tensors["topk_idx"], tensors["topk_weights"],
                     state.hist, state.sends, *_symmetric(state.recv_x, state.meta, state.counts, state.ranges,
                                                          state.pad),
                     state.grouped_rows, state.slot_positions, state.expert_counts, state.expert_offsets,
@@ -244,9 +255,9 @@ def dispatch(state: MoE, x: torch.Tensor, topk_idx: torch.Tensor, topk_weights: 
                     WORLD=state.world_size, TB=state.token_block, HB=state.hidden_block, num_warps=state.num_warps,
                     **extra)
 
-    issue(state.launches, ("route", topk_idx.dtype), route, {"topk_idx": topk_idx}, False, x)
+    state.launches.issue(("route", topk_idx.dtype), route, {"topk_idx": topk_idx}, False, x)
     tensors = {"x": x, "topk_idx": topk_idx, "topk_weights": topk_weights}
-    issue(state.launches, ("dispatch", topk_idx.dtype), send, tensors, False, x)
+    state.launches.issue(("dispatch", topk_idx.dtype), send, tensors, False, x)
     return state.dispatched
 
 
@@ -257,61 +268,17 @@ def combine(state: MoE, expert_out: torch.Tensor, out: torch.Tensor | None = Non
     experts' outputs in the last dispatch's ``grouped_rows`` order (rows past
     ``expert_offsets[E_local]`` are not read).  Returns ``out`` [T, H] (new if None).
     """
-    _check("expert_out", expert_out, (state.capacity_pairs, state.hidden), (state.dtype,))
+    check_tensor("expert_out", expert_out, (state.capacity_pairs, state.hidden), state.dtype)
     out = output(expert_out, out, (state.tokens, state.hidden), "combine")
 
     def reduce(tensors, **extra):
-        return bind(_k.moe_combine, (state.blocks,), tensors["expert_out"], tensors["out"], state.slot_positions,
+        return bind(kernels.moe_combine, (state.blocks,), tensors["expert_out"], tensors["out"], state.slot_positions,
                     state.sends, state.meta.tensor, state.ranges.tensor, *_symmetric(state.combine_buf, state.pad),
                     state.rank, state.tokens, H=state.hidden, ROW=state.row, K=state.topk, WORLD=state.world_size,
                     TB=state.token_block, HB=state.hidden_block, num_warps=state.num_warps, **extra)
 
-    issue(state.launches, "combine", reduce, {"expert_out": expert_out, "out": out}, False, out)
+    state.launches.issue("combine", reduce, {"expert_out": expert_out, "out": out}, False, out)
     return out
-
-
-# -- the state's layout ------------------------------------------------------------------------------------------
-
-
-def _plan(world_size, tokens, hidden, topk, experts, dtype, blocks=None, token_block=TOKEN_BLOCK, hidden_block=None,
-          num_warps=8) -> Config:
-    """Check the configuration and choose the launch shape (the same on every rank)."""
-    if min(world_size, tokens, hidden, topk, experts) < 1 or experts % world_size:
-        raise ValueError(f"MoE: need positive sizes and experts ({experts}) a multiple of world_size ({world_size})")
-    if dtype not in (torch.bfloat16, torch.float16, torch.float32):
-        raise ValueError(f"MoE: dtype must be bf16, fp16 or fp32, got {dtype}")
-    if blocks is None:
-        blocks = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-    hidden_block = min(HIDDEN_BLOCK, triton.next_power_of_2(hidden)) if hidden_block is None else hidden_block
-    blocks = max(1, min(blocks, triton.cdiv(tokens, token_block)))
-    return Config(world_size, tokens, hidden, topk, experts, dtype, blocks, token_block, hidden_block, num_warps)
-
-
-def _buffers(plan: Config) -> dict:
-    """The symmetric buffers: name -> (shape, dtype)."""
-    W, T, row = plan.world_size, plan.tokens, plan.row
-    return {
-        "recv_x": ((W, T, row), plan.dtype),
-        "meta": ((W, T, 1 + 3 * plan.topk), torch.int32),
-        "counts": ((W, plan.experts + 1), torch.int32),
-        "ranges": ((plan.blocks, W, 2), torch.int32),
-        "combine_buf": ((W, T, row), plan.dtype),
-        "pad": ((plan.blocks * W,), torch.int32),
-    }
-
-
-def _state(rank: int, plan: Config, scratch: dict) -> MoE:
-    """One rank's :class:`MoE` over its symmetric buffers, with its local tensors on their device."""
-    like = scratch["pad"].tensor
-    W, T, EL = plan.world_size, plan.tokens, plan.experts // plan.world_size
-
-    def zeros(*shape):
-        return like.new_zeros(shape, dtype=torch.int32)
-
-    return MoE(rank=rank, **vars(plan), **scratch,
-               hist=zeros(plan.blocks, plan.experts + W), sends=zeros(T, W),
-               grouped_rows=zeros(plan.capacity_pairs), slot_positions=zeros(W, T, plan.topk),
-               expert_counts=zeros(EL), expert_offsets=zeros(EL + 1), recv_counts=zeros(W))
 
 
 def _symmetric(*scratches: Scratch) -> list:
@@ -319,11 +286,4 @@ def _symmetric(*scratches: Scratch) -> list:
     return [t for s in scratches for t in (s.tensor, s.ptrs)]
 
 
-def _check(name: str, t: torch.Tensor, shape: tuple, dtypes: tuple) -> None:
-    if tuple(t.shape) != shape or t.dtype not in dtypes or not t.is_contiguous():
-        want = " or ".join(str(d) for d in dtypes)
-        raise ValueError(f"{name} must be a contiguous {want} tensor of shape {shape}, got {t.dtype} "
-                         f"{tuple(t.shape)}{'' if t.is_contiguous() else ' (not contiguous)'}")
-
-
-__all__ = ["Config", "Dispatched", "HIDDEN_BLOCK", "MoE", "SIM_BLOCKS", "TOKEN_BLOCK", "combine", "dispatch"]
+__all__ = ["Dispatched", "HIDDEN_BLOCK", "MoE", "MoEPlan", "SIM_BLOCKS", "TOKEN_BLOCK", "combine", "dispatch"]

@@ -307,7 +307,7 @@ def _sum_partials(comb, sends, out, T, H: tl.constexpr, ROW: tl.constexpr, WORLD
         t0 += TB
 
 
-# ---- castpile 0.2.0 helpers: generated, called by the rewritten accesses above ----
+# ---- castpile 0.3.0 helpers: generated, called by the rewritten accesses above ----
 import triton
 import triton.language as tl
 

@@ -15,16 +15,16 @@ arithmetic is spelled out in ``rmsnorm_kernels``.  ``symm.tensor`` holds the
 input (2-D, rows x D, contiguous).  Tensors with the low-latency scratch
 (at most 256 KB, rows a whole number of 4-byte words) take the kernel without
 a barrier; larger ones the one-shot kernel.  Launches are prepared once
-(:mod:`castpile.gpu.issue`), so calls can be captured in CUDA graphs.
+(:mod:`castpile.gpu.launch_cache`), so calls can be captured in CUDA graphs.
 """
 
 import torch
 import triton
 
-from ..issue import issue, output
+from ..arguments import output
 from ..launch import bind
-from ..runtime import LOW_LATENCY_BLOCK
-from . import rmsnorm_kernels_triton as _k
+from ..symmetric import LOW_LATENCY_BLOCK
+from . import rmsnorm_kernels_triton as kernels
 
 METHODS = ("low_latency", "one_shot")
 #: The one-shot kernel's largest number of elements of a row handled at once (a longer row takes two passes).
@@ -116,17 +116,17 @@ def _fused(name, symm, residual, weight, eps, out, method, block, num_warps, bar
         held = {"residual": placeholder, **given}
         if method == "one_shot":
             grid = (max(1, min(rows, symm.max_blocks)),)
-            return bind(_k.one_shot_rmsnorm, grid, x, symm.buffer_ptrs, symm.signal_pad, symm.signal_pad_ptrs,
+            return bind(kernels.one_shot_rmsnorm, grid, x, symm.buffer_ptrs, symm.signal_pad, symm.signal_pad_ptrs,
                         **held, ONE_PASS=block >= d, BARRIER=barrier, **common)
         scratch = symm.low_latency
         per_row = triton.cdiv(d, block)
-        return bind(_k.low_latency_rmsnorm, (scratch.epochs.numel(),), x, scratch.slots.tensor, scratch.slots.ptrs,
+        return bind(kernels.low_latency_rmsnorm, (scratch.epochs.numel(),), x, scratch.slots.tensor, scratch.slots.ptrs,
                     scratch.epochs, scratch.tile_sums, scratch.row_arrivals, **held,
                     SEGMENTS=triton.next_power_of_2(per_row),
                     NORM_BLOCK=min(triton.next_power_of_2(d), LOW_LATENCY_NORM_BLOCK), WHOLE_ROWS=block >= d,
                     **common)
 
-    issue(symm.launches, (name, method, block, options["num_warps"], eps, barrier), bind_for, tensors, owned, x)
+    symm.launches.issue((name, method, block, options["num_warps"], eps, barrier), bind_for, tensors, owned, x)
     return out
 
 

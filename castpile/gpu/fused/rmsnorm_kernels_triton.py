@@ -228,7 +228,7 @@ def low_latency_rmsnorm(buf, ll, ll_ptrs, epochs, partials, arrivals, residual, 
     tl.store(epochs + tl.program_id(0), e)
 
 
-# ---- castpile 0.2.0 helpers: generated, called by the rewritten accesses above ----
+# ---- castpile 0.3.0 helpers: generated, called by the rewritten accesses above ----
 import triton
 import triton.language as tl
 

@@ -1,55 +1,35 @@
-"""Tensor-parallel GEMMs overlapped with their communication, written with castpile multicast tensors.
+"""All-gather + GEMM with the communication overlapped, written with castpile multicast tensors.
 
-Three kernels share one persistent GEMM core (:func:`tile_product`: a BM x BN
-tile of ``A @ B`` accumulated in fp32, K in BK steps, operands through TMA
-descriptors when ``TMA``, else masked pointer loads; :func:`tile_position`: the
-grouped tile order that keeps GROUP_M row tiles on the same columns for L2
-reuse).  Every kernel's grid is at most one block per SM and each block walks
-tiles ``pid, pid + grid, ...``.
+:func:`all_gather_matmul`: ``C = all_gather(A) @ B``.  The gathered A [W * Ms, K]
+is a symmetric buffer whose rows ``rank * Ms ...`` this rank filled before the
+call.  Blocks ``0 .. COMM_BLOCKS - 1`` push this rank's shard into every peer's
+buffer chunk by chunk (``chunk_rows`` rows, or segments of ``K_SEGMENT``
+columns) and raise one flag per (source, chunk, GEMM block) on that peer;
+the other blocks compute tiles in an order that starts with the local shard
+and goes on with the shards of ranks
+``rank + 1, rank + 2, ...``, waiting (and resetting) the flags of the chunks a
+tile covers before reading them.  Every GEMM block consumes every flag it was
+sent, so flags end at zero.  Where a row tile holds a whole shard and every tile
+has a block, one wave instead (:func:`one_wave_tile`).
 
-- :func:`matmul`: ``C = A @ B`` alone (the GEMM the fused kernels are held against).
-- :func:`all_gather_matmul`: ``C = all_gather(A) @ B``.  The gathered A [W * Ms, K]
-  is a symmetric buffer whose rows ``rank * Ms ...`` this rank filled before the
-  call.  Blocks ``0 .. COMM_BLOCKS - 1`` push this rank's shard into every peer's
-  buffer chunk by chunk (``chunk_rows`` rows, or segments of ``K_SEGMENT``
-  columns) and raise one flag per (source, chunk, GEMM block) on that peer;
-  the other blocks compute tiles in an order that starts with the local shard
-  and goes on with the shards of ranks
-  ``rank + 1, rank + 2, ...``, waiting (and resetting) the flags of the chunks a
-  tile covers before reading them.  Every GEMM block consumes every flag it was
-  sent, so flags end at zero.
-- :func:`matmul_reduce_scatter`: ``out = rows chunk `rank` of sum_r A_r @ B_r``.
-  Tile j of owner o's rows is computed by block ``(o * T + j) % grid`` on every
-  rank (T tiles per owner), which does the tiles of the other owners first
-  (owner ``rank + 1`` first) and pushes each, rounded to the dtype, into the
-  owner's scratch slot for this source, raising that tile's flag there; then it
-  does its own rows' tiles, and for each waits for the peers' partial tiles and
-  adds them, in rank order, in fp32, to its own rounded partial.
+Why this shape (see also the ``tp_gemm`` package): one kernel per op (no second
+stream); communication blocks take the lowest program ids, so they are scheduled
+first and never wait for GEMM blocks, and a block only ever waits for blocks of
+other ranks: peers' communication blocks, which wait only for each other.  That
+keeps a grid of at most one block per SM free of deadlock on a GPU and lets the
+Triton interpreter, which runs a rank's blocks one after another, run the kernel
+in the simulator.
 
-Why this shape (see also ``tp_gemm.py``): one kernel per op (no second stream);
-communication blocks take the lowest program ids, so they are scheduled first and
-never wait for GEMM blocks, and a block only ever waits for blocks of other ranks:
-for the all-gather, peers' communication blocks (which wait only for each other);
-for the reduce-scatter, the block with its own program id on each peer (which
-pushes everything it owes before it waits for anything).  That keeps a grid of at
-most one block per SM free of deadlock on a GPU and lets the Triton interpreter,
-which runs a rank's blocks one after another, run the kernels in the simulator.
-
-Synchronisation: the all-gather's communication blocks start with the barrier of
+Synchronisation: the communication blocks start with the barrier of
 ``collectives/kernels.py`` among themselves (a peer's previous GEMM has finished
-reading its buffer before anyone writes into it); the reduce-scatter starts with
-it in every block (block b of the owner has consumed the previous call's tiles
-that block b of each peer is about to overwrite).  Signals are releases and waits
+reading its buffer before anyone writes into it).  Signals are releases and waits
 acquires at system scope, each behind ``tl.debug_barrier()`` so the whole block's
 stores and loads are ordered; ``PROXY_FENCE`` adds ``fence.proxy.async.global``
 after a wait, before TMA (the async proxy) reads what peers wrote (set on GPUs;
 the interpreter has no inline assembly).
 
-Loop bounds are constexprs (``K``) or ``while`` loops: the Triton 3.6 interpreter's
-``range`` takes no runtime bound (its scalars are 1-element arrays, which numpy 2
-will not turn into ints), and a ``for`` over a constexpr is what Triton's software
-pipeliner overlaps (``num_stages``).  Regenerate the plain-Triton module
-after editing: ``make generated``.
+The GEMM core is ``gemm_kernels`` (its docstring has the rule for loop bounds).
+Regenerate the plain-Triton module after editing: ``make generated``.
 """
 
 from typing import TYPE_CHECKING
@@ -58,78 +38,11 @@ import triton
 import triton.language as tl
 
 from castpile.gpu.collectives.kernels_triton import barrier
+from castpile.gpu.fused.tp_gemm.gemm_kernels import operand, span_product, store_tile, tile_position, tile_product
 
 if TYPE_CHECKING:
     import castpile
     from castpile import multicast_like
-
-
-# -- the GEMM core ---------------------------------------------------------------------------------------------
-
-
-@triton.jit
-def tile_position(t, tiles_m, tiles_n, GROUP_M: tl.constexpr):
-    """Row and column tile of linear tile ``t``: groups of GROUP_M row tiles sweep the columns together."""
-    per_group = GROUP_M * tiles_n
-    first = t // per_group * GROUP_M
-    size = tl.minimum(tiles_m - first, GROUP_M)
-    return first + t % per_group % size, t % per_group // size
-
-
-@triton.jit
-def operand(ptr, rows, cols: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, TMA: tl.constexpr):
-    """A row-major [rows, cols] matrix to read BR x BC tiles of: a TMA descriptor, or the pointer itself."""
-    if TMA:
-        return tl.make_tensor_descriptor(ptr, shape=[rows, cols], strides=[cols, 1], block_shape=[BR, BC])
-    else:
-        return ptr
-
-
-@triton.jit
-def load_tile(src, r0, c0, rows, cols: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, TMA: tl.constexpr):
-    """Tile ``[r0:r0+BR, c0:c0+BC]`` of a row-major [rows, cols] matrix, zero outside (``src`` from :func:`operand`)."""
-    if TMA:
-        return src.load([r0, c0])
-    else:
-        r = r0 + tl.arange(0, BR)
-        c = c0 + tl.arange(0, BC)
-        ok = (r < rows)[:, None] & (c < cols)[None, :]
-        return tl.load(src + r[:, None].to(tl.int64) * cols + c[None, :], mask=ok, other=0)
-
-
-@triton.jit
-def tile_product(a_src, b_src, r0, c0, a_rows, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
-                 BK: tl.constexpr, TMA: tl.constexpr):
-    """fp32 ``A[r0:r0+BM, :] @ B[:, c0:c0+BN]`` for A [?, K] and B [K, N].
-
-    Rows at or past ``a_rows`` read as 0 through pointers; a TMA descriptor has
-    its own bounds (the matrix's), so there they read whatever is there.
-    """
-    return span_product(tl.zeros((BM, BN), tl.float32), a_src, b_src, r0, c0, 0, a_rows, N, K, (K + BK - 1) // BK,
-                        BM, BN, BK, TMA)
-
-
-@triton.jit
-def span_product(acc, a_src, b_src, r0, c0, k0, a_rows, N, K: tl.constexpr, STEPS: tl.constexpr, BM: tl.constexpr,
-                 BN: tl.constexpr, BK: tl.constexpr, TMA: tl.constexpr):
-    """``acc + A[r0:r0+BM, k0:k0+STEPS*BK] @ B[k0:k0+STEPS*BK, c0:c0+BN]``; columns of A / rows of B past K read 0."""
-    for k in range(STEPS):
-        a = load_tile(a_src, r0, k0 + k * BK, a_rows, K, BM, BK, TMA)
-        b = load_tile(b_src, k0 + k * BK, c0, K, N, BK, BN, TMA)
-        acc = tl.dot(a, b, acc)
-    return acc
-
-
-@triton.jit
-def store_tile(dst, tile, r0, c0, rows, N, BM: tl.constexpr, BN: tl.constexpr, TMA: tl.constexpr):
-    """``dst[r0:r0+BM, c0:c0+BN] = tile`` (rounded to dst's dtype) within [rows, N]; ``dst`` from :func:`operand`."""
-    if TMA:
-        dst.store([r0, c0], tile.to(dst.dtype))
-    else:
-        r = r0 + tl.arange(0, BM)
-        c = c0 + tl.arange(0, BN)
-        tl.store(dst + r[:, None].to(tl.int64) * N + c[None, :], tile.to(dst.dtype.element_ty),
-                 mask=(r < rows)[:, None] & (c < N)[None, :])
 
 
 @triton.jit
@@ -138,42 +51,6 @@ def proxy_fence(PROXY_FENCE: tl.constexpr):
     if PROXY_FENCE:
         tl.inline_asm_elementwise("fence.proxy.async.global; mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False,
                                   pack=1)
-
-
-@triton.jit
-def matmul(a, b, c, M, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-           GROUP_M: tl.constexpr, TMA: tl.constexpr, FLATTEN: tl.constexpr = False):
-    """``c = a @ b`` (a [M, K], b [K, N], c [M, N], row-major), persistent: block p computes tiles p, p + grid, ...
-
-    ``FLATTEN``: the tile loop is a ``tl.range(..., flatten=True)``, which lets the
-    pipeliner run one tile's epilogue under the next tile's loads (GPUs only:
-    the interpreter's ``range`` takes no runtime bounds).
-    """
-    a_src = operand(a, M, K, BM, BK, TMA)
-    b_src = operand(b, K, N, BK, BN, TMA)
-    c_dst = operand(c, M, N, BM, BN, TMA)
-    tiles_m = tl.cdiv(M, BM)
-    tiles_n = tl.cdiv(N, BN)
-    if FLATTEN:
-        for t in tl.range(tl.program_id(0), tiles_m * tiles_n, tl.num_programs(0), flatten=True):
-            matmul_tile(a_src, b_src, c_dst, t, tiles_m, tiles_n, M, N, K, BM, BN, BK, GROUP_M, TMA)
-    else:
-        t = tl.program_id(0)
-        while t < tiles_m * tiles_n:
-            matmul_tile(a_src, b_src, c_dst, t, tiles_m, tiles_n, M, N, K, BM, BN, BK, GROUP_M, TMA)
-            t += tl.num_programs(0)
-
-
-@triton.jit
-def matmul_tile(a_src, b_src, c_dst, t, tiles_m, tiles_n, M, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
-                BK: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr):
-    """Tile ``t`` of :func:`matmul`."""
-    pm, pn = tile_position(t, tiles_m, tiles_n, GROUP_M)
-    acc = tile_product(a_src, b_src, pm * BM, pn * BN, M, N, K, BM, BN, BK, TMA)
-    store_tile(c_dst, acc, pm * BM, pn * BN, M, N, BM, BN, TMA)
-
-
-# -- all-gather + GEMM -----------------------------------------------------------------------------------------
 
 
 @triton.jit
@@ -190,7 +67,7 @@ def push_shard(a, a_peers, flags, flag_peers, pad, pad_ptrs, rank, Ms, chunk_row
     of its ``consumers`` GEMM blocks g.
     """
     barrier(pad, pad_ptrs, rank, WORLD, True)  # every peer's previous GEMM is done with its buffer
-    peer_flags = multicast_like(flags, flag_peers[:WORLD - 1])
+    peer_flags = flag_peers
     g = tl.arange(0, CONSUMERS)
     chunks = shard_chunks(Ms, chunk_rows, K, COMM_BLOCKS, K_SEGMENT)
     c = tl.program_id(0)
@@ -199,7 +76,7 @@ def push_shard(a, a_peers, flags, flag_peers, pad, pad_ptrs, rank, Ms, chunk_row
         send_chunk(a, a_peers, first, runs * length if K_SEGMENT == 0 else runs * K_SEGMENT, length, K, WORLD,
                    COPY_BLOCK, K_SEGMENT)
         tl.debug_barrier()  # the whole block's stores come before the flags
-        castpile.signal(peer_flags[(rank * chunks + c) * consumers + g], value=1, mask=g < consumers)
+        _castpile_signal(peer_flags, WORLD - 1, None, flags, consumers*(c + chunks*rank) + g, None, 1, None, g < consumers)
         c += COMM_BLOCKS
 
 
@@ -210,15 +87,15 @@ def send_chunk(a, a_peers, first, end, length, K: tl.constexpr, WORLD: tl.conste
 
     COPY_BLOCK words a step, the next step's load in flight while this one is stored.
     """
-    peers = multicast_like(a, a_peers[:WORLD - 1], align=16)
+    peers = a_peers
     lane = tl.arange(0, COPY_BLOCK)
     at = tl.cast(0, tl.int64)  # scalars: the loop carries no offset tensor
     x = tl.load(a + chunk_word(first, at + lane, K, K_SEGMENT), mask=chunk_lane(at + lane, end, length, K_SEGMENT))
     while at < end:
         ahead = at + COPY_BLOCK + lane
         y = tl.load(a + chunk_word(first, ahead, K, K_SEGMENT), mask=chunk_lane(ahead, end, length, K_SEGMENT))
-        tl.store(peers[chunk_word(first, at + lane, K, K_SEGMENT)], x[None, :],
-                 mask=chunk_lane(at + lane, end, length, K_SEGMENT))
+        _castpile_store_loop(peers, WORLD - 1, None, a, *_castpile_index((chunk_word(first, at + lane, K, K_SEGMENT),), None, (1,)), x[None, :], chunk_lane(at + lane, end, length, K_SEGMENT), align=16
+)
         x = y
         at += COPY_BLOCK
 
@@ -343,7 +220,7 @@ def wait_chunks(flags, ready, need, rank, chunks, consumers, g, WORLD: tl.conste
         while ready < need:
             chunk = ready + tl.arange(0, WIDTH)
             src = (rank + chunk // chunks) % WORLD
-            castpile.wait(flags + (src * chunks + chunk % chunks) * consumers + g, mask=chunk < need)
+            _castpile_wait_flags(flags + (src * chunks + chunk % chunks) * consumers + g, 1, 0, chunk < need)
             ready = tl.minimum(ready + WIDTH, need)
         tl.debug_barrier()  # what the waiting threads acquired, every thread may read
         proxy_fence(PROXY_FENCE)
@@ -410,9 +287,9 @@ def one_wave_tile(a, a_peers, b, out, flags, flag_peers, pad, pad_ptrs, rank, Ms
         tl.debug_barrier()  # the whole block's stores come before the flags
         readers = tl.arange(0, triton.next_power_of_2(SENDERS))
         for step in tl.static_range(1, WORLD):  # on rank + step, the blocks that read this shard
-            peer_flags = multicast_like(flags, tl.load(flag_peers + step - 1 + tl.arange(0, 1)))
+            peer_flags = tl.load(flag_peers + step - 1 + tl.arange(0, 1))
             j0 = (WORLD - 1 - step) * SENDERS
-            castpile.signal(peer_flags[(j0 + readers) * SENDERS + pid], value=1, mask=readers < SENDERS)
+            _castpile_signal(peer_flags, peer_flags.numel, None, flags, SENDERS*(j0 + readers) + pid, None, 1, None, readers < SENDERS)
         shard = tl.cast(rank, tl.int32)  # (rank 1 is a constexpr: both branches must give a tensor)
         pn = pid
         acc = tile_product(a_src, b_src, shard * Ms, pn * BN, shard * Ms + Ms, N, K, BM, BN, BK, TMA)
@@ -424,7 +301,7 @@ def one_wave_tile(a, a_peers, b, out, flags, flag_peers, pad, pad_ptrs, rank, Ms
         acc = tl.zeros((BM, BN), tl.float32)
         for segment in range((SENDERS + SEGMENT - 1) // SEGMENT):
             sender = segment * SEGMENT + senders
-            castpile.wait(flags + j * SENDERS + sender, mask=(senders < SEGMENT) & (sender < SENDERS))
+            _castpile_wait_flags(flags + j * SENDERS + sender, 1, 0, (senders < SEGMENT) & (sender < SENDERS))
             tl.debug_barrier()  # what the waiting threads acquired, every thread may read
             proxy_fence(PROXY_FENCE)
             acc = span_product(acc, a_src, b_src, shard * Ms, pn * BN, segment * SEGMENT * STRIPE, shard * Ms + Ms,
@@ -435,91 +312,231 @@ def one_wave_tile(a, a_peers, b, out, flags, flag_peers, pad, pad_ptrs, rank, Ms
         store_tile(out + tl.cast(shard, tl.int64) * Ms * N, acc, 0, pn * BN, Ms, N, BM, BN, False)
 
 
-# -- GEMM + reduce-scatter -------------------------------------------------------------------------------------
+
+# ---- castpile 0.3.0 helpers: generated, called by the rewritten accesses above ----
+import triton
+import triton.language as tl
+
+
+@triton.constexpr_function
+def _castpile_leading_ones(shape, r):
+    """True when the first ``r`` extents of ``shape`` are all 1."""
+    return all(int(s) == 1 for s in list(shape)[:r])
 
 
 @triton.jit
-def matmul_reduce_scatter(a, b, out, scratch, scratch_ptrs, flags, flag_ptrs, pad, pad_ptrs, rank, Ms, N,
-                          K: tl.constexpr, WORLD: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                          GROUP_M: tl.constexpr, TMA: tl.constexpr):
-    """``out`` [Ms, N] = rows ``rank * Ms ...`` of the sum over ranks of ``a @ b`` (a [WORLD * Ms, K], b [K, N]).
+def _castpile_index(indices, extents, strides):
+    """``offs, bounds`` of an access from its indices, each evaluated once by the caller."""
+    offs = _castpile_offsets(indices[0]) * strides[0]
+    for d in tl.static_range(1, len(indices)):
+        offs = offs + indices[d] * strides[d]
+    if extents is None:  # no bounds: all true (a tuple with None does not compile)
+        return offs, tl.full(offs.shape, 1, tl.int1)
+    else:
+        bounds = (indices[0] >= 0) & (indices[0] < extents[0])
+        for d in tl.static_range(1, len(indices)):
+            bounds = bounds & (indices[d] >= 0) & (indices[d] < extents[d])
+        return offs, bounds
 
-    ``scratch`` [WORLD - 1, Ms, N] (symmetric): slot ``(source - owner - 1) %
-    WORLD`` holds that source's partial of the owner's rows; ``flags`` int32
-    [WORLD - 1, T]: one per (slot, tile), raised by the source, reset by the
-    owner.  Owners are visited ``rank + 1, rank + 2, ..., rank``: every tile
-    another rank owns is pushed and flagged before this block waits for anything.
-    A tile's flag rises after the next tile is computed, just before that one
-    is stored: the release then finds the tile's stores long arrived instead of
-    waiting for them.
+
+@triton.jit
+def _castpile_prepend(x, r: tl.constexpr):
+    """``x`` with ``r`` leading unit dims."""
+    for _ in tl.static_range(r):
+        x = tl.expand_dims(x, 0)
+    return x
+
+
+@triton.jit
+def _castpile_positions(src, count: tl.constexpr, offs):
+    """Flat stack positions, shape P + (1,) * len(I)."""
+    if src.dtype.is_ptr():
+        pos = tl.arange(0, triton.next_power_of_2(count))
+    else:
+        pos = tl.reshape(tl.arange(0, count), src.shape)
+    for _ in tl.static_range(len(offs.shape)):
+        pos = tl.expand_dims(pos, len(pos.shape))
+    return pos
+
+
+@triton.jit
+def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
+    """Typed pointer to buffer ``p`` of the stack (``align`` bytes aligned if given), and whether it is valid."""
+    ptr_ty = tl.pointer_type(example.dtype.element_ty)
+    if src.dtype.is_ptr():
+        ptr = tl.load(src + p).to(ptr_ty)
+        valid = True
+    elif len(src.shape) == 0:  # a rank-0 tile: the one buffer (a reduction of a scalar does not compile)
+        ptr = src.to(ptr_ty)
+        if smask is None:
+            valid = True
+        else:
+            valid = smask
+    else:
+        pos = tl.reshape(tl.arange(0, src.numel), src.shape)
+        ptr = tl.sum(tl.where(pos == p, src, 0)).to(ptr_ty)
+        if smask is None:
+            valid = True
+        else:
+            valid = tl.sum(tl.where(pos == p, smask.to(tl.int32), 0)) != 0
+    if align is not None:
+        ptr = tl.multiple_of(ptr, align)
+    return ptr, valid
+
+
+@triton.jit
+def _castpile_lane_mask(valid, mask, offs, user_mask=None):
+    """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element masks.
+
+    Always a fresh tensor of the shape of ``offs`` (offsets, or the pointers of a wait): Triton
+    3.6's interpreter reads atomic operands as contiguous arrays, so a broadcast or Python-bool
+    mask would be misread.  Each mask may be a tensor, a scalar or a ``tl.constexpr`` bool.
     """
-    barrier(pad, pad_ptrs, rank, WORLD, True)  # block pid of every owner is done with the previous call's slots
-    a_src = operand(a, WORLD * Ms, K, BM, BK, TMA)
-    b_src = operand(b, K, N, BK, BN, TMA)
-    out_dst = operand(out, Ms, N, BM, BN, TMA)
-    row_tiles = tl.cdiv(Ms, BM)
-    tiles_n = tl.cdiv(N, BN)
-    T = row_tiles * tiles_n
-    for step in tl.static_range(1, WORLD):
-        owner = (rank + step) % WORLD
-        slot = WORLD - 1 - step  # this rank's slot on the owner
-        pending = -1
-        t = first_tile(owner, T)
-        while t < owner * T + T:
-            j = t - owner * T
-            r0, c0, part = owner_tile(a_src, b_src, owner, j, row_tiles, tiles_n, Ms, N, K, BM, BN, BK, GROUP_M, TMA)
-            if pending >= 0:
-                raise_flag(flags, flag_ptrs, owner, slot * T + pending)
-            dest = multicast_like(scratch, tl.load(scratch_ptrs + owner + tl.arange(0, 1)), shape=(WORLD - 1, Ms, N),
-                                  align=16)
-            rows = r0 + tl.arange(0, BM)
-            cols = c0 + tl.arange(0, BN)
-            dest[slot, rows[:, None], cols[None, :]] = part.to(out.dtype.element_ty)[None, :, :]
-            pending = j
-            t += tl.num_programs(0)
-        if pending >= 0:
-            raise_flag(flags, flag_ptrs, owner, slot * T + pending)
-    slots = tl.arange(0, triton.next_power_of_2(WORLD - 1))
-    t = first_tile(rank, T)
-    while t < rank * T + T:
-        j = t - rank * T
-        r0, c0, part = owner_tile(a_src, b_src, rank, j, row_tiles, tiles_n, Ms, N, K, BM, BN, BK, GROUP_M, TMA)
-        mine = part.to(out.dtype.element_ty)  # (rounded now: the fp32 tile need not stay in registers)
-        castpile.wait(flags + slots * T + j, mask=slots < WORLD - 1)
-        tl.debug_barrier()  # every thread may read what the waiting threads acquired
-        rows = r0 + tl.arange(0, BM)
-        cols = c0 + tl.arange(0, BN)
-        ok = (rows < Ms)[:, None] & (cols < N)[None, :]
-        total = tl.zeros((BM, BN), tl.float32)
-        for src in tl.static_range(WORLD):
-            if src == rank:
-                total += mine.to(tl.float32)
-            else:
-                at = ((src - rank - 1 + WORLD) % WORLD * Ms + rows[:, None]).to(tl.int64) * N + cols[None, :]
-                total += tl.load(scratch + at, mask=ok, other=0, cache_modifier=".cg").to(tl.float32)
-        store_tile(out_dst, total, r0, c0, Ms, N, BM, BN, TMA)
-        t += tl.num_programs(0)
+    lanes = tl.full(offs.shape, 1, tl.int1) & valid
+    if mask is not None:
+        lanes = lanes & mask
+    if user_mask is not None:
+        lanes = lanes & user_mask
+    return lanes
 
 
 @triton.jit
-def first_tile(owner, T):
-    """This block's first tile of owner's rows: tile j of owner o is tile ``o * T + j`` dealt round-robin to blocks."""
-    G = tl.num_programs(0)
-    return owner * T + (tl.program_id(0) - owner * T % G + G) % G
+def _castpile_slice(v, pos, p: tl.constexpr, offs):
+    """The part of ``v`` (broadcast to P + I) that belongs to buffer ``p``."""
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    if len(v.shape) <= len(offs.shape):
+        return v
+    elif _castpile_leading_ones(v.shape, len(v.shape) - len(offs.shape)):
+        return tl.reshape(v, v.shape[len(v.shape) - len(offs.shape):])
+    else:
+        full = tl.where(pos == p, v, tl.zeros_like(v))
+        for _ in tl.static_range(R):
+            full = tl.sum(full, axis=0)
+        return full
 
 
 @triton.jit
-def owner_tile(a_src, b_src, owner, j, row_tiles, tiles_n, Ms, N, K: tl.constexpr, BM: tl.constexpr,
-               BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr):
-    """Tile j of the owner's rows of this rank's ``a @ b``: (first row within the owner's rows, first column, fp32)."""
-    pm, pn = tile_position(j, row_tiles, tiles_n, GROUP_M)
-    acc = tile_product(a_src, b_src, owner * Ms + pm * BM, pn * BN, owner * Ms + Ms, N, K, BM, BN, BK, TMA)
-    return pm * BM, pn * BN, acc
+def _castpile_offsets(offs):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
+    return offs + tl.zeros((), tl.int32)
 
 
 @triton.jit
-def raise_flag(flags, flag_ptrs, owner, index):
-    """Set flag ``index`` on rank ``owner`` (release, system scope), after every store of the block so far."""
-    tl.debug_barrier()
-    flag = multicast_like(flags, tl.load(flag_ptrs + owner + tl.arange(0, 1)))
-    castpile.signal(flag[index + tl.arange(0, 1)], value=1)
+def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
+                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None):
+    """Store ``value`` (broadcast to P + I), one buffer at a time."""
+    offs = _castpile_offsets(offs)
+    pos = _castpile_positions(src, count, offs)
+    dtype = example.dtype.element_ty
+    value = tl.cast(value, dtype)
+    for p in tl.static_range(count):
+        peer, valid = _castpile_peer(src, smask, p, example, align)
+        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, bounds, offs, mask),
+                 cache_modifier=cache_modifier, eviction_policy=eviction_policy)
+
+
+@triton.jit
+def _castpile_cas(ptrs, mask, example, cmp, value, sem: tl.constexpr, scope: tl.constexpr):
+    """``tl.atomic_cas`` that leaves masked-off lanes alone.
+
+    ``tl.atomic_cas`` has no mask: masked-off lanes are pointed at ``example``
+    (memory the kernel owns) and swap a value for itself, which never changes it.
+    """
+    cmp = _castpile_full(cmp, ptrs, example)
+    value = _castpile_full(value, ptrs, example)
+    if mask is None:
+        return tl.atomic_cas(ptrs, cmp, value, sem=sem, scope=scope)
+    else:
+        return tl.atomic_cas(tl.where(mask, ptrs, example), tl.where(mask, cmp, value), value, sem=sem, scope=scope)
+
+
+@triton.jit
+def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None, user_mask=None):
+    """The P + I pointer tensor of an access and its mask (never ``None``): ``mask`` and ``user_mask`` (shape I) ANDed in."""
+    offs = _castpile_offsets(offs)
+    ptr_ty = tl.pointer_type(example.dtype.element_ty)
+    if src.dtype.is_ptr():
+        rows = tl.arange(0, triton.next_power_of_2(count))
+        valid = rows < count
+        tile = tl.load(src + rows, mask=valid, other=0)
+    else:
+        tile = src
+        if smask is None:
+            valid = tl.full(src.shape, 1, tl.int1)
+        else:
+            valid = smask
+    ptrs = tile.to(ptr_ty)
+    if align is not None:
+        # Inline: multiple_of must annotate a value made here, not a parameter.
+        if len(ptrs.shape) == 1:
+            ptrs = tl.multiple_of(ptrs, [align])
+        elif len(ptrs.shape) == 2:
+            ptrs = tl.multiple_of(ptrs, [align, align])
+        elif len(ptrs.shape) == 3:
+            ptrs = tl.multiple_of(ptrs, [align, align, align])
+    for _ in tl.static_range(len(offs.shape)):
+        ptrs = tl.expand_dims(ptrs, len(ptrs.shape))
+        valid = tl.expand_dims(valid, len(valid.shape))
+    R: tl.constexpr = len(ptrs.shape) - len(offs.shape)
+    ptrs = ptrs + _castpile_prepend(offs, R)
+    if mask is not None:
+        valid = valid & _castpile_prepend(mask, R)
+    if user_mask is not None:
+        valid = valid & _castpile_prepend(user_mask, R)
+    return ptrs, tl.broadcast_to(valid, ptrs.shape) & tl.full(ptrs.shape, 1, tl.int1)
+
+
+@triton.jit
+def _castpile_full(value, ptrs, example):
+    """``value`` cast to the buffers' type and broadcast (NumPy-style) to the shape of ``ptrs``."""
+    value = tl.cast(value, example.dtype.element_ty)
+    value = tl.broadcast_to(_castpile_prepend(value, len(ptrs.shape) - len(value.shape)), ptrs.shape)
+    # A select materialises the broadcast: Triton 3.6's interpreter reads atomic operands as
+    # contiguous arrays (compiled code is unaffected; the select folds away).
+    return tl.where(tl.full(ptrs.shape, 1, tl.int1), value, value)
+
+
+@triton.jit
+def _castpile_signal(src, count: tl.constexpr, smask, example, offs, bounds, value=1, wait_for=None, mask=None,
+                     sem: tl.constexpr = tl.constexpr("release"), scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None):
+    """Set every addressed flag to ``value``.
+
+    Without ``wait_for``: one atomic exchange.  With it: a compare-and-swap
+    ``wait_for`` -> ``value``, retried on the lanes that have not succeeded yet
+    (lanes that succeeded are masked off and stop touching their flag).
+    """
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
+    dtype = example.dtype.element_ty
+    if wait_for is None:
+        tl.atomic_xchg(ptrs, tl.cast(value, dtype), mask=valid, sem=sem, scope=scope)
+    else:
+        pending = valid
+        while _castpile_any(pending):
+            old = _castpile_cas(ptrs, pending, example, wait_for, value, sem, scope)
+            pending = pending & (old != tl.cast(wait_for, dtype))
+
+
+@triton.jit
+def _castpile_any(lanes):
+    """Whether any of ``lanes`` is true: a spin's condition (a scalar is its own: reducing one does not compile)."""
+    if len(lanes.shape) == 0:
+        return lanes
+    else:
+        return tl.sum(lanes.to(tl.int32)) > 0
+
+
+@triton.jit
+def _castpile_wait_flags(ptrs, value=1, reset=0, mask=None, sem: tl.constexpr = tl.constexpr("acquire"),
+                         scope: tl.constexpr = tl.constexpr("sys")):
+    """Spin until every flag at ``ptrs`` equals ``value``, then set it to ``reset``.
+
+    A lane reads its flag with an atomic (``sem``, ``scope``) until it sees
+    ``value``, resets it and is masked off from then on.
+    """
+    dtype = ptrs.dtype.element_ty
+    pending = _castpile_lane_mask(True, mask, ptrs)
+    while _castpile_any(pending):
+        seen = tl.atomic_add(ptrs, tl.zeros(ptrs.shape, dtype), mask=pending, sem=sem, scope=scope)
+        arrived = pending & (seen == tl.cast(value, dtype))
+        tl.atomic_xchg(ptrs, tl.cast(reset, dtype) + tl.zeros(ptrs.shape, dtype), mask=arrived, sem=sem, scope=scope)
+        pending = pending & ~arrived

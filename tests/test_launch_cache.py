@@ -1,10 +1,8 @@
-"""castpile.gpu.issue: which prepared launch a call issues, with fakes standing in for CUDA tensors."""
-
-import types
+"""castpile.gpu.launch_cache: which prepared launch a call issues, with fakes standing in for CUDA tensors."""
 
 import torch
 
-from castpile.gpu.issue import GRAPHS_KEPT, issue
+from castpile.gpu.launch_cache import GRAPHS_KEPT, LaunchCache
 
 
 class _FakeCudaTensor:
@@ -30,39 +28,35 @@ def _recording_binder(log):
     return bind_for
 
 
-def _symm():
-    return types.SimpleNamespace(tensor=_FakeCudaTensor(0), launches={})
-
-
 def test_owned_outputs_replay_a_graph_per_address_and_keep_the_newest(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
-    symm = _symm()
+    cache, device_tensor = LaunchCache(), _FakeCudaTensor(0)
     log = []
     outs = [_FakeCudaTensor(16 * (i + 1)) for i in range(GRAPHS_KEPT + 1)]
     for out in [outs[0], outs[0], *outs[1:]]:
-        issue(symm.launches, "k", _recording_binder(log), {"out": out}, True, symm.tensor)
+        cache.issue("k", _recording_binder(log), {"out": out}, True, device_tensor)
     binds = [e for e in log if e[0] == "bind"]
     assert [e[1] for e in binds] == [(o.address,) for o in outs] and all(e[2] == ["graph"] for e in binds)
-    assert sorted(symm.launches["k", "graphs"]) == [(o.address,) for o in outs[1:]]  # the oldest was dropped
+    assert sorted(cache.graphs["k"]) == [(o.address,) for o in outs[1:]]  # the oldest was dropped
     assert len([e for e in log if e[0] == "run"]) == GRAPHS_KEPT + 2
 
 
 def test_a_graph_is_kept_per_set_of_addresses(monkeypatch):
     """A fused op's residual changes: the same output with another residual is another graph."""
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
-    symm = _symm()
+    cache, device_tensor = LaunchCache(), _FakeCudaTensor(0)
     log = []
     out, first, second = _FakeCudaTensor(16), _FakeCudaTensor(32), _FakeCudaTensor(48)
     for residual in (first, second, first):
-        issue(symm.launches, "k", _recording_binder(log), {"residual": residual, "out": out}, True, symm.tensor)
+        cache.issue("k", _recording_binder(log), {"residual": residual, "out": out}, True, device_tensor)
     assert [e[1] for e in log if e[0] == "bind"] == [(32, 16), (48, 16)]
     assert [e[1] for e in log if e[0] == "run"] == [(32, 16), (48, 16), (32, 16)]
 
 
 def test_outputs_the_wrapper_allocated_and_calls_under_capture_launch_with_the_output_late(monkeypatch):
-    symm = _symm()
+    cache, device_tensor = LaunchCache(), _FakeCudaTensor(0)
     log = []
-    issue(symm.launches, "k", _recording_binder(log), {"out": _FakeCudaTensor(32)}, False, symm.tensor)
+    cache.issue("k", _recording_binder(log), {"out": _FakeCudaTensor(32)}, False, device_tensor)
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
-    issue(symm.launches, "k", _recording_binder(log), {"out": _FakeCudaTensor(48)}, True, symm.tensor)
+    cache.issue("k", _recording_binder(log), {"out": _FakeCudaTensor(48)}, True, device_tensor)
     assert log == [("bind", (32,), ["late"]), ("run", (32,), ["late"], ("out",)), ("run", (32,), ["late"], ("out",))]

@@ -1,0 +1,339 @@
+"""GEMM + reduce-scatter with the communication overlapped, written with castpile multicast tensors.
+
+:func:`matmul_reduce_scatter`: ``out = rows chunk `rank` of sum_r A_r @ B_r``.
+Tile j of owner o's rows is computed by block ``(o * T + j) % grid`` on every
+rank (T tiles per owner), which does the tiles of the other owners first
+(owner ``rank + 1`` first) and pushes each, rounded to the dtype, into the
+owner's scratch slot for this source, raising that tile's flag there; then it
+does its own rows' tiles, and for each waits for the peers' partial tiles and
+adds them, in rank order, in fp32, to its own rounded partial.
+
+Why this shape (see also the ``tp_gemm`` package): one kernel, no second stream,
+and a block only ever waits for the block with its own program id on each peer,
+which pushes everything it owes before it waits for anything.  That keeps a grid
+of at most one block per SM free of deadlock on a GPU and lets the Triton
+interpreter, which runs a rank's blocks one after another, run the kernel in the
+simulator.
+
+Synchronisation: every block starts with the barrier of ``collectives/kernels.py``
+(block b of the owner has consumed the previous call's tiles that block b of each
+peer is about to overwrite).  Signals are releases and waits acquires at system
+scope, each behind ``tl.debug_barrier()`` so the whole block's stores and loads are
+ordered.
+
+The GEMM core is ``gemm_kernels`` (its docstring has the rule for loop bounds).
+Regenerate the plain-Triton module after editing: ``make generated``.
+"""
+
+from typing import TYPE_CHECKING
+
+import triton
+import triton.language as tl
+
+from castpile.gpu.collectives.kernels_triton import barrier
+from castpile.gpu.fused.tp_gemm.gemm_kernels import operand, store_tile, tile_position, tile_product
+
+if TYPE_CHECKING:
+    import castpile
+    from castpile import multicast_like
+
+
+@triton.jit
+def matmul_reduce_scatter(a, b, out, scratch, scratch_ptrs, flags, flag_ptrs, pad, pad_ptrs, rank, Ms, N,
+                          K: tl.constexpr, WORLD: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                          GROUP_M: tl.constexpr, TMA: tl.constexpr):
+    """``out`` [Ms, N] = rows ``rank * Ms ...`` of the sum over ranks of ``a @ b`` (a [WORLD * Ms, K], b [K, N]).
+
+    ``scratch`` [WORLD - 1, Ms, N] (symmetric): slot ``(source - owner - 1) %
+    WORLD`` holds that source's partial of the owner's rows; ``flags`` int32
+    [WORLD - 1, T]: one per (slot, tile), raised by the source, reset by the
+    owner.  Owners are visited ``rank + 1, rank + 2, ..., rank``: every tile
+    another rank owns is pushed and flagged before this block waits for anything.
+    A tile's flag rises after the next tile is computed, just before that one
+    is stored: the release then finds the tile's stores long arrived instead of
+    waiting for them.
+    """
+    barrier(pad, pad_ptrs, rank, WORLD, True)  # block pid of every owner is done with the previous call's slots
+    a_src = operand(a, WORLD * Ms, K, BM, BK, TMA)
+    b_src = operand(b, K, N, BK, BN, TMA)
+    out_dst = operand(out, Ms, N, BM, BN, TMA)
+    row_tiles = tl.cdiv(Ms, BM)
+    tiles_n = tl.cdiv(N, BN)
+    T = row_tiles * tiles_n
+    for step in tl.static_range(1, WORLD):
+        owner = (rank + step) % WORLD
+        slot = WORLD - 1 - step  # this rank's slot on the owner
+        pending = -1
+        t = first_tile(owner, T)
+        while t < owner * T + T:
+            j = t - owner * T
+            r0, c0, part = owner_tile(a_src, b_src, owner, j, row_tiles, tiles_n, Ms, N, K, BM, BN, BK, GROUP_M, TMA)
+            if pending >= 0:
+                raise_flag(flags, flag_ptrs, owner, slot * T + pending)
+            dest = tl.load(scratch_ptrs + owner + tl.arange(0, 1)); dest_shape0 = (WORLD - 1
+)
+            rows = r0 + tl.arange(0, BM)
+            cols = c0 + tl.arange(0, BN)
+            _castpile_store_loop(dest, dest.numel, None, scratch, Ms*N*slot + N*rows[:, None] + cols[None, :], (slot >= 0) & (slot < dest_shape0) & (rows[:, None] >= 0) & (rows[:, None] < Ms) & (cols[None, :] >= 0) & (cols[None, :] < N), part.to(out.dtype.element_ty)[None, :, :], align=16)
+            pending = j
+            t += tl.num_programs(0)
+        if pending >= 0:
+            raise_flag(flags, flag_ptrs, owner, slot * T + pending)
+    slots = tl.arange(0, triton.next_power_of_2(WORLD - 1))
+    t = first_tile(rank, T)
+    while t < rank * T + T:
+        j = t - rank * T
+        r0, c0, part = owner_tile(a_src, b_src, rank, j, row_tiles, tiles_n, Ms, N, K, BM, BN, BK, GROUP_M, TMA)
+        mine = part.to(out.dtype.element_ty)  # (rounded now: the fp32 tile need not stay in registers)
+        _castpile_wait_flags(flags + slots * T + j, 1, 0, slots < WORLD - 1)
+        tl.debug_barrier()  # every thread may read what the waiting threads acquired
+        rows = r0 + tl.arange(0, BM)
+        cols = c0 + tl.arange(0, BN)
+        ok = (rows < Ms)[:, None] & (cols < N)[None, :]
+        total = tl.zeros((BM, BN), tl.float32)
+        for src in tl.static_range(WORLD):
+            if src == rank:
+                total += mine.to(tl.float32)
+            else:
+                at = ((src - rank - 1 + WORLD) % WORLD * Ms + rows[:, None]).to(tl.int64) * N + cols[None, :]
+                total += tl.load(scratch + at, mask=ok, other=0, cache_modifier=".cg").to(tl.float32)
+        store_tile(out_dst, total, r0, c0, Ms, N, BM, BN, TMA)
+        t += tl.num_programs(0)
+
+
+@triton.jit
+def first_tile(owner, T):
+    """This block's first tile of owner's rows: tile j of owner o is tile ``o * T + j`` dealt round-robin to blocks."""
+    G = tl.num_programs(0)
+    return owner * T + (tl.program_id(0) - owner * T % G + G) % G
+
+
+@triton.jit
+def owner_tile(a_src, b_src, owner, j, row_tiles, tiles_n, Ms, N, K: tl.constexpr, BM: tl.constexpr,
+               BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr):
+    """Tile j of the owner's rows of this rank's ``a @ b``: (first row within the owner's rows, first column, fp32)."""
+    pm, pn = tile_position(j, row_tiles, tiles_n, GROUP_M)
+    acc = tile_product(a_src, b_src, owner * Ms + pm * BM, pn * BN, owner * Ms + Ms, N, K, BM, BN, BK, TMA)
+    return pm * BM, pn * BN, acc
+
+
+@triton.jit
+def raise_flag(flags, flag_ptrs, owner, index):
+    """Set flag ``index`` on rank ``owner`` (release, system scope), after every store of the block so far."""
+    tl.debug_barrier()
+    flag = tl.load(flag_ptrs + owner + tl.arange(0, 1))
+    _castpile_signal(flag, flag.numel, None, flags, index + tl.arange(0, 1), None, 1)
+
+
+# ---- castpile 0.3.0 helpers: generated, called by the rewritten accesses above ----
+import triton
+import triton.language as tl
+
+
+@triton.constexpr_function
+def _castpile_leading_ones(shape, r):
+    """True when the first ``r`` extents of ``shape`` are all 1."""
+    return all(int(s) == 1 for s in list(shape)[:r])
+
+
+@triton.jit
+def _castpile_prepend(x, r: tl.constexpr):
+    """``x`` with ``r`` leading unit dims."""
+    for _ in tl.static_range(r):
+        x = tl.expand_dims(x, 0)
+    return x
+
+
+@triton.jit
+def _castpile_positions(src, count: tl.constexpr, offs):
+    """Flat stack positions, shape P + (1,) * len(I)."""
+    if src.dtype.is_ptr():
+        pos = tl.arange(0, triton.next_power_of_2(count))
+    else:
+        pos = tl.reshape(tl.arange(0, count), src.shape)
+    for _ in tl.static_range(len(offs.shape)):
+        pos = tl.expand_dims(pos, len(pos.shape))
+    return pos
+
+
+@triton.jit
+def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
+    """Typed pointer to buffer ``p`` of the stack (``align`` bytes aligned if given), and whether it is valid."""
+    ptr_ty = tl.pointer_type(example.dtype.element_ty)
+    if src.dtype.is_ptr():
+        ptr = tl.load(src + p).to(ptr_ty)
+        valid = True
+    elif len(src.shape) == 0:  # a rank-0 tile: the one buffer (a reduction of a scalar does not compile)
+        ptr = src.to(ptr_ty)
+        if smask is None:
+            valid = True
+        else:
+            valid = smask
+    else:
+        pos = tl.reshape(tl.arange(0, src.numel), src.shape)
+        ptr = tl.sum(tl.where(pos == p, src, 0)).to(ptr_ty)
+        if smask is None:
+            valid = True
+        else:
+            valid = tl.sum(tl.where(pos == p, smask.to(tl.int32), 0)) != 0
+    if align is not None:
+        ptr = tl.multiple_of(ptr, align)
+    return ptr, valid
+
+
+@triton.jit
+def _castpile_lane_mask(valid, mask, offs, user_mask=None):
+    """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element masks.
+
+    Always a fresh tensor of the shape of ``offs`` (offsets, or the pointers of a wait): Triton
+    3.6's interpreter reads atomic operands as contiguous arrays, so a broadcast or Python-bool
+    mask would be misread.  Each mask may be a tensor, a scalar or a ``tl.constexpr`` bool.
+    """
+    lanes = tl.full(offs.shape, 1, tl.int1) & valid
+    if mask is not None:
+        lanes = lanes & mask
+    if user_mask is not None:
+        lanes = lanes & user_mask
+    return lanes
+
+
+@triton.jit
+def _castpile_slice(v, pos, p: tl.constexpr, offs):
+    """The part of ``v`` (broadcast to P + I) that belongs to buffer ``p``."""
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    if len(v.shape) <= len(offs.shape):
+        return v
+    elif _castpile_leading_ones(v.shape, len(v.shape) - len(offs.shape)):
+        return tl.reshape(v, v.shape[len(v.shape) - len(offs.shape):])
+    else:
+        full = tl.where(pos == p, v, tl.zeros_like(v))
+        for _ in tl.static_range(R):
+            full = tl.sum(full, axis=0)
+        return full
+
+
+@triton.jit
+def _castpile_offsets(offs):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
+    return offs + tl.zeros((), tl.int32)
+
+
+@triton.jit
+def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
+                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None):
+    """Store ``value`` (broadcast to P + I), one buffer at a time."""
+    offs = _castpile_offsets(offs)
+    pos = _castpile_positions(src, count, offs)
+    dtype = example.dtype.element_ty
+    value = tl.cast(value, dtype)
+    for p in tl.static_range(count):
+        peer, valid = _castpile_peer(src, smask, p, example, align)
+        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, bounds, offs, mask),
+                 cache_modifier=cache_modifier, eviction_policy=eviction_policy)
+
+
+@triton.jit
+def _castpile_cas(ptrs, mask, example, cmp, value, sem: tl.constexpr, scope: tl.constexpr):
+    """``tl.atomic_cas`` that leaves masked-off lanes alone.
+
+    ``tl.atomic_cas`` has no mask: masked-off lanes are pointed at ``example``
+    (memory the kernel owns) and swap a value for itself, which never changes it.
+    """
+    cmp = _castpile_full(cmp, ptrs, example)
+    value = _castpile_full(value, ptrs, example)
+    if mask is None:
+        return tl.atomic_cas(ptrs, cmp, value, sem=sem, scope=scope)
+    else:
+        return tl.atomic_cas(tl.where(mask, ptrs, example), tl.where(mask, cmp, value), value, sem=sem, scope=scope)
+
+
+@triton.jit
+def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None, user_mask=None):
+    """The P + I pointer tensor of an access and its mask (never ``None``): ``mask`` and ``user_mask`` (shape I) ANDed in."""
+    offs = _castpile_offsets(offs)
+    ptr_ty = tl.pointer_type(example.dtype.element_ty)
+    if src.dtype.is_ptr():
+        rows = tl.arange(0, triton.next_power_of_2(count))
+        valid = rows < count
+        tile = tl.load(src + rows, mask=valid, other=0)
+    else:
+        tile = src
+        if smask is None:
+            valid = tl.full(src.shape, 1, tl.int1)
+        else:
+            valid = smask
+    ptrs = tile.to(ptr_ty)
+    if align is not None:
+        # Inline: multiple_of must annotate a value made here, not a parameter.
+        if len(ptrs.shape) == 1:
+            ptrs = tl.multiple_of(ptrs, [align])
+        elif len(ptrs.shape) == 2:
+            ptrs = tl.multiple_of(ptrs, [align, align])
+        elif len(ptrs.shape) == 3:
+            ptrs = tl.multiple_of(ptrs, [align, align, align])
+    for _ in tl.static_range(len(offs.shape)):
+        ptrs = tl.expand_dims(ptrs, len(ptrs.shape))
+        valid = tl.expand_dims(valid, len(valid.shape))
+    R: tl.constexpr = len(ptrs.shape) - len(offs.shape)
+    ptrs = ptrs + _castpile_prepend(offs, R)
+    if mask is not None:
+        valid = valid & _castpile_prepend(mask, R)
+    if user_mask is not None:
+        valid = valid & _castpile_prepend(user_mask, R)
+    return ptrs, tl.broadcast_to(valid, ptrs.shape) & tl.full(ptrs.shape, 1, tl.int1)
+
+
+@triton.jit
+def _castpile_full(value, ptrs, example):
+    """``value`` cast to the buffers' type and broadcast (NumPy-style) to the shape of ``ptrs``."""
+    value = tl.cast(value, example.dtype.element_ty)
+    value = tl.broadcast_to(_castpile_prepend(value, len(ptrs.shape) - len(value.shape)), ptrs.shape)
+    # A select materialises the broadcast: Triton 3.6's interpreter reads atomic operands as
+    # contiguous arrays (compiled code is unaffected; the select folds away).
+    return tl.where(tl.full(ptrs.shape, 1, tl.int1), value, value)
+
+
+@triton.jit
+def _castpile_signal(src, count: tl.constexpr, smask, example, offs, bounds, value=1, wait_for=None, mask=None,
+                     sem: tl.constexpr = tl.constexpr("release"), scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None):
+    """Set every addressed flag to ``value``.
+
+    Without ``wait_for``: one atomic exchange.  With it: a compare-and-swap
+    ``wait_for`` -> ``value``, retried on the lanes that have not succeeded yet
+    (lanes that succeeded are masked off and stop touching their flag).
+    """
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
+    dtype = example.dtype.element_ty
+    if wait_for is None:
+        tl.atomic_xchg(ptrs, tl.cast(value, dtype), mask=valid, sem=sem, scope=scope)
+    else:
+        pending = valid
+        while _castpile_any(pending):
+            old = _castpile_cas(ptrs, pending, example, wait_for, value, sem, scope)
+            pending = pending & (old != tl.cast(wait_for, dtype))
+
+
+@triton.jit
+def _castpile_any(lanes):
+    """Whether any of ``lanes`` is true: a spin's condition (a scalar is its own: reducing one does not compile)."""
+    if len(lanes.shape) == 0:
+        return lanes
+    else:
+        return tl.sum(lanes.to(tl.int32)) > 0
+
+
+@triton.jit
+def _castpile_wait_flags(ptrs, value=1, reset=0, mask=None, sem: tl.constexpr = tl.constexpr("acquire"),
+                         scope: tl.constexpr = tl.constexpr("sys")):
+    """Spin until every flag at ``ptrs`` equals ``value``, then set it to ``reset``.
+
+    A lane reads its flag with an atomic (``sem``, ``scope``) until it sees
+    ``value``, resets it and is masked off from then on.
+    """
+    dtype = ptrs.dtype.element_ty
+    pending = _castpile_lane_mask(True, mask, ptrs)
+    while _castpile_any(pending):
+        seen = tl.atomic_add(ptrs, tl.zeros(ptrs.shape, dtype), mask=pending, sem=sem, scope=scope)
+        arrived = pending & (seen == tl.cast(value, dtype))
+        tl.atomic_xchg(ptrs, tl.cast(reset, dtype) + tl.zeros(ptrs.shape, dtype), mask=arrived, sem=sem, scope=scope)
+        pending = pending & ~arrived

@@ -1,5 +1,0 @@
-"""Deprecated: moved to :mod:`castpile.gpu.sim` in castpile 0.2."""
-
-from ._moved import alias
-
-alias(__name__, "castpile.gpu.sim")
