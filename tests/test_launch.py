@@ -121,7 +121,7 @@ def test_bind_launches_through_the_compiled_path_with_late_tensors_and_the_curre
             warmed.append((args, grid, kwargs))
             return compiled
 
-    monkeypatch.setattr(knobs.runtime, "interpret", False)
+    monkeypatch.setenv("TRITON_INTERPRET", "0")  # the knob reads it; setattr on the knob would leave it pinned
     monkeypatch.setattr(triton.runtime.driver, "_active",
                         SimpleNamespace(get_current_stream=lambda device: STREAM, get_current_device=lambda: 0))
     x, y, z = torch.zeros(4), torch.zeros(8), torch.zeros(8)
