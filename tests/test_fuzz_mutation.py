@@ -13,20 +13,25 @@ from hypothesis import strategies as st
 import castpile
 from castpile import TranspileError
 from compile_sm90 import Job, compile_for_sm90
-from fuzz_model import Case, Index, source
+from fuzz_model import Case, Index
+from fuzz_source import constexprs, signature, source
 
 EXAMPLES = int(os.environ.get("CASTPILE_FUZZ_EXAMPLES", "300"))
 SAMPLES = sorted((Path(__file__).resolve().parents[1] / "samples").glob("*.py"))
 
 
-def _seed(**changes) -> bytes:
+def _seed_case(**changes) -> Case:
     base = dict(
         tile="tile2", ptile=(2, 2), entries=[0, 1, None, 2], lo=0, dtype="float32", shape=(9, 5), strides=(5, 1),
         explicit_strides=True, indices=[Index(-1, 8, 0), Index(2, 4, 1)], irank=2, context="tl_store", op="",
         value="row_none", use_mask=True, importer="from_as", seed=0,
     )
     base.update(changes)
-    return source(Case(**base)).encode()
+    return Case(**base)
+
+
+def _seed(**changes) -> bytes:
+    return source(_seed_case(**changes)).encode()
 
 
 SEEDS = [
@@ -162,10 +167,7 @@ LAYOUT_EDITS = [
     lambda s: s.replace(b"bufs[i0, i1]", b"(bufs)[(i0), (i1)]").replace(b"\n", b"\r\n"),
     lambda s: s.replace(b"shape=(n0, n1, ), strides=(5, 1, )", b"strides=(5, 1), shape=(n0, n1)"),
 ]
-SIGNATURE = {
-    "example": "*fp32", "table": "*i64", "res": "*fp32", "vals": "*fp32", "mk": "*i32", "pm": "*i32",
-    **{f"{c}{d}": "i32" for c in "ns" for d in range(3)}, "LO": "constexpr",
-}
+SIGNATURE = signature(_seed_case())
 
 
 def test_layout_edits_compile_for_sm90(tmp_path):
@@ -178,6 +180,6 @@ def test_layout_edits_compile_for_sm90(tmp_path):
             assert out.count(b"\n") > mutant.count(b"\n")
             path = tmp_path / f"layout{i}_{strategy}.py"
             path.write_bytes(out)
-            jobs.append(Job(path, "kernel", SIGNATURE, {"LO": 0}, name=path.stem))
+            jobs.append(Job(path, "kernel", SIGNATURE, constexprs(_seed_case()), name=path.stem))
     results = compile_for_sm90(jobs, tmp_path)
     assert all(r.ok for r in results.values()), {name: r.error for name, r in results.items() if not r.ok}
