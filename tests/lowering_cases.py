@@ -32,10 +32,9 @@ HELPERS_MARK = "\n\n# ---- castpile "
 
 
 def indent(lines: str, by: str = "    ") -> str:
-    """``lines`` indented by ``by``, except a line that is only ``)``: where castpile keeps a
-    rewritten expression's line count, the line break it puts before the closing parenthesis
-    leaves that parenthesis at column 0."""
-    return "".join(line + "\n" if line == ")" else by + line + "\n" for line in lines.splitlines())
+    """``lines`` indented by ``by`` (where castpile keeps a rewritten expression's line count, the
+    closing parenthesis it moves to the next line is indented as the code above it)."""
+    return "".join(by + line + "\n" for line in lines.splitlines())
 
 
 def kernel_module(body: str) -> str:

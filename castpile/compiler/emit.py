@@ -33,11 +33,47 @@ _HELPERS_FILE = Path(importlib.util.find_spec(f"{__package__}.helpers").origin)
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
+_CLOSER = "\0"
+"""Stands before a padded closing parenthesis until :func:`_indent_closers` knows the line's indentation
+(a NUL never survives parsing, so no source holds one)."""
+
+
 def _padded(text: str, lines: int, newline: str) -> str:
     """``text`` (ending in ``)``) with ``lines`` newlines before its last parenthesis."""
     if lines == 0:
         return text
-    return text[:-1] + newline * lines + text[-1]
+    return text[:-1] + newline * lines + _CLOSER + text[-1]
+
+
+def _indentation_above(code: str, at: int) -> str:
+    """The indentation of the last line before position ``at`` that holds code."""
+    end = at
+    while end > 0:
+        start = max(code.rfind("\n", 0, end), code.rfind("\r", 0, end)) + 1
+        line = code[start:end]
+        if line.strip():
+            return line[: len(line) - len(line.lstrip(" \t"))]
+        end = max(start - 1, 0)
+    return ""
+
+
+def _indent_closers(code: str) -> str:
+    r"""Each padded closing parenthesis indented as the code above it.
+
+    A ``)`` at column 0 is legal inside parentheses, but in a kernel nested in a function it
+    would make the kernel's source start at column 0 too, and Triton, which dedents that source
+    to find its ``def``, would find none::
+
+        >>> _indent_closers("def f():\n    x = (1\n\0)\n")
+        'def f():\n    x = (1\n    )\n'
+    """
+    pieces, at = [], code.find(_CLOSER)
+    done = 0
+    while at != -1:
+        pieces += [code[done:at], _indentation_above(code, at)]
+        done = at + 1
+        at = code.find(_CLOSER, done)
+    return "".join(pieces) + code[done:]
 
 
 _EARLY_HELPERS = '__import__("castpile").define_helpers(globals())'
@@ -208,7 +244,7 @@ def emit(module: cst.Module, plan: Plan, lowering: Lowering) -> bytes:
     def expanded(match: re.Match) -> str:  # an index may hold lowered accesses: expand those too
         return placeholder.sub(expanded, texts[match.group()])
 
-    code = placeholder.sub(expanded, code)
+    code = _indent_closers(placeholder.sub(expanded, code))
     if lowering.helpers:
         newline = module.default_newline
         if code and not code.endswith(newline):

@@ -264,7 +264,7 @@ def moe_combine(expert_out, out, slot_positions, sends, meta, ranges, comb, comb
                 live = j + tl.arange(0, TB) < rows
                 token = tl.load(meta + r * M, mask=live, other=0)
                 back = tl.load(comb_ptrs + s) + (rank * T + token).to(tl.int64) * (ROW * XBYTES); back_mask = (live
-)
+                )
                 for h0 in range(0, H, HB):
                     cols = h0 + tl.arange(0, HB)
                     _castpile_store_gather(back, back.numel, back_mask, comb, cols, (cols >= 0) & (cols < H), _partial(expert_out, slot_positions, meta, r, live, cols, H, K), align=16)

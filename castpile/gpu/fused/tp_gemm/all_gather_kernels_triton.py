@@ -95,7 +95,7 @@ def send_chunk(a, a_peers, first, end, length, K: tl.constexpr, WORLD: tl.conste
         ahead = at + COPY_BLOCK + lane
         y = tl.load(a + chunk_word(first, ahead, K, K_SEGMENT), mask=chunk_lane(ahead, end, length, K_SEGMENT))
         _castpile_store_loop(peers, WORLD - 1, None, a, *_castpile_index((chunk_word(first, at + lane, K, K_SEGMENT),), None, (1,)), x[None, :], chunk_lane(at + lane, end, length, K_SEGMENT), align=16
-)
+        )
         x = y
         at += COPY_BLOCK
 

@@ -71,7 +71,7 @@ def matmul_reduce_scatter(a, b, out, scratch, scratch_ptrs, flags, flag_ptrs, pa
             if pending >= 0:
                 raise_flag(flags, flag_ptrs, owner, slot * T + pending)
             dest = tl.load(scratch_ptrs + owner + tl.arange(0, 1)); dest_shape0 = (WORLD - 1
-)
+            )
             rows = r0 + tl.arange(0, BM)
             cols = c0 + tl.arange(0, BN)
             _castpile_store_loop(dest, dest.numel, None, scratch, Ms*N*slot + N*rows[:, None] + cols[None, :], (slot >= 0) & (slot < dest_shape0) & (rows[:, None] >= 0) & (rows[:, None] < Ms) & (cols[None, :] >= 0) & (cols[None, :] < N), part.to(out.dtype.element_ty)[None, :, :], align=16)
