@@ -565,7 +565,7 @@ _STEP_OPERATORS = {
     cst.Add: "add", cst.Subtract: "sub", cst.Multiply: "mul", cst.Divide: "truediv", cst.FloorDivide: "floordiv",
     cst.Modulo: "mod",
 }
-"""The operators of an elementwise step with a scalar (see ``_castpile_apply`` in helpers.py)."""
+"""The operators of an elementwise step with a scalar (see ``_castpile_apply`` in helpers/reduction.py)."""
 
 _NOT_INTEGERS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Float, cst.Imaginary)
 
