@@ -22,7 +22,8 @@ from pathlib import Path
 import libcst as cst
 
 from ..options import HELPERS_TITLE, WRAPS_TITLE, appended_header
-from .lower import HELPER_PREFIX, Lowering
+from .calling import HELPER_PREFIX, REMOTE_KERNEL
+from .lower import Lowering
 from .plan import STATEMENTS, Plan
 from .walk import Walker, rebuild
 
@@ -186,7 +187,7 @@ def helpers_block(used: set[str], newline: str, prefix: str = HELPER_PREFIX, rem
     """The source appended to a module that calls ``used`` helpers (with their dependencies),
     their names starting with ``prefix``; then each of ``remote_kernels`` wrapped for NVSHMEM."""
     if remote_kernels:
-        used = used | {HELPER_PREFIX + "remote_kernel"}
+        used = used | {REMOTE_KERNEL}
     sources, calls, order = _helper_sources()
     needed, todo = set(), list(used)
     while todo:
@@ -198,7 +199,8 @@ def helpers_block(used: set[str], newline: str, prefix: str = HELPER_PREFIX, rem
     text = f"\n\n{appended_header(HELPERS_TITLE)}\nimport triton\nimport triton.language as tl\n\n\n{body}\n"
     text = text.replace(HELPER_PREFIX, prefix)
     if remote_kernels:  # after the renaming: a kernel's own name may start with the default prefix
-        text += f"\n\n{appended_header(WRAPS_TITLE)}\n" + "".join(f"{name} = {prefix}remote_kernel({name})\n" for name in remote_kernels)
+        wrap = prefix + REMOTE_KERNEL[len(HELPER_PREFIX):]
+        text += f"\n\n{appended_header(WRAPS_TITLE)}\n" + "".join(f"{name} = {wrap}({name})\n" for name in remote_kernels)
     return text.replace("\n", newline)
 
 

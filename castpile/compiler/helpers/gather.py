@@ -1,4 +1,4 @@
-"""``_gather`` helpers: the whole P + I pointer tensor built and one memory operation issued (the ``gather`` strategy)."""
+"""``_gather`` helpers: the P + I pointer tensor built, one memory operation issued (the ``gather`` strategy)."""
 
 import triton
 import triton.language as tl

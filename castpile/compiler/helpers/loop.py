@@ -1,4 +1,4 @@
-"""``_loop`` helpers: the stack walked one buffer at a time (the ``loop`` strategy; a table's reductions under either)."""
+"""``_loop`` helpers: the stack walked one buffer at a time (the ``loop`` strategy, and a table's reductions)."""
 
 import triton
 import triton.language as tl
