@@ -7,7 +7,7 @@ from .common import (
     _castpile_atomic_op, _castpile_cas, _castpile_lane_mask, _castpile_offsets, _castpile_positions,
     _castpile_prepend, _castpile_slice, _castpile_zeros,
 )
-from .reduction import _castpile_accumulator, _castpile_apply, _castpile_fold, _castpile_folded, _castpile_keeps_zero
+from .reduction import _castpile_fold, _castpile_folded
 
 
 @triton.jit
@@ -75,13 +75,10 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
     seen = None
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=0 if other is None else other,
+        x = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=0 if other is None else other,
                     cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
-        v = _castpile_apply(v, steps, operands)
-        v = v.to(_castpile_accumulator(v.dtype, OP, dtype, return_indices))
-        acc, at, seen = _castpile_fold(p, v, valid, acc, at, seen, OP, return_indices)
-    zeroed: tl.constexpr = other is None and _castpile_keeps_zero(steps)
-    return _castpile_folded(acc, at, seen, bounds, zeroed, keep_dims, return_indices)
+        acc, at, seen = _castpile_fold(p, x, valid, acc, at, seen, OP, steps, operands, dtype, return_indices)
+    return _castpile_folded(acc, at, seen, bounds, other, steps, keep_dims, return_indices)
 
 
 @triton.jit

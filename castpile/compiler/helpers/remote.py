@@ -13,7 +13,7 @@ from .common import (
     _castpile_cas, _castpile_full, _castpile_lane_mask, _castpile_offsets, _castpile_positions, _castpile_prepend,
     _castpile_slice, _castpile_wait_flags, _castpile_zeros,
 )
-from .reduction import _castpile_accumulator, _castpile_apply, _castpile_fold, _castpile_folded, _castpile_keeps_zero
+from .reduction import _castpile_fold, _castpile_folded
 
 
 def _castpile_nvshmem_functions():
@@ -229,11 +229,8 @@ def _castpile_reduce_remote(src, count: tl.constexpr, smask, example, offs, boun
                         cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
         else:
             x = _castpile_remote_get(addr, pe, example, table, offs, lanes, fill)
-        v = _castpile_apply(x, steps, operands)
-        v = v.to(_castpile_accumulator(v.dtype, OP, dtype, return_indices))
-        acc, at, seen = _castpile_fold(p, v, True, acc, at, seen, OP, return_indices)
-    zeroed: tl.constexpr = other is None and _castpile_keeps_zero(steps)
-    return _castpile_folded(acc, at, seen, bounds, zeroed, keep_dims, return_indices)
+        acc, at, seen = _castpile_fold(p, x, True, acc, at, seen, OP, steps, operands, dtype, return_indices)
+    return _castpile_folded(acc, at, seen, bounds, other, steps, keep_dims, return_indices)
 
 
 @triton.jit
