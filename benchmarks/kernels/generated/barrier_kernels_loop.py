@@ -99,13 +99,10 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
     seen = None
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=0 if other is None else other,
+        x = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=0 if other is None else other,
                     cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
-        v = _castpile_apply(v, steps, operands)
-        v = v.to(_castpile_accumulator(v.dtype, OP, dtype, return_indices))
-        acc, at, seen = _castpile_fold(p, v, valid, acc, at, seen, OP, return_indices)
-    zeroed: tl.constexpr = other is None and _castpile_keeps_zero(steps)
-    return _castpile_folded(acc, at, seen, bounds, zeroed, keep_dims, return_indices)
+        acc, at, seen = _castpile_fold(p, x, valid, acc, at, seen, OP, steps, operands, dtype, return_indices)
+    return _castpile_folded(acc, at, seen, bounds, other, steps, keep_dims, return_indices)
 
 
 @triton.constexpr_function
@@ -217,10 +214,15 @@ def _castpile_apply(v, steps: tl.constexpr, operands):
 
 
 @triton.jit
-def _castpile_fold(p: tl.constexpr, v, valid, acc, at, seen, OP: tl.constexpr, indices: tl.constexpr):
-    """Buffer ``p``'s values ``v`` (of the accumulator's type) folded into ``acc``, the reduction of the buffers
-    before it; ``at``: the position each lane's max / min comes from (``indices``; the first on a tie); ``seen``:
-    the lanes some valid buffer reached.  ``valid`` says whether buffer ``p`` is; ``p == 0`` starts the fold."""
+def _castpile_fold(p: tl.constexpr, x, valid, acc, at, seen, OP: tl.constexpr, steps: tl.constexpr, operands,
+                   dtype: tl.constexpr, indices: tl.constexpr):
+    """Buffer ``p``'s loaded elements ``x``, taken through ``steps`` (:func:`_castpile_apply`) and the conversion
+    the reduction makes (``dtype``: ``tl.sum``'s), folded into ``acc``, the reduction of the buffers before it;
+    ``at``: the position each lane's max / min comes from (``indices``; the first on a tie); ``seen``: the lanes
+    some valid buffer reached.  ``valid`` says whether buffer ``p`` is; ``p == 0`` starts the fold.  A table's
+    reductions make this step per buffer, however they reach it."""
+    v = _castpile_apply(x, steps, operands)
+    v = v.to(_castpile_accumulator(v.dtype, OP, dtype, indices))
     v = tl.where(valid, v, _castpile_identity(v.dtype, OP))
     if p == 0:
         acc = v
@@ -247,10 +249,13 @@ def _castpile_fold(p: tl.constexpr, v, valid, acc, at, seen, OP: tl.constexpr, i
 
 
 @triton.jit
-def _castpile_folded(acc, at, seen, bounds, zeroed: tl.constexpr, keep_dims: tl.constexpr, indices: tl.constexpr):
+def _castpile_folded(acc, at, seen, bounds, other, steps: tl.constexpr, keep_dims: tl.constexpr,
+                     indices: tl.constexpr):
     """The result of a fold (:func:`_castpile_fold`): a lane that no valid buffer reached, or out of ``bounds``,
-    gives 0 and position 0 (``zeroed``: its loads gave 0 and it holds 0 already); ``keep_dims`` keeps the stack
-    dim as extent 1; with ``indices``, the values and their positions."""
+    gives 0 and position 0 (a lane out of bounds holds 0 already when its loads gave 0, no ``other``, through
+    ``steps`` that keep 0); ``keep_dims`` keeps the stack dim as extent 1; with ``indices``, the values and
+    their positions."""
+    zeroed: tl.constexpr = other is None and _castpile_keeps_zero(steps)
     live = seen
     if bounds is not None and not zeroed:
         live = live & bounds
