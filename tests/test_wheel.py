@@ -44,7 +44,8 @@ def test_wheel_in_a_fresh_venv(tmp_path):
     assert wheel.name == f"castpile-{VERSION}-py3-none-any.whl" and sdist.name == f"castpile-{VERSION}.tar.gz"
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
-    assert {"castpile/compiler/helpers.py", "castpile/gpu/collectives/kernels_triton.py"} <= names
+    helpers = {f"castpile/compiler/helpers/{family}.py" for family in ("common", "reduction", "loop", "gather", "remote")}
+    assert helpers | {"castpile/gpu/collectives/kernels_triton.py"} <= names
 
     venv = tmp_path / "venv"
     run(sys.executable, "-m", "venv", venv)

@@ -3,7 +3,9 @@
 The result is a :class:`~castpile.compiler.plan.Plan`: for each node that lowering must
 replace, what it is (see :mod:`castpile.compiler.plan`), and the problems found, each
 tied to the node it is about.  Nothing is rewritten here.  Bindings are found by
-:mod:`castpile.compiler.bindings`, names resolved by :mod:`castpile.compiler.scopes`::
+:mod:`castpile.compiler.bindings`, names resolved by :mod:`castpile.compiler.scopes`; the walk
+keeps its scopes in :mod:`.analysis_scope` and checks targets in :mod:`.analysis_targets`, and
+classifies the uses here::
 
     >>> source = (b"from castpile import multicast_like\\n@triton.jit\\ndef k(out, table, W: tl.constexpr):\\n"
     ...           b"    bufs = multicast_like(out, table[:W])\\n    x = bufs[0]\\n")
@@ -18,9 +20,9 @@ import re
 
 import libcst as cst
 
+from .analysis_targets import TargetChecks
 from .contract import (
     CALL_PARAMS,
-    PURE_TL_CALLS,
     REDUCTION_PARAMS,
     REDUCTIONS,
     REQUIRED,
@@ -29,10 +31,9 @@ from .contract import (
     literal_bool,
     literal_int,
 )
-from .bindings import JitBindings
 from .plan import Access, AugStore, Binding, CallOn, Load, Plan, Reduction, Step, Store
-from .scopes import Resolver, Scope, collect_scope, dotted, is_constexpr_annotation, is_triton_jit
-from .walk import Walker
+from .scopes import Scope, collect_scope, dotted
+
 
 def analyse(module: cst.Module, source: bytes) -> Plan:
     """Find bindings and accesses in every ``@triton.jit`` function of ``module`` (parsed from ``source``)."""
@@ -43,195 +44,9 @@ def analyse(module: cst.Module, source: bytes) -> Plan:
     return plan
 
 
-class _ModuleAnalyser(Walker):
-    """Walks the module; inside ``@triton.jit`` functions, checks every multicast use."""
-
-    def __init__(self, module_scope: Scope, plan: Plan):
-        super().__init__()
-        self.module_scope = module_scope
-        self.plan = plan
-        self.module_constexprs = set()
-        self.resolvers: list[Resolver] = [Resolver([module_scope])]
-        self.frames: list[dict[str, Binding] | None] = [None]  # bindings of the enclosing jit function, once passed
-        self.ahead: list[dict[str, cst.Assign]] = [{}]  # bindings the walk has not passed yet, by name
-        self.binding_loops: dict[cst.Assign, frozenset[cst.CSTNode]] = {}
-        self.binding_walked: cst.Assign | None = None  # the binding whose arguments are being walked
-        self.binding_assigns: set[cst.Assign] = set()
-        self.owned: set[cst.CSTNode] = set()  # accesses and loads lowered with the use around them
-        self.reported: set[cst.Name] = set()  # names with an error already: one diagnostic per mistake
-        self.ambiguous_reported: set[str] = set()  # Triton names bound to two things, reported once each
-        self.accesses: dict[cst.Subscript, Access] = {}
-        self.constexprs: set[str] = set()  # of the jit function being walked
-
-    def error(self, node: cst.CSTNode, message: str) -> None:
-        self.plan.errors.append((node, message))
-
-    @property
-    def resolver(self) -> Resolver:
-        return self.resolvers[-1]
-
-    @property
-    def bindings(self) -> dict[str, Binding] | None:
-        return self.frames[-1]
-
-    # -- scopes --------------------------------------------------------------------------
-
-    def visit_Module(self, node: cst.Module) -> None:
-        for stmt in node.body:
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    if isinstance(small, (cst.Assign, cst.AnnAssign)) and self._is_constexpr_value(small):
-                        targets = small.targets if isinstance(small, cst.Assign) else [small]
-                        for target in targets:
-                            if isinstance(target.target, cst.Name):
-                                self.module_constexprs.add(target.target.value)
-
-    def _is_constexpr_value(self, node) -> bool:
-        if isinstance(node, cst.AnnAssign) and is_constexpr_annotation(node.annotation):
-            return True
-        value = node.value
-        return isinstance(value, cst.Call) and is_constexpr_annotation(cst.Annotation(value.func))
-
-    def _enter_function(self, params: cst.Parameters, body) -> tuple[Scope, list[cst.Param]]:
-        local = Scope()
-        names = [*params.posonly_params, *params.params, *params.kwonly_params]
-        for extra in (params.star_arg, params.star_kwarg):
-            if isinstance(extra, cst.Param):
-                names.append(extra)
-        for param in names:
-            local.other.add(param.name.value)
-        collect_scope(body, local)
-        self.resolvers.append(self.resolver.inner(local))
-        return local, names
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        _, params = self._enter_function(node.params, node.body.body)
-        if any(is_triton_jit(d) for d in node.decorators):
-            constexprs = self.module_constexprs | {
-                p.name.value for p in params if is_constexpr_annotation(p.annotation)
-            }
-            found = JitBindings(node, self.resolver, constexprs, self.plan)
-            self._remote_kernel(node, found.bindings)
-            self.binding_assigns |= found.assigns
-            self.binding_loops.update(found.loops)
-            self.constexprs = found.constexprs
-            self.frames.append({})
-            self.ahead.append({binding.name: binding.node for binding in found.bindings.values()})
-        else:
-            self.frames.append(None)
-            self.ahead.append({})
-        return True
-
-    def _remote_kernel(self, node: cst.FunctionDef, bindings: dict[str, Binding]) -> None:
-        """A jit function with a ``remote=`` binding is wrapped for NVSHMEM after the module's last line: by its
-        module-level name, so it must be defined at the top level."""
-        remote = [b for b in bindings.values() if b.remote is not None]
-        if not remote:
-            return
-        if len(self.ancestors) == 1 and isinstance(self.ancestors[0], cst.Module):
-            self.plan.remote_kernels.append(node.name.value)
-        else:
-            self.error(remote[0].node, f"'{node.name.value}' has a remote= binding, so it is a kernel that castpile "
-                                       "wraps for NVSHMEM by name: define it at the top level of the module")
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self.resolvers.pop()
-        self.frames.pop()
-        self.ahead.pop()
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        self._enter_function(node.params, [cst.Expr(node.body)])
-        self.frames.append(None)
-        self.ahead.append({})
-        return True
-
-    def leave_Lambda(self, original_node: cst.Lambda) -> None:
-        self.leave_FunctionDef(original_node)
-
-    def _enclosing_binding(self, node: cst.BaseExpression) -> bool:
-        """Whether ``node`` names a multicast tensor of an enclosing jit function from a nested function."""
-        if not isinstance(node, cst.Name) or self.bindings is not None or self.resolver.scopes[-1].bound(node.value):
-            return False
-        return any(frame and node.value in frame for frame in self.frames)
-
-    # -- bindings ------------------------------------------------------------------------
-
-    # -- uses ----------------------------------------------------------------------------
-
-    def _access(self, node: cst.BaseExpression) -> Access | None:
-        """The access if ``node`` is ``bufs[...]`` of a binding in scope."""
-        bindings = self.bindings
-        if (
-            bindings
-            and isinstance(node, cst.Subscript)
-            and isinstance(node.value, cst.Name)
-            and node.value.value in bindings
-        ):
-            access = self.accesses.get(node)
-            if access is None:
-                access = self.accesses[node] = Access(bindings[node.value.value], node)
-            return access
-        return None
-
-    def _bound_later_in_this_loop(self, node: cst.Name) -> bool:
-        """Whether the walk has not passed the binding of ``node`` yet but is in a loop around it."""
-        binding = self.ahead[-1].get(node.value)
-        if binding is None:
-            return False
-        loops = self.binding_loops[binding]
-        return any(ancestor in loops for ancestor in self.ancestors)
-
-    def _bound_name(self, node: cst.BaseExpression) -> bool:
-        return bool(self.bindings) and isinstance(node, cst.Name) and node.value in self.bindings
-
-    def _pure(self, node: cst.BaseExpression) -> bool:
-        """Free of side effects and cheap to repeat: names, literals, operators, ``x[:, None]``, ``tl.arange``."""
-        if isinstance(node, (cst.Name, cst.Integer, cst.Float, cst.Ellipsis, cst.SimpleString)):
-            return not self._bound_name(node)
-        if isinstance(node, cst.Attribute):
-            return self._pure(node.value)
-        if isinstance(node, cst.UnaryOperation):
-            return self._pure(node.expression)
-        if isinstance(node, (cst.BinaryOperation, cst.BooleanOperation)):
-            return self._pure(node.left) and self._pure(node.right)
-        if isinstance(node, cst.Comparison):
-            return self._pure(node.left) and all(self._pure(c.comparator) for c in node.comparisons)
-        if isinstance(node, cst.Subscript):
-            if self._access(node) is not None or not self._pure(node.value):
-                return False
-            for element in node.slice:
-                part = element.slice
-                if isinstance(part, cst.Index):
-                    if not self._pure(part.value):
-                        return False
-                elif any(b is not None and not self._pure(b) for b in (part.lower, part.upper, part.step)):
-                    return False
-            return True
-        if isinstance(node, cst.Call):
-            return self.resolver.triton_language(node.func) in PURE_TL_CALLS and all(
-                a.star == "" and self._pure(a.value) for a in node.args
-            )
-        return False
-
-    def _own(self, access: Access) -> None:
-        """``access`` is lowered by the statement or call around it, not as a load."""
-        self.owned.add(access.subscript)
-
-    def _refuse_targets(self, target: cst.BaseExpression | None, where: str) -> None:
-        """Multicast accesses and tensors inside a target that castpile cannot lower."""
-        if target is None:
-            return
-        if isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self._refuse_targets(element.value, where)
-        elif isinstance(target, cst.StarredElement):
-            self._refuse_targets(target.value, where)
-        elif self._bound_name(target):
-            self.reported.add(target)
-            self.error(target, f"'{target.value}' is a multicast tensor and cannot be reassigned")
-        elif (access := self._access(target)) is not None:
-            self._own(access)
-            self.error(target, f"a multicast access cannot be the target of {where}; store it in its own statement `{access.binding.name}[idx] = value`")
+class _ModuleAnalyser(TargetChecks):
+    """Walks the module; inside ``@triton.jit`` functions, classifies every multicast use (binding, load,
+    store, call on an access, reduction) and checks its arguments and indices."""
 
     def visit_Assign(self, node: cst.Assign) -> bool:
         if node in self.binding_assigns:
@@ -247,65 +62,25 @@ class _ModuleAnalyser(Walker):
         if self.bindings:
             single = len(node.targets) == 1
             for target in node.targets:
-                access = self._access(target.target)
+                access = self.access(target.target)
                 if access is not None and single:
-                    self.plan.uses[node] = Store(node, access, value_pure=self._pure(node.value))
-                    self._own(access)
+                    self.plan.uses[node] = Store(node, access, value_pure=self.pure(node.value))
+                    self.own(access)
                 elif access is not None:
-                    self._own(access)
+                    self.own(access)
                     self.error(target.target, "a multicast store must be a single assignment `bufs[idx] = value`")
                 else:
-                    self._refuse_targets(target.target, "a tuple assignment")
+                    self.refuse_targets(target.target, "a tuple assignment")
         return True
 
     def visit_AugAssign(self, node: cst.AugAssign) -> bool:
-        if self._bound_name(node.target):
-            self._refuse_targets(node.target, "an augmented assignment")
-        access = self._access(node.target)
+        if self.is_multicast_name(node.target):
+            self.refuse_targets(node.target, "an augmented assignment")
+        access = self.access(node.target)
         if access is not None:
             bare = node.operator.with_changes(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
             self.plan.uses[node] = AugStore(node, access, _code(bare).rstrip("="))  # no backslash continuation around it
-            self._own(access)
-        return True
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
-        access = self._access(node.target)
-        if self._bound_name(node.target) or access is not None:
-            self.reported.add(node.target)
-            self.error(node.target, "a multicast tensor cannot be the target of an annotated assignment")
-        if access is not None:
-            self._own(access)
-        return True
-
-    def visit_Del(self, node: cst.Del) -> bool:
-        if self.bindings:
-            targets = node.target.elements if isinstance(node.target, (cst.Tuple, cst.List)) else [node.target]
-            for target in targets:
-                target = target.value if isinstance(target, cst.BaseElement) else target
-                if self._bound_name(target) or self._access(target) is not None:
-                    self.error(target, "a multicast tensor cannot be deleted")
-        return False
-
-    def visit_For(self, node: cst.For) -> bool:
-        self._refuse_targets(node.target, "a for loop")
-        return True
-
-    def visit_CompFor(self, node: cst.CompFor) -> bool:
-        self._refuse_targets(node.target, "a comprehension")
-        return True
-
-    def visit_WithItem(self, node: cst.WithItem) -> bool:
-        if node.asname is not None:
-            self._refuse_targets(node.asname.name, "a with statement")
-        return True
-
-    def visit_FormattedString(self, node: cst.FormattedString) -> bool:
-        if self.bindings:
-            finder = _NamesIn(set(self.bindings))
-            finder.walk(node)
-            for name in finder.found:
-                self.error(name, f"'{name.value}' is a multicast tensor and cannot be used inside an f-string; compute the value first")
-            return not finder.found
+            self.own(access)
         return True
 
     def visit_Call(self, node: cst.Call) -> bool:
@@ -328,7 +103,7 @@ class _ModuleAnalyser(Walker):
         if not self.bindings:
             return True
         op = self.resolver.triton_language(node.func)
-        if op in CALL_PARAMS and node.args and self._access(node.args[0].value) is not None:
+        if op in CALL_PARAMS and node.args and self.access(node.args[0].value) is not None:
             self._call_on(node, op)
         elif op in REDUCTIONS:
             self._reduction(node, op, method=False)
@@ -370,14 +145,14 @@ class _ModuleAnalyser(Walker):
             if required not in positions:
                 self.error(node, f"{op}: missing argument '{required}'")
                 problems.append(required)
-        access = self._access(node.args[0].value)
+        access = self.access(node.args[0].value)
         if access is None and op != "wait":
             self.error(node.args[0].value, f"castpile.{op} takes a multicast access such as bufs[idx]")
             return
         if problems:
             return
         if access is not None:
-            self._own(access)
+            self.own(access)
             if access.binding.remote is not None and op.startswith("atomic_"):
                 self.error(node, f"tl.{op} on '{access.binding.name}', a remote= binding: NVSHMEM atomics are not among "
                                  "torch's Triton device functions, and a get-modify-put would not be atomic; use "
@@ -405,7 +180,7 @@ class _ModuleAnalyser(Walker):
         if problems or "axis" not in given or literal_int(given["axis"]) != 0:
             return
         access, load, load_positions, steps = operand
-        self._own(access)
+        self.own(access)
         if load is not None:
             self.owned.add(load)
         impure = self._impure_arguments(load, load_positions) if load is not None else frozenset()
@@ -427,7 +202,7 @@ class _ModuleAnalyser(Walker):
             if problems or {"boundary_check", "padding_option"} & set(load_positions):
                 return None  # diagnosed as a tl.load of an access
             load, node = node, node.args[0].value
-        access = self._access(node) if node is not None else None
+        access = self.access(node) if node is not None else None
         if access is None:
             return None
         return access, load, load_positions, steps[::-1]
@@ -472,12 +247,12 @@ class _ModuleAnalyser(Walker):
 
     def _impure_arguments(self, call: cst.Call, positions: dict[str, int]) -> frozenset[str]:
         """The parameters of ``call`` whose argument is not pure (see :meth:`_pure`)."""
-        return frozenset(name for name, k in positions.items() if not self._pure(call.args[k].value))
+        return frozenset(name for name, k in positions.items() if not self.pure(call.args[k].value))
 
     def visit_Subscript(self, node: cst.Subscript) -> bool:
-        access = self._access(node)
+        access = self.access(node)
         if access is None:
-            if self._enclosing_binding(node.value):
+            if self.enclosing_binding(node.value):
                 self.error(node, f"'{node.value.value}' is a multicast tensor of the enclosing jit function; nested functions and lambdas cannot use it")
                 return False
             return True
@@ -511,7 +286,7 @@ class _ModuleAnalyser(Walker):
                 f"'{binding.name}' takes {binding.ndim} ind{'ex' if binding.ndim == 1 else 'ices'} ({what}) "
                 f"but is indexed with {len(node.slice)}",
             )
-        access.pure_indices = [self._pure(v) for v in values if not isinstance(v, cst.Ellipsis)]
+        access.pure_indices = [self.pure(v) for v in values if not isinstance(v, cst.Ellipsis)]
 
     def _ellipsis(self, access: Access, values: list, ellipses: list) -> None:
         """``bufs[i, ...]``: the trailing dims at full extent, which must be constexpr powers of two."""
@@ -534,54 +309,15 @@ class _ModuleAnalyser(Walker):
                 return
         access.spans = list(spans)
 
-    def visit_Name(self, node: cst.Name) -> None:
-        if node in self.reported:
-            return
-        if self._bound_name(node):
-            self.error(node, f"'{node.value}' is a multicast tensor and may only be subscripted, as in {node.value}[idx]")
-        elif self._bound_later_in_this_loop(node):
-            name = node.value
-            where = "in its own binding, which is inside a loop" if self.binding_walked is not None else \
-                f"in a loop before `{name} = multicast_like(...)` further on in it"
-            self.error(node, f"'{name}' is used {where}, so from the second pass on it would be the multicast tensor; "
-                             f"bind the multicast tensor to a name of its own, or bind it before the loop")
-        elif self._enclosing_binding(node):
-            self.error(node, f"'{node.value}' is a multicast tensor of the enclosing jit function; nested functions and lambdas cannot use it")
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        self.walk(node.value)
-        return False
-
-    def visit_Arg(self, node: cst.Arg) -> bool:
-        if self._bound_name(node.value):
-            name = node.value.value
-            self.error(node.value, f"'{name}' is a multicast tensor and cannot be passed to a function; pass {name}[idx]")
-            return False
-        self.walk(node.value)
-        return False
-
 
 _STEP_OPERATORS = {
     cst.Add: "add", cst.Subtract: "sub", cst.Multiply: "mul", cst.Divide: "truediv", cst.FloorDivide: "floordiv",
     cst.Modulo: "mod",
 }
-"""The operators of an elementwise step with a scalar (see ``_castpile_apply`` in helpers.py)."""
+"""The operators of an elementwise step with a scalar (see ``_castpile_apply`` in helpers/reduction.py)."""
 
 _NOT_INTEGERS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Float, cst.Imaginary)
 
 
 def _code(node: cst.CSTNode) -> str:
     return cst.Module(body=[]).code_for_node(node)
-
-
-class _NamesIn(Walker):
-    """The ``Name`` nodes among ``names`` inside a subtree."""
-
-    def __init__(self, names: set[str]):
-        super().__init__()
-        self.names = names
-        self.found: list[cst.Name] = []
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if node.value in self.names:
-            self.found.append(node)

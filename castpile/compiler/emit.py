@@ -22,12 +22,14 @@ from pathlib import Path
 import libcst as cst
 
 from ..options import HELPERS_TITLE, WRAPS_TITLE, appended_header
-from .lower import HELPER_PREFIX, Lowering
+from .calling import HELPER_PREFIX, REMOTE_KERNEL
+from .lower import Lowering
 from .plan import STATEMENTS, Plan
 from .walk import Walker, rebuild
 
-# The module castpile.compiler.helpers, found (not run: it imports triton) through the import system.
-_HELPERS_FILE = Path(importlib.util.find_spec(f"{__package__}.helpers").origin)
+# The family modules of the package castpile.compiler.helpers, found (not run: they import triton) through the
+# import system, in the order their helpers are appended.
+_HELPER_FILES = sorted(Path(importlib.util.find_spec(f"{__package__}.helpers").origin).parent.glob("[!_]*.py"))
 
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -197,21 +199,23 @@ def _statements(texts: list[str], lines: int, newline: str) -> str:
 
 @lru_cache(maxsize=1)
 def _helper_sources() -> tuple[dict[str, str], dict[str, set[str]], list[str]]:
-    """Each helper's source, the helpers it calls, and their order in helpers.py."""
-    text = _HELPERS_FILE.read_text()
-    tree = ast.parse(text)
+    """Each helper's source, the helpers it calls, and their order: family module by module (by file name),
+    each in its own order.  A family's imports of other families' helpers are not copied."""
     sources, calls, order = {}, {}, []
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef):
-            name, start = node.name, node.decorator_list[0].lineno if node.decorator_list else node.lineno
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                and node.targets[0].id.startswith("_castpile_"):  # a module-level name the helpers use
-            name, start = node.targets[0].id, node.lineno
-        else:
-            continue
-        sources[name] = "\n".join(text.splitlines()[start - 1 : node.end_lineno])
-        calls[name] = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id.startswith("_castpile_")} - {name}
-        order.append(name)
+    for path in _HELPER_FILES:
+        text = path.read_text()
+        for node in ast.parse(text).body:
+            if isinstance(node, ast.FunctionDef):
+                name, start = node.name, node.decorator_list[0].lineno if node.decorator_list else node.lineno
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and node.targets[0].id.startswith("_castpile_"):  # a module-level name the helpers use
+                name, start = node.targets[0].id, node.lineno
+            else:
+                continue
+            assert name not in sources, f"{name} is defined in two helper modules"
+            sources[name] = "\n".join(text.splitlines()[start - 1 : node.end_lineno])
+            calls[name] = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id.startswith("_castpile_")} - {name}
+            order.append(name)
     return sources, calls, order
 
 
@@ -219,7 +223,7 @@ def helpers_block(used: set[str], newline: str, prefix: str = HELPER_PREFIX, rem
     """The source appended to a module that calls ``used`` helpers (with their dependencies),
     their names starting with ``prefix``; then each of ``remote_kernels`` wrapped for NVSHMEM."""
     if remote_kernels:
-        used = used | {HELPER_PREFIX + "remote_kernel"}
+        used = used | {REMOTE_KERNEL}
     sources, calls, order = _helper_sources()
     needed, todo = set(), list(used)
     while todo:
@@ -231,7 +235,8 @@ def helpers_block(used: set[str], newline: str, prefix: str = HELPER_PREFIX, rem
     text = f"\n\n{appended_header(HELPERS_TITLE)}\nimport triton\nimport triton.language as tl\n\n\n{body}\n"
     text = text.replace(HELPER_PREFIX, prefix)
     if remote_kernels:  # after the renaming: a kernel's own name may start with the default prefix
-        text += f"\n\n{appended_header(WRAPS_TITLE)}\n" + "".join(f"{name} = {prefix}remote_kernel({name})\n" for name in remote_kernels)
+        wrap = prefix + REMOTE_KERNEL[len(HELPER_PREFIX):]
+        text += f"\n\n{appended_header(WRAPS_TITLE)}\n" + "".join(f"{name} = {wrap}({name})\n" for name in remote_kernels)
     return text.replace("\n", newline)
 
 

@@ -31,33 +31,14 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from .algebra import bounds_mask, offsets, simplify, strides
+from .calling import (DEFAULTS, HELPER_PREFIX, HELPERS, IN_ORDER, INDEX, OPTIONS, SPAN, TRAILING, VALUE_ARGUMENTS,
+                      WAIT_FLAGS)
 from .contract import ATOMICS
 from .plan import Access, AugStore, Binding, CallOn, Load, Plan, Reduction, SliceAlias, Store
 from .walk import names_in, paths_to, rebuild
 
-HELPER_PREFIX = "_castpile_"
 _EMPTY = cst.Module(body=[])
 _ATOMIC_NODES = (cst.Name, cst.Integer, cst.Attribute, cst.Subscript, cst.Call, cst.SimpleString)
-# The user's arguments that carry values, in the order the helpers take them; each is
-# passed by position (Triton evaluates keyword arguments before positional ones), the
-# others (constexpr options) by keyword.
-_VALUE_ARGUMENTS = {
-    "load": ("mask", "other"),
-    "store": ("value", "mask"),
-    "atomic_cas": ("cmp", "val"),
-    "signal": ("value", "wait_for", "mask"),
-    "wait": ("value", "reset", "mask"),
-    **{name: ("val", "mask") for name in ATOMICS},
-}
-_DEFAULTS = {"mask": "None", "other": "None", "value": "1", "wait_for": "None", "reset": "0"}
-_OPTIONS = {
-    "load": ("cache_modifier", "eviction_policy", "volatile"),
-    "store": ("cache_modifier", "eviction_policy"),
-    "atomic_cas": ("sem", "scope"),
-    "signal": ("sem", "scope"),
-    "wait": ("sem", "scope"),
-    **{name: ("sem", "scope") for name in ATOMICS},
-}
 
 
 @dataclass
@@ -188,9 +169,10 @@ class Lowerer:
         self.taken.add(name)
         return name
 
-    def _helper(self, name: str) -> str:
-        self.helpers.add(HELPER_PREFIX + name)
-        return self.prefix + name
+    def _helper(self, helper: str) -> str:
+        """The name the module calls ``helper`` (named with ``HELPER_PREFIX``) by, recorded as called."""
+        self.helpers.add(helper)
+        return self.prefix + helper[len(HELPER_PREFIX):]
 
     # -- bindings ------------------------------------------------------------------------
 
@@ -269,8 +251,8 @@ class Lowerer:
             return explicit
         r = len(access.spans)
         extents = self.stack(access.binding).shape[len(explicit):]  # the spans' extents, as the binding holds them
-        explicit = [i if i.isdigit() else f"{self._helper('trailing')}({i}, {r})" for i in explicit]
-        return explicit + [f"{self._helper('span')}({n}, {d}, {r})" for d, n in enumerate(extents)]
+        explicit = [i if i.isdigit() else f"{self._helper(TRAILING)}({i}, {r})" for i in explicit]
+        return explicit + [f"{self._helper(SPAN)}({n}, {d}, {r})" for d, n in enumerate(extents)]
 
     def _where(self, access: Access, indices: list[str], pure: bool) -> str:
         """``offs, bounds`` of an access: inline when the indices may repeat, else through the index helper."""
@@ -281,15 +263,15 @@ class Lowerer:
             return f"{offs}, {bounds or 'None'}"
         extents = _tuple(stack.shape) if stack.shape is not None else "None"
         steps = strides(stack.shape, stack.strides, len(indices))
-        return f"*{self._helper('index')}({_tuple(indices)}, {extents}, {_tuple(steps)})"
+        return f"*{self._helper(INDEX)}({_tuple(indices)}, {extents}, {_tuple(steps)})"
 
     def _prefix(self, access: Access, where: str) -> str:
         stack = self.stack(access.binding)
         table = f", {stack.table}" if stack.table is not None else ""
         return f"{stack.src}, {stack.count}, {stack.smask}, {stack.example}, {where}{table}"
 
-    def _kind(self, access: Access) -> str:
-        """Which helpers an access calls: the strategy's, or ``remote`` (a ``remote=`` binding, buffer by buffer)."""
+    def _route(self, access: Access) -> str:
+        """How an access reaches its buffers (see :data:`calling.HELPERS`): the strategy, or ``remote``."""
         return "remote" if access.binding.remote is not None else self.strategy
 
     def _access_prefix(self, access: Access) -> str:
@@ -340,11 +322,11 @@ class Lowerer:
         last = max((k for k, name in enumerate(names) if name in given), default=-1)
         taken = names[: last + 1]
         if not self._reordered(names, positions, impure):
-            return [given[name] if name in given else _DEFAULTS[name] for name in taken]
+            return [given[name] if name in given else DEFAULTS[name] for name in taken]
         assert all(name in given for name in taken), "a default among reordered values inside an expression"
         written = sorted(taken, key=positions.__getitem__)
         order = tuple(str(written.index(name)) for name in taken)
-        return [f"*{self._helper('in_order')}({_tuple([given[n] for n in written])}, {_tuple(order)})"]
+        return [f"*{self._helper(IN_ORDER)}({_tuple([given[n] for n in written])}, {_tuple(order)})"]
 
     def _arguments(self, call: cst.Call, positions: dict[str, int]) -> dict[str, str]:
         """The source of each argument of ``call`` by parameter name."""
@@ -352,7 +334,7 @@ class Lowerer:
 
     def load(self, access: Access) -> str:
         """``bufs[idx]`` read as a value."""
-        return self._call(f"load_{self._kind(access)}", self._access_prefix(access), align=self._align(access))
+        return self._call(HELPERS["load", self._route(access)], self._access_prefix(access), align=self._align(access))
 
     def store(self, use: Store) -> list[str]:
         """``bufs[idx] = value``: the value first, as Python evaluates it, then the indices."""
@@ -361,7 +343,8 @@ class Lowerer:
         if not use.value_pure and not use.access.pure:
             value = self._temporary("v", value, statements)
         prefix = self._hoisted_indices(use.access, statements)
-        statements.append(self._call(f"store_{self._kind(use.access)}", prefix, value, align=self._align(use.access)))
+        store = HELPERS["store", self._route(use.access)]
+        statements.append(self._call(store, prefix, value, align=self._align(use.access)))
         return statements
 
     def augmented_store(self, use: AugStore) -> list[str]:
@@ -369,10 +352,10 @@ class Lowerer:
         statements: list[str] = []
         prefix = self._hoisted_indices(use.access, statements)
         align = self._align(use.access)
-        kind = self._kind(use.access)
-        loaded = self._call(f"load_{kind}", prefix, align=align)
+        route = self._route(use.access)
+        loaded = self._call(HELPERS["load", route], prefix, align=align)
         value = f"{loaded} {use.operator} {self.render.atom(use.node.value)}"
-        statements.append(self._call(f"store_{kind}", prefix, value, align=align))
+        statements.append(self._call(HELPERS["store", route], prefix, value, align=align))
         return statements
 
     def reduction(self, use: Reduction) -> str:
@@ -381,21 +364,19 @@ class Lowerer:
         access = use.access
         given = self._arguments(use.load, use.load_positions) if use.load is not None else {}
         if access.binding.remote is not None:
-            helper = "reduce_remote"
-        elif access.binding.table is not None:
-            helper = "reduce_loop"
+            route = "remote"
         else:
-            helper = "reduce_gather"
+            route = "loop" if access.binding.table is not None else "gather"
         steps = operands = None
         if use.steps:
             steps = '"' + " ".join(step.kind for step in use.steps) + '"'
             texts = [self.render.text(step.operand) for step in use.steps if step.operand is not None]
             operands = _tuple(texts) if texts else None
         return self._call(
-            helper, self._access_prefix(access), f'"{use.op}"',
+            HELPERS["reduce", route], self._access_prefix(access), f'"{use.op}"',
             *self._values(("mask", "other"), given, use.load_positions, use.load_impure),
             steps=steps, operands=operands, **{name: self.render.text(value) for name, value in use.options.items()},
-            **{key: given.get(key) for key in _OPTIONS["load"]}, align=self._align(access),
+            **{key: given.get(key) for key in OPTIONS["load"]}, align=self._align(access),
         )
 
     def call_on(self, use: CallOn) -> list[str]:
@@ -407,9 +388,9 @@ class Lowerer:
         names, then the helper's call.
         """
         op, access = use.op, use.access
-        names = _VALUE_ARGUMENTS[op]
+        names = VALUE_ARGUMENTS[op]
         given = self._arguments(use.node, use.positions)
-        options = {key: given.get(key) for key in _OPTIONS[op]}
+        options = {key: given.get(key) for key in OPTIONS[op]}
         statements: list[str] = []
         impure = use.impure
         hoist = not use.result_used and self._reordered(names, use.positions, impure)
@@ -425,17 +406,15 @@ class Lowerer:
             impure = frozenset()
         values = self._values(names, given, use.positions, impure)
         if access is None:
-            return [*statements, self._call("wait_flags", where, *values, **options)]
+            return [*statements, self._call(WAIT_FLAGS, where, *values, **options)]
         keep_old = None if use.result_used else "False"
-        s = self.strategy
+        route = self._route(access)
         if op in ATOMICS:
-            call = self._call(f"atomic_{s}", where, f'"{op[len("atomic_"):]}"', *values, **options,
+            call = self._call(HELPERS["atomic", route], where, f'"{op[len("atomic_"):]}"', *values, **options,
                               align=self._align(access), keep_old=keep_old)
         elif op == "atomic_cas":
-            call = self._call(f"atomic_cas_{s}", where, *values, **options, align=self._align(access), keep_old=keep_old)
-        elif access.binding.remote is not None:
-            call = self._call(f"{op}_remote", where, *values, **options, align=self._align(access))
+            call = self._call(HELPERS["atomic_cas", route], where, *values, **options, align=self._align(access),
+                              keep_old=keep_old)
         else:
-            name = {"load": f"load_{s}", "store": f"store_{s}", "signal": "signal", "wait": "wait"}[op]
-            call = self._call(name, where, *values, **options, align=self._align(access))
+            call = self._call(HELPERS[op, route], where, *values, **options, align=self._align(access))
         return [*statements, call]

@@ -184,7 +184,7 @@ def remote_table(ptrs, reachable, local_address: int, pes, scratch_address: int 
     A reachable rank's entry is its address (as in ``buffer_ptrs``); a remote rank's is
     ``local_address | (pe + 1) << 48``: this rank's symmetric address of the same buffer,
     which NVSHMEM translates for PE ``pe``. Kernels with ``remote="nvshmem"`` bindings decode
-    it (castpile/compiler/helpers.py) and reach a remote buffer through NVSHMEM get/put into
+    it (castpile/compiler/helpers/remote.py) and reach a remote buffer through NVSHMEM get/put into
     this rank's scratch (docs/nvshmem.md).
 
     >>> remote_table([0x1000, 0], (True, False), 0x1000, (0, 1), 0x9000, 4096)

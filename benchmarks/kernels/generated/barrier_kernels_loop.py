@@ -32,6 +32,79 @@ import triton
 import triton.language as tl
 
 
+@triton.jit
+def _castpile_lane_mask(valid, mask, offs, user_mask=None):
+    """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element masks.
+
+    Always a fresh tensor of the shape of ``offs`` (offsets, or the pointers of a wait): Triton
+    3.6's interpreter reads atomic operands as contiguous arrays, so a broadcast or Python-bool
+    mask would be misread.  Each mask may be a tensor, a scalar or a ``tl.constexpr`` bool.
+    """
+    lanes = tl.full(offs.shape, 1, tl.int1) & valid
+    if mask is not None:
+        lanes = lanes & mask
+    if user_mask is not None:
+        lanes = lanes & user_mask
+    return lanes
+
+
+@triton.jit
+def _castpile_offsets(offs):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
+    return offs + tl.zeros((), tl.int32)
+
+
+@triton.jit
+def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
+    """Typed pointer to buffer ``p`` of the stack (``align`` bytes aligned if given), and whether it is valid."""
+    ptr_ty = tl.pointer_type(example.dtype.element_ty)
+    if src.dtype.is_ptr():
+        ptr = tl.load(src + p).to(ptr_ty)
+        valid = True
+    elif len(src.shape) == 0:  # a rank-0 tile: the one buffer (a reduction of a scalar does not compile)
+        ptr = src.to(ptr_ty)
+        if smask is None:
+            valid = True
+        else:
+            valid = smask
+    else:
+        pos = tl.reshape(tl.arange(0, src.numel), src.shape)
+        ptr = tl.sum(tl.where(pos == p, src, 0)).to(ptr_ty)
+        if smask is None:
+            valid = True
+        else:
+            valid = tl.sum(tl.where(pos == p, smask.to(tl.int32), 0)) != 0
+    if align is not None:
+        ptr = tl.multiple_of(ptr, align)
+    return ptr, valid
+
+
+@triton.jit
+def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, mask=None,
+                          other=None, steps: tl.constexpr = tl.constexpr(""), operands=None, dtype: tl.constexpr = None,
+                          keep_dims: tl.constexpr = False, return_indices: tl.constexpr = False,
+                          return_indices_tie_break_left: tl.constexpr = True,
+                          cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
+                          volatile: tl.constexpr = False, align: tl.constexpr = None):
+    """``tl.sum``/``max``/``min`` over axis 0 of a table's access, one buffer at a time, without the P + I tensor.
+
+    Each valid buffer's elements are loaded, taken through ``steps`` (:func:`_castpile_apply`) and the
+    conversion the reduction makes, and folded in stack order; ``return_indices``: and the positions (a tie goes
+    to the first buffer, whichever ``return_indices_tie_break_left``).  Lanes the user's ``mask`` turns off take
+    part as ``other``; a lane out of bounds gives 0 (position 0).
+    """
+    offs = _castpile_offsets(offs)
+    acc = None  # the fold starts at buffer 0
+    at = None
+    seen = None
+    for p in tl.static_range(count):
+        peer, valid = _castpile_peer(src, smask, p, example, align)
+        x = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=0 if other is None else other,
+                    cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
+        acc, at, seen = _castpile_fold(p, x, valid, acc, at, seen, OP, steps, operands, dtype, return_indices)
+    return _castpile_folded(acc, at, seen, bounds, other, steps, keep_dims, return_indices)
+
+
 @triton.constexpr_function
 def _castpile_accumulator(dtype, OP, sum_dtype, indices):
     """The type Triton's ``tl.sum`` / ``max`` / ``min`` of ``dtype`` reduces in: ``tl.sum``'s ``dtype=``
@@ -90,53 +163,6 @@ def _castpile_identity(dtype, OP):
 
 
 @triton.jit
-def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
-    """Typed pointer to buffer ``p`` of the stack (``align`` bytes aligned if given), and whether it is valid."""
-    ptr_ty = tl.pointer_type(example.dtype.element_ty)
-    if src.dtype.is_ptr():
-        ptr = tl.load(src + p).to(ptr_ty)
-        valid = True
-    elif len(src.shape) == 0:  # a rank-0 tile: the one buffer (a reduction of a scalar does not compile)
-        ptr = src.to(ptr_ty)
-        if smask is None:
-            valid = True
-        else:
-            valid = smask
-    else:
-        pos = tl.reshape(tl.arange(0, src.numel), src.shape)
-        ptr = tl.sum(tl.where(pos == p, src, 0)).to(ptr_ty)
-        if smask is None:
-            valid = True
-        else:
-            valid = tl.sum(tl.where(pos == p, smask.to(tl.int32), 0)) != 0
-    if align is not None:
-        ptr = tl.multiple_of(ptr, align)
-    return ptr, valid
-
-
-@triton.jit
-def _castpile_lane_mask(valid, mask, offs, user_mask=None):
-    """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element masks.
-
-    Always a fresh tensor of the shape of ``offs`` (offsets, or the pointers of a wait): Triton
-    3.6's interpreter reads atomic operands as contiguous arrays, so a broadcast or Python-bool
-    mask would be misread.  Each mask may be a tensor, a scalar or a ``tl.constexpr`` bool.
-    """
-    lanes = tl.full(offs.shape, 1, tl.int1) & valid
-    if mask is not None:
-        lanes = lanes & mask
-    if user_mask is not None:
-        lanes = lanes & user_mask
-    return lanes
-
-
-@triton.jit
-def _castpile_offsets(offs):
-    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
-    return offs + tl.zeros((), tl.int32)
-
-
-@triton.jit
 def _castpile_apply_one(v, KIND: tl.constexpr, x):
     """``v`` through one step of :func:`_castpile_apply` whose operand is ``x``."""
     if KIND == "to":
@@ -188,10 +214,15 @@ def _castpile_apply(v, steps: tl.constexpr, operands):
 
 
 @triton.jit
-def _castpile_fold(p: tl.constexpr, v, valid, acc, at, seen, OP: tl.constexpr, indices: tl.constexpr):
-    """Buffer ``p``'s values ``v`` (of the accumulator's type) folded into ``acc``, the reduction of the buffers
-    before it; ``at``: the position each lane's max / min comes from (``indices``; the first on a tie); ``seen``:
-    the lanes some valid buffer reached.  ``valid`` says whether buffer ``p`` is; ``p == 0`` starts the fold."""
+def _castpile_fold(p: tl.constexpr, x, valid, acc, at, seen, OP: tl.constexpr, steps: tl.constexpr, operands,
+                   dtype: tl.constexpr, indices: tl.constexpr):
+    """Buffer ``p``'s loaded elements ``x``, taken through ``steps`` (:func:`_castpile_apply`) and the conversion
+    the reduction makes (``dtype``: ``tl.sum``'s), folded into ``acc``, the reduction of the buffers before it;
+    ``at``: the position each lane's max / min comes from (``indices``; the first on a tie); ``seen``: the lanes
+    some valid buffer reached.  ``valid`` says whether buffer ``p`` is; ``p == 0`` starts the fold.  A table's
+    reductions make this step per buffer, however they reach it."""
+    v = _castpile_apply(x, steps, operands)
+    v = v.to(_castpile_accumulator(v.dtype, OP, dtype, indices))
     v = tl.where(valid, v, _castpile_identity(v.dtype, OP))
     if p == 0:
         acc = v
@@ -218,10 +249,13 @@ def _castpile_fold(p: tl.constexpr, v, valid, acc, at, seen, OP: tl.constexpr, i
 
 
 @triton.jit
-def _castpile_folded(acc, at, seen, bounds, zeroed: tl.constexpr, keep_dims: tl.constexpr, indices: tl.constexpr):
+def _castpile_folded(acc, at, seen, bounds, other, steps: tl.constexpr, keep_dims: tl.constexpr,
+                     indices: tl.constexpr):
     """The result of a fold (:func:`_castpile_fold`): a lane that no valid buffer reached, or out of ``bounds``,
-    gives 0 and position 0 (``zeroed``: its loads gave 0 and it holds 0 already); ``keep_dims`` keeps the stack
-    dim as extent 1; with ``indices``, the values and their positions."""
+    gives 0 and position 0 (a lane out of bounds holds 0 already when its loads gave 0, no ``other``, through
+    ``steps`` that keep 0); ``keep_dims`` keeps the stack dim as extent 1; with ``indices``, the values and
+    their positions."""
+    zeroed: tl.constexpr = other is None and _castpile_keeps_zero(steps)
     live = seen
     if bounds is not None and not zeroed:
         live = live & bounds
@@ -234,32 +268,3 @@ def _castpile_folded(acc, at, seen, bounds, zeroed: tl.constexpr, keep_dims: tl.
         return acc, at
     else:
         return acc
-
-
-@triton.jit
-def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, mask=None,
-                          other=None, steps: tl.constexpr = tl.constexpr(""), operands=None, dtype: tl.constexpr = None,
-                          keep_dims: tl.constexpr = False, return_indices: tl.constexpr = False,
-                          return_indices_tie_break_left: tl.constexpr = True,
-                          cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
-                          volatile: tl.constexpr = False, align: tl.constexpr = None):
-    """``tl.sum``/``max``/``min`` over axis 0 of a table's access, one buffer at a time, without the P + I tensor.
-
-    Each valid buffer's elements are loaded, taken through ``steps`` (:func:`_castpile_apply`) and the
-    conversion the reduction makes, and folded in stack order; ``return_indices``: and the positions (a tie goes
-    to the first buffer, whichever ``return_indices_tie_break_left``).  Lanes the user's ``mask`` turns off take
-    part as ``other``; a lane out of bounds gives 0 (position 0).
-    """
-    offs = _castpile_offsets(offs)
-    acc = None  # the fold starts at buffer 0
-    at = None
-    seen = None
-    for p in tl.static_range(count):
-        peer, valid = _castpile_peer(src, smask, p, example, align)
-        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=0 if other is None else other,
-                    cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
-        v = _castpile_apply(v, steps, operands)
-        v = v.to(_castpile_accumulator(v.dtype, OP, dtype, return_indices))
-        acc, at, seen = _castpile_fold(p, v, valid, acc, at, seen, OP, return_indices)
-    zeroed: tl.constexpr = other is None and _castpile_keeps_zero(steps)
-    return _castpile_folded(acc, at, seen, bounds, zeroed, keep_dims, return_indices)

@@ -90,63 +90,6 @@ def _castpile_leading_ones(shape, r):
     return all(int(s) == 1 for s in list(shape)[:r])
 
 
-@triton.constexpr_function
-def _castpile_accumulator(dtype, OP, sum_dtype, indices):
-    """The type Triton's ``tl.sum`` / ``max`` / ``min`` of ``dtype`` reduces in: ``tl.sum``'s ``dtype=``
-    (``sum_dtype``), else int32 / uint32 for narrower integers; ``max`` / ``min``: float32 for bfloat16 and,
-    without ``return_indices``, float32 / int32 for any narrower type."""
-    if OP == "sum":
-        if sum_dtype is not None:
-            return sum_dtype
-        if dtype.is_int_signed() and dtype.int_bitwidth < 32:
-            return tl.int32
-        if dtype.is_int_unsigned() and dtype.int_bitwidth < 32:
-            return tl.uint32
-        return dtype
-    if dtype.is_bf16():
-        return tl.float32
-    if not indices and dtype.primitive_bitwidth < 32:
-        return tl.float32 if dtype.is_floating() else tl.int32
-    return dtype
-
-
-@triton.constexpr_function
-def _castpile_step_count(steps):
-    """How many elementwise steps ``steps`` (their kinds, space-separated) names."""
-    return len(steps.split())
-
-
-@triton.constexpr_function
-def _castpile_step(steps, k):
-    """The kind of step ``k`` of ``steps``."""
-    return steps.split()[k]
-
-
-@triton.constexpr_function
-def _castpile_operand(steps, k):
-    """Where the operand of step ``k`` of ``steps`` sits among the steps' operands (``neg`` has none)."""
-    return sum(1 for kind in steps.split()[:k] if kind != "neg")
-
-
-@triton.constexpr_function
-def _castpile_keeps_zero(steps):
-    """Whether every step of ``steps`` turns 0 into 0, so that lanes whose loads gave 0 still hold 0."""
-    return all(kind in ("to", "bitcast", "to_rtne", "to_rtz", "neg") for kind in steps.split())
-
-
-@triton.constexpr_function
-def _castpile_identity(dtype, OP):
-    """The value that takes no part in a ``max``/``min`` reduction of ``dtype``."""
-    if OP == "sum":
-        return 0
-    if dtype.is_floating():
-        return float("-inf") if OP == "max" else float("inf")
-    bits = dtype.primitive_bitwidth
-    if dtype.is_int_signed():
-        return -(2 ** (bits - 1)) if OP == "max" else 2 ** (bits - 1) - 1
-    return 0 if OP == "max" else 2**bits - 1
-
-
 @triton.jit
 def _castpile_prepend(x, r: tl.constexpr):
     """``x`` with ``r`` leading unit dims."""
@@ -205,6 +148,114 @@ def _castpile_offsets(offs):
 
 
 @triton.jit
+def _castpile_cas(ptrs, mask, example, cmp, value, sem: tl.constexpr, scope: tl.constexpr):
+    """``tl.atomic_cas`` that leaves masked-off lanes alone.
+
+    ``tl.atomic_cas`` has no mask: masked-off lanes are pointed at ``example``
+    (memory the kernel owns) and swap a value for itself, which never changes it.
+    """
+    cmp = _castpile_full(cmp, ptrs, example)
+    value = _castpile_full(value, ptrs, example)
+    if mask is None:
+        return tl.atomic_cas(ptrs, cmp, value, sem=sem, scope=scope)
+    else:
+        return tl.atomic_cas(tl.where(mask, ptrs, example), tl.where(mask, cmp, value), value, sem=sem, scope=scope)
+
+
+@triton.jit
+def _castpile_full(value, ptrs, example):
+    """``value`` cast to the buffers' type and broadcast (NumPy-style) to the shape of ``ptrs``."""
+    value = tl.cast(value, example.dtype.element_ty)
+    value = tl.broadcast_to(_castpile_prepend(value, len(ptrs.shape) - len(value.shape)), ptrs.shape)
+    # A select materialises the broadcast: Triton 3.6's interpreter reads atomic operands as
+    # contiguous arrays (compiled code is unaffected; the select folds away).
+    return tl.where(tl.full(ptrs.shape, 1, tl.int1), value, value)
+
+
+@triton.jit
+def _castpile_any(lanes):
+    """Whether any of ``lanes`` is true: a spin's condition (a scalar is its own: reducing one does not compile)."""
+    if len(lanes.shape) == 0:
+        return lanes
+    else:
+        return tl.sum(lanes.to(tl.int32)) > 0
+
+
+@triton.jit
+def _castpile_wait_flags(ptrs, value=1, reset=0, mask=None, sem: tl.constexpr = tl.constexpr("acquire"),
+                         scope: tl.constexpr = tl.constexpr("sys")):
+    """Spin until every flag at ``ptrs`` equals ``value``, then set it to ``reset``.
+
+    A lane reads its flag with an atomic (``sem``, ``scope``) until it sees
+    ``value``, resets it and is masked off from then on.
+    """
+    dtype = ptrs.dtype.element_ty
+    pending = _castpile_lane_mask(True, mask, ptrs)
+    while _castpile_any(pending):
+        seen = tl.atomic_add(ptrs, tl.zeros(ptrs.shape, dtype), mask=pending, sem=sem, scope=scope)
+        arrived = pending & (seen == tl.cast(value, dtype))
+        tl.atomic_xchg(ptrs, tl.cast(reset, dtype) + tl.zeros(ptrs.shape, dtype), mask=arrived, sem=sem, scope=scope)
+        pending = pending & ~arrived
+
+
+@triton.constexpr_function
+def _castpile_accumulator(dtype, OP, sum_dtype, indices):
+    """The type Triton's ``tl.sum`` / ``max`` / ``min`` of ``dtype`` reduces in: ``tl.sum``'s ``dtype=``
+    (``sum_dtype``), else int32 / uint32 for narrower integers; ``max`` / ``min``: float32 for bfloat16 and,
+    without ``return_indices``, float32 / int32 for any narrower type."""
+    if OP == "sum":
+        if sum_dtype is not None:
+            return sum_dtype
+        if dtype.is_int_signed() and dtype.int_bitwidth < 32:
+            return tl.int32
+        if dtype.is_int_unsigned() and dtype.int_bitwidth < 32:
+            return tl.uint32
+        return dtype
+    if dtype.is_bf16():
+        return tl.float32
+    if not indices and dtype.primitive_bitwidth < 32:
+        return tl.float32 if dtype.is_floating() else tl.int32
+    return dtype
+
+
+@triton.constexpr_function
+def _castpile_step_count(steps):
+    """How many elementwise steps ``steps`` (their kinds, space-separated) names."""
+    return len(steps.split())
+
+
+@triton.constexpr_function
+def _castpile_step(steps, k):
+    """The kind of step ``k`` of ``steps``."""
+    return steps.split()[k]
+
+
+@triton.constexpr_function
+def _castpile_operand(steps, k):
+    """Where the operand of step ``k`` of ``steps`` sits among the steps' operands (``neg`` has none)."""
+    return sum(1 for kind in steps.split()[:k] if kind != "neg")
+
+
+@triton.constexpr_function
+def _castpile_keeps_zero(steps):
+    """Whether every step of ``steps`` turns 0 into 0, so that lanes whose loads gave 0 still hold 0."""
+    return all(kind in ("to", "bitcast", "to_rtne", "to_rtz", "neg") for kind in steps.split())
+
+
+@triton.constexpr_function
+def _castpile_identity(dtype, OP):
+    """The value that takes no part in a ``max``/``min`` reduction of ``dtype``."""
+    if OP == "sum":
+        return 0
+    if dtype.is_floating():
+        return float("-inf") if OP == "max" else float("inf")
+    bits = dtype.primitive_bitwidth
+    if dtype.is_int_signed():
+        return -(2 ** (bits - 1)) if OP == "max" else 2 ** (bits - 1) - 1
+    return 0 if OP == "max" else 2**bits - 1
+
+
+@triton.jit
 def _castpile_apply_one(v, KIND: tl.constexpr, x):
     """``v`` through one step of :func:`_castpile_apply` whose operand is ``x``."""
     if KIND == "to":
@@ -256,10 +307,15 @@ def _castpile_apply(v, steps: tl.constexpr, operands):
 
 
 @triton.jit
-def _castpile_fold(p: tl.constexpr, v, valid, acc, at, seen, OP: tl.constexpr, indices: tl.constexpr):
-    """Buffer ``p``'s values ``v`` (of the accumulator's type) folded into ``acc``, the reduction of the buffers
-    before it; ``at``: the position each lane's max / min comes from (``indices``; the first on a tie); ``seen``:
-    the lanes some valid buffer reached.  ``valid`` says whether buffer ``p`` is; ``p == 0`` starts the fold."""
+def _castpile_fold(p: tl.constexpr, x, valid, acc, at, seen, OP: tl.constexpr, steps: tl.constexpr, operands,
+                   dtype: tl.constexpr, indices: tl.constexpr):
+    """Buffer ``p``'s loaded elements ``x``, taken through ``steps`` (:func:`_castpile_apply`) and the conversion
+    the reduction makes (``dtype``: ``tl.sum``'s), folded into ``acc``, the reduction of the buffers before it;
+    ``at``: the position each lane's max / min comes from (``indices``; the first on a tie); ``seen``: the lanes
+    some valid buffer reached.  ``valid`` says whether buffer ``p`` is; ``p == 0`` starts the fold.  A table's
+    reductions make this step per buffer, however they reach it."""
+    v = _castpile_apply(x, steps, operands)
+    v = v.to(_castpile_accumulator(v.dtype, OP, dtype, indices))
     v = tl.where(valid, v, _castpile_identity(v.dtype, OP))
     if p == 0:
         acc = v
@@ -286,10 +342,13 @@ def _castpile_fold(p: tl.constexpr, v, valid, acc, at, seen, OP: tl.constexpr, i
 
 
 @triton.jit
-def _castpile_folded(acc, at, seen, bounds, zeroed: tl.constexpr, keep_dims: tl.constexpr, indices: tl.constexpr):
+def _castpile_folded(acc, at, seen, bounds, other, steps: tl.constexpr, keep_dims: tl.constexpr,
+                     indices: tl.constexpr):
     """The result of a fold (:func:`_castpile_fold`): a lane that no valid buffer reached, or out of ``bounds``,
-    gives 0 and position 0 (``zeroed``: its loads gave 0 and it holds 0 already); ``keep_dims`` keeps the stack
-    dim as extent 1; with ``indices``, the values and their positions."""
+    gives 0 and position 0 (a lane out of bounds holds 0 already when its loads gave 0, no ``other``, through
+    ``steps`` that keep 0); ``keep_dims`` keeps the stack dim as extent 1; with ``indices``, the values and
+    their positions."""
+    zeroed: tl.constexpr = other is None and _castpile_keeps_zero(steps)
     live = seen
     if bounds is not None and not zeroed:
         live = live & bounds
@@ -302,57 +361,6 @@ def _castpile_folded(acc, at, seen, bounds, zeroed: tl.constexpr, keep_dims: tl.
         return acc, at
     else:
         return acc
-
-
-@triton.jit
-def _castpile_cas(ptrs, mask, example, cmp, value, sem: tl.constexpr, scope: tl.constexpr):
-    """``tl.atomic_cas`` that leaves masked-off lanes alone.
-
-    ``tl.atomic_cas`` has no mask: masked-off lanes are pointed at ``example``
-    (memory the kernel owns) and swap a value for itself, which never changes it.
-    """
-    cmp = _castpile_full(cmp, ptrs, example)
-    value = _castpile_full(value, ptrs, example)
-    if mask is None:
-        return tl.atomic_cas(ptrs, cmp, value, sem=sem, scope=scope)
-    else:
-        return tl.atomic_cas(tl.where(mask, ptrs, example), tl.where(mask, cmp, value), value, sem=sem, scope=scope)
-
-
-@triton.jit
-def _castpile_full(value, ptrs, example):
-    """``value`` cast to the buffers' type and broadcast (NumPy-style) to the shape of ``ptrs``."""
-    value = tl.cast(value, example.dtype.element_ty)
-    value = tl.broadcast_to(_castpile_prepend(value, len(ptrs.shape) - len(value.shape)), ptrs.shape)
-    # A select materialises the broadcast: Triton 3.6's interpreter reads atomic operands as
-    # contiguous arrays (compiled code is unaffected; the select folds away).
-    return tl.where(tl.full(ptrs.shape, 1, tl.int1), value, value)
-
-
-@triton.jit
-def _castpile_any(lanes):
-    """Whether any of ``lanes`` is true: a spin's condition (a scalar is its own: reducing one does not compile)."""
-    if len(lanes.shape) == 0:
-        return lanes
-    else:
-        return tl.sum(lanes.to(tl.int32)) > 0
-
-
-@triton.jit
-def _castpile_wait_flags(ptrs, value=1, reset=0, mask=None, sem: tl.constexpr = tl.constexpr("acquire"),
-                         scope: tl.constexpr = tl.constexpr("sys")):
-    """Spin until every flag at ``ptrs`` equals ``value``, then set it to ``reset``.
-
-    A lane reads its flag with an atomic (``sem``, ``scope``) until it sees
-    ``value``, resets it and is masked off from then on.
-    """
-    dtype = ptrs.dtype.element_ty
-    pending = _castpile_lane_mask(True, mask, ptrs)
-    while _castpile_any(pending):
-        seen = tl.atomic_add(ptrs, tl.zeros(ptrs.shape, dtype), mask=pending, sem=sem, scope=scope)
-        arrived = pending & (seen == tl.cast(value, dtype))
-        tl.atomic_xchg(ptrs, tl.cast(reset, dtype) + tl.zeros(ptrs.shape, dtype), mask=arrived, sem=sem, scope=scope)
-        pending = pending & ~arrived
 
 
 def _castpile_nvshmem_functions():
@@ -544,11 +552,8 @@ def _castpile_reduce_remote(src, count: tl.constexpr, smask, example, offs, boun
                         cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
         else:
             x = _castpile_remote_get(addr, pe, example, table, offs, lanes, fill)
-        v = _castpile_apply(x, steps, operands)
-        v = v.to(_castpile_accumulator(v.dtype, OP, dtype, return_indices))
-        acc, at, seen = _castpile_fold(p, v, True, acc, at, seen, OP, return_indices)
-    zeroed: tl.constexpr = other is None and _castpile_keeps_zero(steps)
-    return _castpile_folded(acc, at, seen, bounds, zeroed, keep_dims, return_indices)
+        acc, at, seen = _castpile_fold(p, x, True, acc, at, seen, OP, steps, operands, dtype, return_indices)
+    return _castpile_folded(acc, at, seen, bounds, other, steps, keep_dims, return_indices)
 
 
 @triton.jit

@@ -108,6 +108,195 @@ def _castpile_leading_ones(shape, r):
     return all(int(s) == 1 for s in list(shape)[:r])
 
 
+@triton.jit
+def _castpile_prepend(x, r: tl.constexpr):
+    """``x`` with ``r`` leading unit dims."""
+    for _ in tl.static_range(r):
+        x = tl.expand_dims(x, 0)
+    return x
+
+
+@triton.jit
+def _castpile_positions(src, count: tl.constexpr, offs):
+    """Flat stack positions, shape P + (1,) * len(I)."""
+    if src.dtype.is_ptr():
+        pos = tl.arange(0, triton.next_power_of_2(count))
+    else:
+        pos = tl.reshape(tl.arange(0, count), src.shape)
+    for _ in tl.static_range(len(offs.shape)):
+        pos = tl.expand_dims(pos, len(pos.shape))
+    return pos
+
+
+@triton.jit
+def _castpile_lane_mask(valid, mask, offs, user_mask=None):
+    """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element masks.
+
+    Always a fresh tensor of the shape of ``offs`` (offsets, or the pointers of a wait): Triton
+    3.6's interpreter reads atomic operands as contiguous arrays, so a broadcast or Python-bool
+    mask would be misread.  Each mask may be a tensor, a scalar or a ``tl.constexpr`` bool.
+    """
+    lanes = tl.full(offs.shape, 1, tl.int1) & valid
+    if mask is not None:
+        lanes = lanes & mask
+    if user_mask is not None:
+        lanes = lanes & user_mask
+    return lanes
+
+
+@triton.jit
+def _castpile_slice(v, pos, p: tl.constexpr, offs):
+    """The part of ``v`` (broadcast to P + I) that belongs to buffer ``p``."""
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    if len(v.shape) <= len(offs.shape):
+        return v
+    elif _castpile_leading_ones(v.shape, len(v.shape) - len(offs.shape)):
+        return tl.reshape(v, v.shape[len(v.shape) - len(offs.shape):])
+    else:
+        full = tl.where(pos == p, v, tl.zeros_like(v))
+        for _ in tl.static_range(R):
+            full = tl.sum(full, axis=0)
+        return full
+
+
+@triton.jit
+def _castpile_zeros(pos, offs, dtype):
+    """Zeros of shape P + I and type ``dtype``."""
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    return (pos * 0 + _castpile_prepend(offs, R) * 0).to(dtype)
+
+
+@triton.jit
+def _castpile_offsets(offs):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
+    return offs + tl.zeros((), tl.int32)
+
+
+@triton.jit
+def _castpile_atomic_op(OP: tl.constexpr, ptrs, value, mask, sem: tl.constexpr, scope: tl.constexpr):
+    """``tl.atomic_<OP>`` with a mask."""
+    if OP == "add":
+        return tl.atomic_add(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "max":
+        return tl.atomic_max(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "min":
+        return tl.atomic_min(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "and":
+        return tl.atomic_and(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "or":
+        return tl.atomic_or(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "xor":
+        return tl.atomic_xor(ptrs, value, mask=mask, sem=sem, scope=scope)
+    else:
+        return tl.atomic_xchg(ptrs, value, mask=mask, sem=sem, scope=scope)
+
+
+@triton.jit
+def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
+    """Typed pointer to buffer ``p`` of the stack (``align`` bytes aligned if given), and whether it is valid."""
+    ptr_ty = tl.pointer_type(example.dtype.element_ty)
+    if src.dtype.is_ptr():
+        ptr = tl.load(src + p).to(ptr_ty)
+        valid = True
+    elif len(src.shape) == 0:  # a rank-0 tile: the one buffer (a reduction of a scalar does not compile)
+        ptr = src.to(ptr_ty)
+        if smask is None:
+            valid = True
+        else:
+            valid = smask
+    else:
+        pos = tl.reshape(tl.arange(0, src.numel), src.shape)
+        ptr = tl.sum(tl.where(pos == p, src, 0)).to(ptr_ty)
+        if smask is None:
+            valid = True
+        else:
+            valid = tl.sum(tl.where(pos == p, smask.to(tl.int32), 0)) != 0
+    if align is not None:
+        ptr = tl.multiple_of(ptr, align)
+    return ptr, valid
+
+
+@triton.jit
+def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, bounds, mask=None, other=None,
+                        cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
+                        volatile: tl.constexpr = False, align: tl.constexpr = None):
+    """Load P + I elements, one buffer at a time."""
+    offs = _castpile_offsets(offs)
+    pos = _castpile_positions(src, count, offs)
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    dtype = example.dtype.element_ty
+    res = _castpile_zeros(pos, offs, dtype)
+    if other is not None:
+        res = res + tl.cast(other, dtype)
+    for p in tl.static_range(count):
+        peer, valid = _castpile_peer(src, smask, p, example, align)
+        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=other,
+                    cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
+        res = tl.where(pos == p, _castpile_prepend(v, R), res)
+    return res
+
+
+@triton.jit
+def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, mask=None,
+                          other=None, steps: tl.constexpr = tl.constexpr(""), operands=None, dtype: tl.constexpr = None,
+                          keep_dims: tl.constexpr = False, return_indices: tl.constexpr = False,
+                          return_indices_tie_break_left: tl.constexpr = True,
+                          cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
+                          volatile: tl.constexpr = False, align: tl.constexpr = None):
+    """``tl.sum``/``max``/``min`` over axis 0 of a table's access, one buffer at a time, without the P + I tensor.
+
+    Each valid buffer's elements are loaded, taken through ``steps`` (:func:`_castpile_apply`) and the
+    conversion the reduction makes, and folded in stack order; ``return_indices``: and the positions (a tie goes
+    to the first buffer, whichever ``return_indices_tie_break_left``).  Lanes the user's ``mask`` turns off take
+    part as ``other``; a lane out of bounds gives 0 (position 0).
+    """
+    offs = _castpile_offsets(offs)
+    acc = None  # the fold starts at buffer 0
+    at = None
+    seen = None
+    for p in tl.static_range(count):
+        peer, valid = _castpile_peer(src, smask, p, example, align)
+        x = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=0 if other is None else other,
+                    cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
+        acc, at, seen = _castpile_fold(p, x, valid, acc, at, seen, OP, steps, operands, dtype, return_indices)
+    return _castpile_folded(acc, at, seen, bounds, other, steps, keep_dims, return_indices)
+
+
+@triton.jit
+def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
+                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None):
+    """Store ``value`` (broadcast to P + I), one buffer at a time."""
+    offs = _castpile_offsets(offs)
+    pos = _castpile_positions(src, count, offs)
+    dtype = example.dtype.element_ty
+    value = tl.cast(value, dtype)
+    for p in tl.static_range(count):
+        peer, valid = _castpile_peer(src, smask, p, example, align)
+        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, bounds, offs, mask),
+                 cache_modifier=cache_modifier, eviction_policy=eviction_policy)
+
+
+@triton.jit
+def _castpile_atomic_loop(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, value, mask=None,
+                          sem: tl.constexpr = None, scope: tl.constexpr = None, align: tl.constexpr = None,
+                          keep_old: tl.constexpr = True):
+    """An atomic read-modify-write on every addressed element; the old values (``None`` unless ``keep_old``)."""
+    offs = _castpile_offsets(offs)
+    pos = _castpile_positions(src, count, offs)
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    dtype = example.dtype.element_ty
+    value = tl.cast(value, dtype)
+    res = _castpile_zeros(pos, offs, dtype)
+    for p in tl.static_range(count):
+        peer, valid = _castpile_peer(src, smask, p, example, align)
+        lanes = _castpile_lane_mask(valid, bounds, offs, mask)
+        old = _castpile_atomic_op(OP, peer + offs, _castpile_slice(value, pos, p, offs), lanes, sem, scope)
+        if keep_old:  # masked-off lanes hold 0, as in a masked load
+            res = tl.where((pos == p) & _castpile_prepend(lanes, R), _castpile_prepend(old, R), res)
+    if keep_old:
+        return res
+
+
 @triton.constexpr_function
 def _castpile_accumulator(dtype, OP, sum_dtype, indices):
     """The type Triton's ``tl.sum`` / ``max`` / ``min`` of ``dtype`` reduces in: ``tl.sum``'s ``dtype=``
@@ -166,95 +355,6 @@ def _castpile_identity(dtype, OP):
 
 
 @triton.jit
-def _castpile_prepend(x, r: tl.constexpr):
-    """``x`` with ``r`` leading unit dims."""
-    for _ in tl.static_range(r):
-        x = tl.expand_dims(x, 0)
-    return x
-
-
-@triton.jit
-def _castpile_positions(src, count: tl.constexpr, offs):
-    """Flat stack positions, shape P + (1,) * len(I)."""
-    if src.dtype.is_ptr():
-        pos = tl.arange(0, triton.next_power_of_2(count))
-    else:
-        pos = tl.reshape(tl.arange(0, count), src.shape)
-    for _ in tl.static_range(len(offs.shape)):
-        pos = tl.expand_dims(pos, len(pos.shape))
-    return pos
-
-
-@triton.jit
-def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
-    """Typed pointer to buffer ``p`` of the stack (``align`` bytes aligned if given), and whether it is valid."""
-    ptr_ty = tl.pointer_type(example.dtype.element_ty)
-    if src.dtype.is_ptr():
-        ptr = tl.load(src + p).to(ptr_ty)
-        valid = True
-    elif len(src.shape) == 0:  # a rank-0 tile: the one buffer (a reduction of a scalar does not compile)
-        ptr = src.to(ptr_ty)
-        if smask is None:
-            valid = True
-        else:
-            valid = smask
-    else:
-        pos = tl.reshape(tl.arange(0, src.numel), src.shape)
-        ptr = tl.sum(tl.where(pos == p, src, 0)).to(ptr_ty)
-        if smask is None:
-            valid = True
-        else:
-            valid = tl.sum(tl.where(pos == p, smask.to(tl.int32), 0)) != 0
-    if align is not None:
-        ptr = tl.multiple_of(ptr, align)
-    return ptr, valid
-
-
-@triton.jit
-def _castpile_lane_mask(valid, mask, offs, user_mask=None):
-    """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element masks.
-
-    Always a fresh tensor of the shape of ``offs`` (offsets, or the pointers of a wait): Triton
-    3.6's interpreter reads atomic operands as contiguous arrays, so a broadcast or Python-bool
-    mask would be misread.  Each mask may be a tensor, a scalar or a ``tl.constexpr`` bool.
-    """
-    lanes = tl.full(offs.shape, 1, tl.int1) & valid
-    if mask is not None:
-        lanes = lanes & mask
-    if user_mask is not None:
-        lanes = lanes & user_mask
-    return lanes
-
-
-@triton.jit
-def _castpile_slice(v, pos, p: tl.constexpr, offs):
-    """The part of ``v`` (broadcast to P + I) that belongs to buffer ``p``."""
-    R: tl.constexpr = len(pos.shape) - len(offs.shape)
-    if len(v.shape) <= len(offs.shape):
-        return v
-    elif _castpile_leading_ones(v.shape, len(v.shape) - len(offs.shape)):
-        return tl.reshape(v, v.shape[len(v.shape) - len(offs.shape):])
-    else:
-        full = tl.where(pos == p, v, tl.zeros_like(v))
-        for _ in tl.static_range(R):
-            full = tl.sum(full, axis=0)
-        return full
-
-
-@triton.jit
-def _castpile_zeros(pos, offs, dtype):
-    """Zeros of shape P + I and type ``dtype``."""
-    R: tl.constexpr = len(pos.shape) - len(offs.shape)
-    return (pos * 0 + _castpile_prepend(offs, R) * 0).to(dtype)
-
-
-@triton.jit
-def _castpile_offsets(offs):
-    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
-    return offs + tl.zeros((), tl.int32)
-
-
-@triton.jit
 def _castpile_apply_one(v, KIND: tl.constexpr, x):
     """``v`` through one step of :func:`_castpile_apply` whose operand is ``x``."""
     if KIND == "to":
@@ -306,10 +406,15 @@ def _castpile_apply(v, steps: tl.constexpr, operands):
 
 
 @triton.jit
-def _castpile_fold(p: tl.constexpr, v, valid, acc, at, seen, OP: tl.constexpr, indices: tl.constexpr):
-    """Buffer ``p``'s values ``v`` (of the accumulator's type) folded into ``acc``, the reduction of the buffers
-    before it; ``at``: the position each lane's max / min comes from (``indices``; the first on a tie); ``seen``:
-    the lanes some valid buffer reached.  ``valid`` says whether buffer ``p`` is; ``p == 0`` starts the fold."""
+def _castpile_fold(p: tl.constexpr, x, valid, acc, at, seen, OP: tl.constexpr, steps: tl.constexpr, operands,
+                   dtype: tl.constexpr, indices: tl.constexpr):
+    """Buffer ``p``'s loaded elements ``x``, taken through ``steps`` (:func:`_castpile_apply`) and the conversion
+    the reduction makes (``dtype``: ``tl.sum``'s), folded into ``acc``, the reduction of the buffers before it;
+    ``at``: the position each lane's max / min comes from (``indices``; the first on a tie); ``seen``: the lanes
+    some valid buffer reached.  ``valid`` says whether buffer ``p`` is; ``p == 0`` starts the fold.  A table's
+    reductions make this step per buffer, however they reach it."""
+    v = _castpile_apply(x, steps, operands)
+    v = v.to(_castpile_accumulator(v.dtype, OP, dtype, indices))
     v = tl.where(valid, v, _castpile_identity(v.dtype, OP))
     if p == 0:
         acc = v
@@ -336,10 +441,13 @@ def _castpile_fold(p: tl.constexpr, v, valid, acc, at, seen, OP: tl.constexpr, i
 
 
 @triton.jit
-def _castpile_folded(acc, at, seen, bounds, zeroed: tl.constexpr, keep_dims: tl.constexpr, indices: tl.constexpr):
+def _castpile_folded(acc, at, seen, bounds, other, steps: tl.constexpr, keep_dims: tl.constexpr,
+                     indices: tl.constexpr):
     """The result of a fold (:func:`_castpile_fold`): a lane that no valid buffer reached, or out of ``bounds``,
-    gives 0 and position 0 (``zeroed``: its loads gave 0 and it holds 0 already); ``keep_dims`` keeps the stack
-    dim as extent 1; with ``indices``, the values and their positions."""
+    gives 0 and position 0 (a lane out of bounds holds 0 already when its loads gave 0, no ``other``, through
+    ``steps`` that keep 0); ``keep_dims`` keeps the stack dim as extent 1; with ``indices``, the values and
+    their positions."""
+    zeroed: tl.constexpr = other is None and _castpile_keeps_zero(steps)
     live = seen
     if bounds is not None and not zeroed:
         live = live & bounds
@@ -352,106 +460,3 @@ def _castpile_folded(acc, at, seen, bounds, zeroed: tl.constexpr, keep_dims: tl.
         return acc, at
     else:
         return acc
-
-
-@triton.jit
-def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, bounds, mask=None, other=None,
-                        cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
-                        volatile: tl.constexpr = False, align: tl.constexpr = None):
-    """Load P + I elements, one buffer at a time."""
-    offs = _castpile_offsets(offs)
-    pos = _castpile_positions(src, count, offs)
-    R: tl.constexpr = len(pos.shape) - len(offs.shape)
-    dtype = example.dtype.element_ty
-    res = _castpile_zeros(pos, offs, dtype)
-    if other is not None:
-        res = res + tl.cast(other, dtype)
-    for p in tl.static_range(count):
-        peer, valid = _castpile_peer(src, smask, p, example, align)
-        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=other,
-                    cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
-        res = tl.where(pos == p, _castpile_prepend(v, R), res)
-    return res
-
-
-@triton.jit
-def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, mask=None,
-                          other=None, steps: tl.constexpr = tl.constexpr(""), operands=None, dtype: tl.constexpr = None,
-                          keep_dims: tl.constexpr = False, return_indices: tl.constexpr = False,
-                          return_indices_tie_break_left: tl.constexpr = True,
-                          cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
-                          volatile: tl.constexpr = False, align: tl.constexpr = None):
-    """``tl.sum``/``max``/``min`` over axis 0 of a table's access, one buffer at a time, without the P + I tensor.
-
-    Each valid buffer's elements are loaded, taken through ``steps`` (:func:`_castpile_apply`) and the
-    conversion the reduction makes, and folded in stack order; ``return_indices``: and the positions (a tie goes
-    to the first buffer, whichever ``return_indices_tie_break_left``).  Lanes the user's ``mask`` turns off take
-    part as ``other``; a lane out of bounds gives 0 (position 0).
-    """
-    offs = _castpile_offsets(offs)
-    acc = None  # the fold starts at buffer 0
-    at = None
-    seen = None
-    for p in tl.static_range(count):
-        peer, valid = _castpile_peer(src, smask, p, example, align)
-        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=0 if other is None else other,
-                    cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
-        v = _castpile_apply(v, steps, operands)
-        v = v.to(_castpile_accumulator(v.dtype, OP, dtype, return_indices))
-        acc, at, seen = _castpile_fold(p, v, valid, acc, at, seen, OP, return_indices)
-    zeroed: tl.constexpr = other is None and _castpile_keeps_zero(steps)
-    return _castpile_folded(acc, at, seen, bounds, zeroed, keep_dims, return_indices)
-
-
-@triton.jit
-def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
-                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None):
-    """Store ``value`` (broadcast to P + I), one buffer at a time."""
-    offs = _castpile_offsets(offs)
-    pos = _castpile_positions(src, count, offs)
-    dtype = example.dtype.element_ty
-    value = tl.cast(value, dtype)
-    for p in tl.static_range(count):
-        peer, valid = _castpile_peer(src, smask, p, example, align)
-        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, bounds, offs, mask),
-                 cache_modifier=cache_modifier, eviction_policy=eviction_policy)
-
-
-@triton.jit
-def _castpile_atomic_loop(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, value, mask=None,
-                          sem: tl.constexpr = None, scope: tl.constexpr = None, align: tl.constexpr = None,
-                          keep_old: tl.constexpr = True):
-    """An atomic read-modify-write on every addressed element; the old values (``None`` unless ``keep_old``)."""
-    offs = _castpile_offsets(offs)
-    pos = _castpile_positions(src, count, offs)
-    R: tl.constexpr = len(pos.shape) - len(offs.shape)
-    dtype = example.dtype.element_ty
-    value = tl.cast(value, dtype)
-    res = _castpile_zeros(pos, offs, dtype)
-    for p in tl.static_range(count):
-        peer, valid = _castpile_peer(src, smask, p, example, align)
-        lanes = _castpile_lane_mask(valid, bounds, offs, mask)
-        old = _castpile_atomic_op(OP, peer + offs, _castpile_slice(value, pos, p, offs), lanes, sem, scope)
-        if keep_old:  # masked-off lanes hold 0, as in a masked load
-            res = tl.where((pos == p) & _castpile_prepend(lanes, R), _castpile_prepend(old, R), res)
-    if keep_old:
-        return res
-
-
-@triton.jit
-def _castpile_atomic_op(OP: tl.constexpr, ptrs, value, mask, sem: tl.constexpr, scope: tl.constexpr):
-    """``tl.atomic_<OP>`` with a mask."""
-    if OP == "add":
-        return tl.atomic_add(ptrs, value, mask=mask, sem=sem, scope=scope)
-    elif OP == "max":
-        return tl.atomic_max(ptrs, value, mask=mask, sem=sem, scope=scope)
-    elif OP == "min":
-        return tl.atomic_min(ptrs, value, mask=mask, sem=sem, scope=scope)
-    elif OP == "and":
-        return tl.atomic_and(ptrs, value, mask=mask, sem=sem, scope=scope)
-    elif OP == "or":
-        return tl.atomic_or(ptrs, value, mask=mask, sem=sem, scope=scope)
-    elif OP == "xor":
-        return tl.atomic_xor(ptrs, value, mask=mask, sem=sem, scope=scope)
-    else:
-        return tl.atomic_xchg(ptrs, value, mask=mask, sem=sem, scope=scope)

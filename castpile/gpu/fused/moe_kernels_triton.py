@@ -327,6 +327,16 @@ def _castpile_offsets(offs):
 
 
 @triton.jit
+def _castpile_full(value, ptrs, example):
+    """``value`` cast to the buffers' type and broadcast (NumPy-style) to the shape of ``ptrs``."""
+    value = tl.cast(value, example.dtype.element_ty)
+    value = tl.broadcast_to(_castpile_prepend(value, len(ptrs.shape) - len(value.shape)), ptrs.shape)
+    # A select materialises the broadcast: Triton 3.6's interpreter reads atomic operands as
+    # contiguous arrays (compiled code is unaffected; the select folds away).
+    return tl.where(tl.full(ptrs.shape, 1, tl.int1), value, value)
+
+
+@triton.jit
 def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None, user_mask=None):
     """The P + I pointer tensor of an access and its mask (never ``None``): ``mask`` and ``user_mask`` (shape I) ANDed in."""
     offs = _castpile_offsets(offs)
@@ -360,16 +370,6 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, ali
     if user_mask is not None:
         valid = valid & _castpile_prepend(user_mask, R)
     return ptrs, tl.broadcast_to(valid, ptrs.shape) & tl.full(ptrs.shape, 1, tl.int1)
-
-
-@triton.jit
-def _castpile_full(value, ptrs, example):
-    """``value`` cast to the buffers' type and broadcast (NumPy-style) to the shape of ``ptrs``."""
-    value = tl.cast(value, example.dtype.element_ty)
-    value = tl.broadcast_to(_castpile_prepend(value, len(ptrs.shape) - len(value.shape)), ptrs.shape)
-    # A select materialises the broadcast: Triton 3.6's interpreter reads atomic operands as
-    # contiguous arrays (compiled code is unaffected; the select folds away).
-    return tl.where(tl.full(ptrs.shape, 1, tl.int1), value, value)
 
 
 @triton.jit

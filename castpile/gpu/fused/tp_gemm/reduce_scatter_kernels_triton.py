@@ -157,31 +157,6 @@ def _castpile_positions(src, count: tl.constexpr, offs):
 
 
 @triton.jit
-def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
-    """Typed pointer to buffer ``p`` of the stack (``align`` bytes aligned if given), and whether it is valid."""
-    ptr_ty = tl.pointer_type(example.dtype.element_ty)
-    if src.dtype.is_ptr():
-        ptr = tl.load(src + p).to(ptr_ty)
-        valid = True
-    elif len(src.shape) == 0:  # a rank-0 tile: the one buffer (a reduction of a scalar does not compile)
-        ptr = src.to(ptr_ty)
-        if smask is None:
-            valid = True
-        else:
-            valid = smask
-    else:
-        pos = tl.reshape(tl.arange(0, src.numel), src.shape)
-        ptr = tl.sum(tl.where(pos == p, src, 0)).to(ptr_ty)
-        if smask is None:
-            valid = True
-        else:
-            valid = tl.sum(tl.where(pos == p, smask.to(tl.int32), 0)) != 0
-    if align is not None:
-        ptr = tl.multiple_of(ptr, align)
-    return ptr, valid
-
-
-@triton.jit
 def _castpile_lane_mask(valid, mask, offs, user_mask=None):
     """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element masks.
 
@@ -219,20 +194,6 @@ def _castpile_offsets(offs):
 
 
 @triton.jit
-def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
-                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None):
-    """Store ``value`` (broadcast to P + I), one buffer at a time."""
-    offs = _castpile_offsets(offs)
-    pos = _castpile_positions(src, count, offs)
-    dtype = example.dtype.element_ty
-    value = tl.cast(value, dtype)
-    for p in tl.static_range(count):
-        peer, valid = _castpile_peer(src, smask, p, example, align)
-        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, bounds, offs, mask),
-                 cache_modifier=cache_modifier, eviction_policy=eviction_policy)
-
-
-@triton.jit
 def _castpile_cas(ptrs, mask, example, cmp, value, sem: tl.constexpr, scope: tl.constexpr):
     """``tl.atomic_cas`` that leaves masked-off lanes alone.
 
@@ -245,6 +206,42 @@ def _castpile_cas(ptrs, mask, example, cmp, value, sem: tl.constexpr, scope: tl.
         return tl.atomic_cas(ptrs, cmp, value, sem=sem, scope=scope)
     else:
         return tl.atomic_cas(tl.where(mask, ptrs, example), tl.where(mask, cmp, value), value, sem=sem, scope=scope)
+
+
+@triton.jit
+def _castpile_full(value, ptrs, example):
+    """``value`` cast to the buffers' type and broadcast (NumPy-style) to the shape of ``ptrs``."""
+    value = tl.cast(value, example.dtype.element_ty)
+    value = tl.broadcast_to(_castpile_prepend(value, len(ptrs.shape) - len(value.shape)), ptrs.shape)
+    # A select materialises the broadcast: Triton 3.6's interpreter reads atomic operands as
+    # contiguous arrays (compiled code is unaffected; the select folds away).
+    return tl.where(tl.full(ptrs.shape, 1, tl.int1), value, value)
+
+
+@triton.jit
+def _castpile_any(lanes):
+    """Whether any of ``lanes`` is true: a spin's condition (a scalar is its own: reducing one does not compile)."""
+    if len(lanes.shape) == 0:
+        return lanes
+    else:
+        return tl.sum(lanes.to(tl.int32)) > 0
+
+
+@triton.jit
+def _castpile_wait_flags(ptrs, value=1, reset=0, mask=None, sem: tl.constexpr = tl.constexpr("acquire"),
+                         scope: tl.constexpr = tl.constexpr("sys")):
+    """Spin until every flag at ``ptrs`` equals ``value``, then set it to ``reset``.
+
+    A lane reads its flag with an atomic (``sem``, ``scope``) until it sees
+    ``value``, resets it and is masked off from then on.
+    """
+    dtype = ptrs.dtype.element_ty
+    pending = _castpile_lane_mask(True, mask, ptrs)
+    while _castpile_any(pending):
+        seen = tl.atomic_add(ptrs, tl.zeros(ptrs.shape, dtype), mask=pending, sem=sem, scope=scope)
+        arrived = pending & (seen == tl.cast(value, dtype))
+        tl.atomic_xchg(ptrs, tl.cast(reset, dtype) + tl.zeros(ptrs.shape, dtype), mask=arrived, sem=sem, scope=scope)
+        pending = pending & ~arrived
 
 
 @triton.jit
@@ -284,16 +281,6 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, ali
 
 
 @triton.jit
-def _castpile_full(value, ptrs, example):
-    """``value`` cast to the buffers' type and broadcast (NumPy-style) to the shape of ``ptrs``."""
-    value = tl.cast(value, example.dtype.element_ty)
-    value = tl.broadcast_to(_castpile_prepend(value, len(ptrs.shape) - len(value.shape)), ptrs.shape)
-    # A select materialises the broadcast: Triton 3.6's interpreter reads atomic operands as
-    # contiguous arrays (compiled code is unaffected; the select folds away).
-    return tl.where(tl.full(ptrs.shape, 1, tl.int1), value, value)
-
-
-@triton.jit
 def _castpile_signal(src, count: tl.constexpr, smask, example, offs, bounds, value=1, wait_for=None, mask=None,
                      sem: tl.constexpr = tl.constexpr("release"), scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None):
     """Set every addressed flag to ``value``.
@@ -314,26 +301,39 @@ def _castpile_signal(src, count: tl.constexpr, smask, example, offs, bounds, val
 
 
 @triton.jit
-def _castpile_any(lanes):
-    """Whether any of ``lanes`` is true: a spin's condition (a scalar is its own: reducing one does not compile)."""
-    if len(lanes.shape) == 0:
-        return lanes
+def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
+    """Typed pointer to buffer ``p`` of the stack (``align`` bytes aligned if given), and whether it is valid."""
+    ptr_ty = tl.pointer_type(example.dtype.element_ty)
+    if src.dtype.is_ptr():
+        ptr = tl.load(src + p).to(ptr_ty)
+        valid = True
+    elif len(src.shape) == 0:  # a rank-0 tile: the one buffer (a reduction of a scalar does not compile)
+        ptr = src.to(ptr_ty)
+        if smask is None:
+            valid = True
+        else:
+            valid = smask
     else:
-        return tl.sum(lanes.to(tl.int32)) > 0
+        pos = tl.reshape(tl.arange(0, src.numel), src.shape)
+        ptr = tl.sum(tl.where(pos == p, src, 0)).to(ptr_ty)
+        if smask is None:
+            valid = True
+        else:
+            valid = tl.sum(tl.where(pos == p, smask.to(tl.int32), 0)) != 0
+    if align is not None:
+        ptr = tl.multiple_of(ptr, align)
+    return ptr, valid
 
 
 @triton.jit
-def _castpile_wait_flags(ptrs, value=1, reset=0, mask=None, sem: tl.constexpr = tl.constexpr("acquire"),
-                         scope: tl.constexpr = tl.constexpr("sys")):
-    """Spin until every flag at ``ptrs`` equals ``value``, then set it to ``reset``.
-
-    A lane reads its flag with an atomic (``sem``, ``scope``) until it sees
-    ``value``, resets it and is masked off from then on.
-    """
-    dtype = ptrs.dtype.element_ty
-    pending = _castpile_lane_mask(True, mask, ptrs)
-    while _castpile_any(pending):
-        seen = tl.atomic_add(ptrs, tl.zeros(ptrs.shape, dtype), mask=pending, sem=sem, scope=scope)
-        arrived = pending & (seen == tl.cast(value, dtype))
-        tl.atomic_xchg(ptrs, tl.cast(reset, dtype) + tl.zeros(ptrs.shape, dtype), mask=arrived, sem=sem, scope=scope)
-        pending = pending & ~arrived
+def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
+                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None):
+    """Store ``value`` (broadcast to P + I), one buffer at a time."""
+    offs = _castpile_offsets(offs)
+    pos = _castpile_positions(src, count, offs)
+    dtype = example.dtype.element_ty
+    value = tl.cast(value, dtype)
+    for p in tl.static_range(count):
+        peer, valid = _castpile_peer(src, smask, p, example, align)
+        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, bounds, offs, mask),
+                 cache_modifier=cache_modifier, eviction_policy=eviction_policy)

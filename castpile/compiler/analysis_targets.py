@@ -1,0 +1,111 @@
+"""The analysis walk's target checks: where a multicast tensor or access may not stand.
+
+Assignment, loop, comprehension and ``with`` targets, ``del``, annotated assignments,
+f-strings, bare names and call arguments: each misuse is reported at its node.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .analysis_scope import ScopeModel
+from .walk import Walker
+
+
+class TargetChecks(ScopeModel):
+    """The scope model, and a diagnostic for each place a multicast tensor or access cannot be lowered."""
+
+    def refuse_targets(self, target: cst.BaseExpression | None, where: str) -> None:
+        """Multicast accesses and tensors inside a target that castpile cannot lower."""
+        if target is None:
+            return
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self.refuse_targets(element.value, where)
+        elif isinstance(target, cst.StarredElement):
+            self.refuse_targets(target.value, where)
+        elif self.is_multicast_name(target):
+            self.reported.add(target)
+            self.error(target, f"'{target.value}' is a multicast tensor and cannot be reassigned")
+        elif (access := self.access(target)) is not None:
+            self.own(access)
+            self.error(target, f"a multicast access cannot be the target of {where}; store it in its own statement `{access.binding.name}[idx] = value`")
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
+        access = self.access(node.target)
+        if self.is_multicast_name(node.target) or access is not None:
+            self.reported.add(node.target)
+            self.error(node.target, "a multicast tensor cannot be the target of an annotated assignment")
+        if access is not None:
+            self.own(access)
+        return True
+
+    def visit_Del(self, node: cst.Del) -> bool:
+        if self.bindings:
+            targets = node.target.elements if isinstance(node.target, (cst.Tuple, cst.List)) else [node.target]
+            for target in targets:
+                target = target.value if isinstance(target, cst.BaseElement) else target
+                if self.is_multicast_name(target) or self.access(target) is not None:
+                    self.error(target, "a multicast tensor cannot be deleted")
+        return False
+
+    def visit_For(self, node: cst.For) -> bool:
+        self.refuse_targets(node.target, "a for loop")
+        return True
+
+    def visit_CompFor(self, node: cst.CompFor) -> bool:
+        self.refuse_targets(node.target, "a comprehension")
+        return True
+
+    def visit_WithItem(self, node: cst.WithItem) -> bool:
+        if node.asname is not None:
+            self.refuse_targets(node.asname.name, "a with statement")
+        return True
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> bool:
+        if self.bindings:
+            finder = _NamesIn(set(self.bindings))
+            finder.walk(node)
+            for name in finder.found:
+                self.error(name, f"'{name.value}' is a multicast tensor and cannot be used inside an f-string; compute the value first")
+            return not finder.found
+        return True
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node in self.reported:
+            return
+        if self.is_multicast_name(node):
+            self.error(node, f"'{node.value}' is a multicast tensor and may only be subscripted, as in {node.value}[idx]")
+        elif self.bound_later_in_this_loop(node):
+            name = node.value
+            where = "in its own binding, which is inside a loop" if self.binding_walked is not None else \
+                f"in a loop before `{name} = multicast_like(...)` further on in it"
+            self.error(node, f"'{name}' is used {where}, so from the second pass on it would be the multicast tensor; "
+                             f"bind the multicast tensor to a name of its own, or bind it before the loop")
+        elif self.enclosing_binding(node):
+            self.error(node, f"'{node.value}' is a multicast tensor of the enclosing jit function; nested functions and lambdas cannot use it")
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        self.walk(node.value)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        if self.is_multicast_name(node.value):
+            name = node.value.value
+            self.error(node.value, f"'{name}' is a multicast tensor and cannot be passed to a function; pass {name}[idx]")
+            return False
+        self.walk(node.value)
+        return False
+
+
+class _NamesIn(Walker):
+    """The ``Name`` nodes among ``names`` inside a subtree."""
+
+    def __init__(self, names: set[str]):
+        super().__init__()
+        self.names = names
+        self.found: list[cst.Name] = []
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value in self.names:
+            self.found.append(node)

@@ -1,0 +1,66 @@
+"""The helpers' calling convention: which helper each lowered use calls, and how it takes the user's arguments.
+
+A use calls the helper :data:`HELPERS` names for its kind and its *route*: the module's
+strategy (``loop``, ``gather``), or ``remote`` for an access through a ``remote=`` binding
+(buffer by buffer, NVSHMEM for remote buffers).  A reduction's route is its binding's, not
+the strategy's: ``loop`` for a table, ``gather`` for a tile.  The names are the helpers' own
+(``HELPER_PREFIX`` first), so that a search for a helper finds its caller here; a module
+whose words already start with the prefix gets the helpers renamed.
+"""
+
+from .contract import ATOMICS
+
+HELPER_PREFIX = "_castpile_"
+
+# (use kind, route) -> helper.  "atomic" is every read-modify-write of contract.ATOMICS (the operation is
+# the helper's OP); tl.atomic_* on a remote= binding is rejected by analysis, so it has no remote route.
+HELPERS = {
+    ("load", "loop"): "_castpile_load_loop",
+    ("load", "gather"): "_castpile_load_gather",
+    ("load", "remote"): "_castpile_load_remote",
+    ("store", "loop"): "_castpile_store_loop",
+    ("store", "gather"): "_castpile_store_gather",
+    ("store", "remote"): "_castpile_store_remote",
+    ("reduce", "loop"): "_castpile_reduce_loop",
+    ("reduce", "gather"): "_castpile_reduce_gather",
+    ("reduce", "remote"): "_castpile_reduce_remote",
+    ("atomic", "loop"): "_castpile_atomic_loop",
+    ("atomic", "gather"): "_castpile_atomic_gather",
+    ("atomic_cas", "loop"): "_castpile_atomic_cas_loop",
+    ("atomic_cas", "gather"): "_castpile_atomic_cas_gather",
+    ("signal", "loop"): "_castpile_signal",
+    ("signal", "gather"): "_castpile_signal",
+    ("signal", "remote"): "_castpile_signal_remote",
+    ("wait", "loop"): "_castpile_wait",
+    ("wait", "gather"): "_castpile_wait",
+    ("wait", "remote"): "_castpile_wait_remote",
+}
+
+# The helpers the lowering calls for parts of an access rather than for the access itself.
+INDEX = "_castpile_index"  # offs, bounds of indices evaluated once
+SPAN = "_castpile_span"  # what a trailing ``...`` stands for, one dim
+TRAILING = "_castpile_trailing"  # an explicit index before ``...``
+IN_ORDER = "_castpile_in_order"  # values evaluated in the order written, handed over in the helper's
+WAIT_FLAGS = "_castpile_wait_flags"  # castpile.wait on plain pointers
+REMOTE_KERNEL = "_castpile_remote_kernel"  # wraps a kernel with remote= bindings for NVSHMEM
+
+# The user's arguments that carry values, in the order the helpers take them; each is
+# passed by position (Triton evaluates keyword arguments before positional ones), the
+# others (constexpr options) by keyword.
+VALUE_ARGUMENTS = {
+    "load": ("mask", "other"),
+    "store": ("value", "mask"),
+    "atomic_cas": ("cmp", "val"),
+    "signal": ("value", "wait_for", "mask"),
+    "wait": ("value", "reset", "mask"),
+    **{name: ("val", "mask") for name in ATOMICS},
+}
+DEFAULTS = {"mask": "None", "other": "None", "value": "1", "wait_for": "None", "reset": "0"}
+OPTIONS = {
+    "load": ("cache_modifier", "eviction_policy", "volatile"),
+    "store": ("cache_modifier", "eviction_policy"),
+    "atomic_cas": ("sem", "scope"),
+    "signal": ("sem", "scope"),
+    "wait": ("sem", "scope"),
+    **{name: ("sem", "scope") for name in ATOMICS},
+}

@@ -1,0 +1,33 @@
+"""The Triton helpers that lowered multicast accesses call, by family.
+
+Each module of this package is real Triton (it imports and runs as it is) and,
+function by function, is copied after the last line of every transpiled module
+(only the helpers a module uses, with the helpers they call, whichever family
+they are in): :mod:`.common` (offsets, masks, atomics), :mod:`.reduction` (a
+reduction's steps and fold), :mod:`.loop`, :mod:`.gather` and :mod:`.remote`.
+The compiler never imports them: :mod:`castpile.compiler.emit` reads their text.
+
+Every access helper takes the *stack* first, in one of two forms that castpile's
+binding produces:
+
+* table form: ``src`` is a pointer to ``count`` int64 addresses (the sugar
+  ``table[lo:hi]``, with ``lo`` already added), ``smask`` is ``None``;
+* tile form: ``src`` is an integer tensor of addresses of any rank P (rank 0:
+  one buffer, P = ()), ``count`` is ``src.numel`` and ``smask`` is ``None`` or a
+  boolean tensor of the same shape marking valid entries.
+
+then ``example`` (a pointer whose element type the buffers have), ``offs`` (the
+element offsets, shape I) and ``bounds`` (the bounds mask, shape I, or ``None``),
+then the arguments of the user's call in the contract's order, the user's ``mask``
+among them.  Results have shape P + I, with P padded to powers of two; padded or
+masked entries are never read or written.  P + I may be ``()``, and a mask may be a
+tensor, a scalar or a ``tl.constexpr`` bool: Triton compiles a scalar as a scalar (the
+interpreter runs it as a NumPy array), so no helper reduces one (``tl.sum`` of a scalar
+does not compile).  An access whose indices must be
+evaluated once passes ``*_castpile_index(indices, extents, strides)`` for
+``offs, bounds``.
+
+``_loop`` helpers walk the stack one buffer at a time; ``_gather`` helpers build
+the whole P + I pointer tensor and issue one memory operation; ``_remote`` helpers
+walk a ``remote="nvshmem"`` table, reaching remote buffers through NVSHMEM.
+"""

@@ -1,0 +1,188 @@
+"""Shapes, offsets, masks and atomics that every family of helpers uses."""
+
+import triton
+import triton.language as tl
+
+
+@triton.constexpr_function
+def _castpile_leading_ones(shape, r):
+    """True when the first ``r`` extents of ``shape`` are all 1."""
+    return all(int(s) == 1 for s in list(shape)[:r])
+
+
+@triton.jit
+def _castpile_index(indices, extents, strides):
+    """``offs, bounds`` of an access from its indices, each evaluated once by the caller."""
+    offs = _castpile_offsets(indices[0]) * strides[0]
+    for d in tl.static_range(1, len(indices)):
+        offs = offs + indices[d] * strides[d]
+    if extents is None:  # no bounds: all true (a tuple with None does not compile)
+        return offs, tl.full(offs.shape, 1, tl.int1)
+    else:
+        bounds = (indices[0] >= 0) & (indices[0] < extents[0])
+        for d in tl.static_range(1, len(indices)):
+            bounds = bounds & (indices[d] >= 0) & (indices[d] < extents[d])
+        return offs, bounds
+
+
+@triton.jit
+def _castpile_in_order(values, ORDER: tl.constexpr):
+    """``values``, evaluated in the order the user wrote them, in the order a helper takes them."""
+    if len(ORDER) == 2:
+        return values[ORDER[0]], values[ORDER[1]]
+    else:
+        return values[ORDER[0]], values[ORDER[1]], values[ORDER[2]]
+
+
+@triton.jit
+def _castpile_span(extent: tl.constexpr, d: tl.constexpr, r: tl.constexpr):
+    """``tl.arange(0, extent)`` as dim ``d`` of ``r`` trailing dims (what ``...`` stands for)."""
+    x = tl.arange(0, extent)
+    for _ in tl.static_range(d):
+        x = tl.expand_dims(x, 0)
+    for _ in tl.static_range(r - 1 - d):
+        x = tl.expand_dims(x, len(x.shape))
+    return x
+
+
+@triton.jit
+def _castpile_trailing(x, r: tl.constexpr):
+    """``x`` with ``r`` trailing unit dims (an explicit index before ``...``)."""
+    x = _castpile_offsets(x)
+    for _ in tl.static_range(r):
+        x = tl.expand_dims(x, len(x.shape))
+    return x
+
+
+@triton.jit
+def _castpile_prepend(x, r: tl.constexpr):
+    """``x`` with ``r`` leading unit dims."""
+    for _ in tl.static_range(r):
+        x = tl.expand_dims(x, 0)
+    return x
+
+
+@triton.jit
+def _castpile_positions(src, count: tl.constexpr, offs):
+    """Flat stack positions, shape P + (1,) * len(I)."""
+    if src.dtype.is_ptr():
+        pos = tl.arange(0, triton.next_power_of_2(count))
+    else:
+        pos = tl.reshape(tl.arange(0, count), src.shape)
+    for _ in tl.static_range(len(offs.shape)):
+        pos = tl.expand_dims(pos, len(pos.shape))
+    return pos
+
+
+@triton.jit
+def _castpile_lane_mask(valid, mask, offs, user_mask=None):
+    """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element masks.
+
+    Always a fresh tensor of the shape of ``offs`` (offsets, or the pointers of a wait): Triton
+    3.6's interpreter reads atomic operands as contiguous arrays, so a broadcast or Python-bool
+    mask would be misread.  Each mask may be a tensor, a scalar or a ``tl.constexpr`` bool.
+    """
+    lanes = tl.full(offs.shape, 1, tl.int1) & valid
+    if mask is not None:
+        lanes = lanes & mask
+    if user_mask is not None:
+        lanes = lanes & user_mask
+    return lanes
+
+
+@triton.jit
+def _castpile_slice(v, pos, p: tl.constexpr, offs):
+    """The part of ``v`` (broadcast to P + I) that belongs to buffer ``p``."""
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    if len(v.shape) <= len(offs.shape):
+        return v
+    elif _castpile_leading_ones(v.shape, len(v.shape) - len(offs.shape)):
+        return tl.reshape(v, v.shape[len(v.shape) - len(offs.shape):])
+    else:
+        full = tl.where(pos == p, v, tl.zeros_like(v))
+        for _ in tl.static_range(R):
+            full = tl.sum(full, axis=0)
+        return full
+
+
+@triton.jit
+def _castpile_zeros(pos, offs, dtype):
+    """Zeros of shape P + I and type ``dtype``."""
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    return (pos * 0 + _castpile_prepend(offs, R) * 0).to(dtype)
+
+
+@triton.jit
+def _castpile_offsets(offs):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
+    return offs + tl.zeros((), tl.int32)
+
+
+@triton.jit
+def _castpile_atomic_op(OP: tl.constexpr, ptrs, value, mask, sem: tl.constexpr, scope: tl.constexpr):
+    """``tl.atomic_<OP>`` with a mask."""
+    if OP == "add":
+        return tl.atomic_add(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "max":
+        return tl.atomic_max(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "min":
+        return tl.atomic_min(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "and":
+        return tl.atomic_and(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "or":
+        return tl.atomic_or(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "xor":
+        return tl.atomic_xor(ptrs, value, mask=mask, sem=sem, scope=scope)
+    else:
+        return tl.atomic_xchg(ptrs, value, mask=mask, sem=sem, scope=scope)
+
+
+@triton.jit
+def _castpile_cas(ptrs, mask, example, cmp, value, sem: tl.constexpr, scope: tl.constexpr):
+    """``tl.atomic_cas`` that leaves masked-off lanes alone.
+
+    ``tl.atomic_cas`` has no mask: masked-off lanes are pointed at ``example``
+    (memory the kernel owns) and swap a value for itself, which never changes it.
+    """
+    cmp = _castpile_full(cmp, ptrs, example)
+    value = _castpile_full(value, ptrs, example)
+    if mask is None:
+        return tl.atomic_cas(ptrs, cmp, value, sem=sem, scope=scope)
+    else:
+        return tl.atomic_cas(tl.where(mask, ptrs, example), tl.where(mask, cmp, value), value, sem=sem, scope=scope)
+
+
+@triton.jit
+def _castpile_full(value, ptrs, example):
+    """``value`` cast to the buffers' type and broadcast (NumPy-style) to the shape of ``ptrs``."""
+    value = tl.cast(value, example.dtype.element_ty)
+    value = tl.broadcast_to(_castpile_prepend(value, len(ptrs.shape) - len(value.shape)), ptrs.shape)
+    # A select materialises the broadcast: Triton 3.6's interpreter reads atomic operands as
+    # contiguous arrays (compiled code is unaffected; the select folds away).
+    return tl.where(tl.full(ptrs.shape, 1, tl.int1), value, value)
+
+
+@triton.jit
+def _castpile_any(lanes):
+    """Whether any of ``lanes`` is true: a spin's condition (a scalar is its own: reducing one does not compile)."""
+    if len(lanes.shape) == 0:
+        return lanes
+    else:
+        return tl.sum(lanes.to(tl.int32)) > 0
+
+
+@triton.jit
+def _castpile_wait_flags(ptrs, value=1, reset=0, mask=None, sem: tl.constexpr = tl.constexpr("acquire"),
+                         scope: tl.constexpr = tl.constexpr("sys")):
+    """Spin until every flag at ``ptrs`` equals ``value``, then set it to ``reset``.
+
+    A lane reads its flag with an atomic (``sem``, ``scope``) until it sees
+    ``value``, resets it and is masked off from then on.
+    """
+    dtype = ptrs.dtype.element_ty
+    pending = _castpile_lane_mask(True, mask, ptrs)
+    while _castpile_any(pending):
+        seen = tl.atomic_add(ptrs, tl.zeros(ptrs.shape, dtype), mask=pending, sem=sem, scope=scope)
+        arrived = pending & (seen == tl.cast(value, dtype))
+        tl.atomic_xchg(ptrs, tl.cast(reset, dtype) + tl.zeros(ptrs.shape, dtype), mask=arrived, sem=sem, scope=scope)
+        pending = pending & ~arrived

@@ -1,0 +1,185 @@
+"""The arithmetic of a reduction: the elementwise steps before it, its accumulator and its fold over buffers."""
+
+import triton
+import triton.language as tl
+
+from .common import _castpile_lane_mask
+
+
+@triton.constexpr_function
+def _castpile_accumulator(dtype, OP, sum_dtype, indices):
+    """The type Triton's ``tl.sum`` / ``max`` / ``min`` of ``dtype`` reduces in: ``tl.sum``'s ``dtype=``
+    (``sum_dtype``), else int32 / uint32 for narrower integers; ``max`` / ``min``: float32 for bfloat16 and,
+    without ``return_indices``, float32 / int32 for any narrower type."""
+    if OP == "sum":
+        if sum_dtype is not None:
+            return sum_dtype
+        if dtype.is_int_signed() and dtype.int_bitwidth < 32:
+            return tl.int32
+        if dtype.is_int_unsigned() and dtype.int_bitwidth < 32:
+            return tl.uint32
+        return dtype
+    if dtype.is_bf16():
+        return tl.float32
+    if not indices and dtype.primitive_bitwidth < 32:
+        return tl.float32 if dtype.is_floating() else tl.int32
+    return dtype
+
+
+@triton.constexpr_function
+def _castpile_step_count(steps):
+    """How many elementwise steps ``steps`` (their kinds, space-separated) names."""
+    return len(steps.split())
+
+
+@triton.constexpr_function
+def _castpile_step(steps, k):
+    """The kind of step ``k`` of ``steps``."""
+    return steps.split()[k]
+
+
+@triton.constexpr_function
+def _castpile_operand(steps, k):
+    """Where the operand of step ``k`` of ``steps`` sits among the steps' operands (``neg`` has none)."""
+    return sum(1 for kind in steps.split()[:k] if kind != "neg")
+
+
+@triton.constexpr_function
+def _castpile_keeps_zero(steps):
+    """Whether every step of ``steps`` turns 0 into 0, so that lanes whose loads gave 0 still hold 0."""
+    return all(kind in ("to", "bitcast", "to_rtne", "to_rtz", "neg") for kind in steps.split())
+
+
+@triton.constexpr_function
+def _castpile_identity(dtype, OP):
+    """The value that takes no part in a ``max``/``min`` reduction of ``dtype``."""
+    if OP == "sum":
+        return 0
+    if dtype.is_floating():
+        return float("-inf") if OP == "max" else float("inf")
+    bits = dtype.primitive_bitwidth
+    if dtype.is_int_signed():
+        return -(2 ** (bits - 1)) if OP == "max" else 2 ** (bits - 1) - 1
+    return 0 if OP == "max" else 2**bits - 1
+
+
+@triton.jit
+def _castpile_apply_one(v, KIND: tl.constexpr, x):
+    """``v`` through one step of :func:`_castpile_apply` whose operand is ``x``."""
+    if KIND == "to":
+        r = v.to(x)
+    elif KIND == "bitcast":
+        r = v.to(x, bitcast=True)
+    elif KIND == "to_rtne":
+        r = v.to(x, fp_downcast_rounding="rtne")
+    elif KIND == "to_rtz":
+        r = v.to(x, fp_downcast_rounding="rtz")
+    elif KIND == "add":
+        r = v + x
+    elif KIND == "radd":
+        r = x + v
+    elif KIND == "sub":
+        r = v - x
+    elif KIND == "rsub":
+        r = x - v
+    elif KIND == "mul":
+        r = v * x
+    elif KIND == "rmul":
+        r = x * v
+    elif KIND == "truediv":
+        r = v / x
+    elif KIND == "rtruediv":
+        r = x / v
+    elif KIND == "floordiv":
+        r = v // x
+    elif KIND == "rfloordiv":
+        r = x // v
+    elif KIND == "mod":
+        r = v % x
+    else:
+        r = x % v
+    return r
+
+
+@triton.jit
+def _castpile_apply(v, steps: tl.constexpr, operands):
+    """``v`` through the elementwise steps that stand between an access and its reduction, in order: ``to``,
+    ``bitcast``, ``to_rtne``, ``to_rtz`` (``.to(T, ...)``), an operator with a scalar operand on the right (``add``,
+    ``sub``, ``mul``, ``truediv``, ``floordiv``, ``mod``) or on the left (``radd``, ``rsub``, ...), ``neg``."""
+    for k in tl.static_range(_castpile_step_count(steps)):
+        if _castpile_step(steps, k) == "neg":
+            v = -v
+        else:
+            v = _castpile_apply_one(v, _castpile_step(steps, k), operands[_castpile_operand(steps, k)])
+    return v
+
+
+@triton.jit
+def _castpile_fold(p: tl.constexpr, x, valid, acc, at, seen, OP: tl.constexpr, steps: tl.constexpr, operands,
+                   dtype: tl.constexpr, indices: tl.constexpr):
+    """Buffer ``p``'s loaded elements ``x``, taken through ``steps`` (:func:`_castpile_apply`) and the conversion
+    the reduction makes (``dtype``: ``tl.sum``'s), folded into ``acc``, the reduction of the buffers before it;
+    ``at``: the position each lane's max / min comes from (``indices``; the first on a tie); ``seen``: the lanes
+    some valid buffer reached.  ``valid`` says whether buffer ``p`` is; ``p == 0`` starts the fold.  A table's
+    reductions make this step per buffer, however they reach it."""
+    v = _castpile_apply(x, steps, operands)
+    v = v.to(_castpile_accumulator(v.dtype, OP, dtype, indices))
+    v = tl.where(valid, v, _castpile_identity(v.dtype, OP))
+    if p == 0:
+        acc = v
+        at = tl.zeros(v.shape, tl.int32)
+        seen = _castpile_lane_mask(valid, None, v)
+    elif indices:
+        if OP == "max":
+            better = v > acc
+        else:
+            better = v < acc
+        take = valid & (better | ~seen)
+        acc = tl.where(take, v, acc)
+        at = tl.where(take, p, at)
+        seen = seen | valid
+    else:
+        if OP == "sum":
+            acc = acc + v
+        elif OP == "max":
+            acc = tl.maximum(acc, v)
+        else:
+            acc = tl.minimum(acc, v)
+        seen = seen | valid
+    return acc, at, seen
+
+
+@triton.jit
+def _castpile_folded(acc, at, seen, bounds, other, steps: tl.constexpr, keep_dims: tl.constexpr,
+                     indices: tl.constexpr):
+    """The result of a fold (:func:`_castpile_fold`): a lane that no valid buffer reached, or out of ``bounds``,
+    gives 0 and position 0 (a lane out of bounds holds 0 already when its loads gave 0, no ``other``, through
+    ``steps`` that keep 0); ``keep_dims`` keeps the stack dim as extent 1; with ``indices``, the values and
+    their positions."""
+    zeroed: tl.constexpr = other is None and _castpile_keeps_zero(steps)
+    live = seen
+    if bounds is not None and not zeroed:
+        live = live & bounds
+    acc = tl.where(live, acc, tl.zeros_like(acc))
+    at = tl.where(live, at, tl.zeros_like(at))
+    if keep_dims:
+        acc = tl.expand_dims(acc, 0)
+        at = tl.expand_dims(at, 0)
+    if indices:
+        return acc, at
+    else:
+        return acc
+
+
+@triton.jit
+def _castpile_first_max(v1, i1, v2, i2):
+    """The combine of a max with positions: the larger value, on a tie the smaller position."""
+    take = (v1 > v2) | ((v1 == v2) & (i1 < i2))
+    return tl.where(take, v1, v2), tl.where(take, i1, i2)
+
+
+@triton.jit
+def _castpile_first_min(v1, i1, v2, i2):
+    """The combine of a min with positions: the smaller value, on a tie the smaller position."""
+    take = (v1 < v2) | ((v1 == v2) & (i1 < i2))
+    return tl.where(take, v1, v2), tl.where(take, i1, i2)
