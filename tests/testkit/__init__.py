@@ -26,6 +26,24 @@ def transpiled_module(kernels: Path, strategy: str, directory: Path):
     return import_file(out)
 
 
+def transpiled(directory: Path, source: str, name: str, broken: tuple[str, str, str] | None = None, *,
+               strategy: str = "loop"):
+    """``source`` transpiled under ``strategy`` into ``directory / name``.py, imported; ``broken`` = (helper, old, new)
+    replaces ``old`` by ``new`` inside that helper first (a test that the checks catch a broken helper)."""
+    import castpile
+
+    text = castpile.transpile(source.encode(), f"{name}.py", strategy=strategy).decode()
+    if broken is not None:
+        helper, old, new = broken
+        start = text.index(f"\ndef {helper}(")
+        end = text.find("\n@", start)
+        assert old in text[start:end], f"{helper} no longer holds {old!r}: update the test's breakage"
+        text = text[:start] + text[start:end].replace(old, new, 1) + text[end:]
+    path = directory / f"{name}.py"
+    path.write_text(text)
+    return import_file(path, name)
+
+
 def padded(w: int) -> int:
     """``w`` rounded up to a power of two: the stack dim P of a table slice of ``w`` buffers."""
     return 1 << (w - 1).bit_length()
