@@ -1,5 +1,9 @@
 """The suite's set-up: every test runs under the Triton interpreter, and slow tests carry tier markers.
 
+``TRITON_INTERPRET=1`` is set here and nowhere else: pytest imports this file before any test module,
+so before anything imports triton (whose ``@triton.jit`` reads the variable when a kernel is defined).
+Shared test code lives in tests/testkit/; test modules import from there, never from each other.
+
 The markers (registered in pyproject.toml) say why a test is slow; ``make test-fast`` leaves all of them
 out and runs the compiler, CLI, diagnostics and lowering tests, ``make test`` runs everything:
 
@@ -15,9 +19,13 @@ A test module is marked whole by :data:`MODULE_TIERS`; any other test by what it
 import inspect
 import os
 import re
+import sys
 
 import pytest
 
+if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
+    raise pytest.UsageError("triton was imported before tests/conftest.py could set TRITON_INTERPRET=1: "
+                            "run pytest with TRITON_INTERPRET=1, or without the plugin that imports triton")
 os.environ["TRITON_INTERPRET"] = "1"
 
 MODULE_TIERS = {

@@ -5,10 +5,6 @@ non-zero address), the layout it is expected to follow (one NVLink domain per no
 the errors on a machine without NVSHMEM, and the simulator's remote peers.
 """
 
-import os
-
-os.environ["TRITON_INTERPRET"] = "1"
-
 import pytest
 import torch
 import triton

@@ -9,18 +9,8 @@ import pytest
 
 from castpile import cli, transpile
 from castpile.plain_args import plain_form
+from testkit.cli import KERNEL, PLAIN
 
-KERNEL = b"""import triton
-import triton.language as tl
-import castpile as cp
-
-
-@triton.jit
-def kern(out, dev_ptrs, n, W: tl.constexpr, BLOCK: tl.constexpr):
-    bufs = cp.multicast_like(out, dev_ptrs[:W], shape=(n,))
-    offs = tl.arange(0, BLOCK)
-    x = bufs[offs]
-"""
 BAD = b"import castpile as cp\n\n\n@triton.jit\ndef k(out, t):\n    bufs = cp.multicast_like(out, t[:4])\n    y = bufs + 1\n"
 
 
@@ -130,8 +120,6 @@ def test_output_keeps_line_numbers(src, capsysbinary):
 # The plain form ``SRC [-o OUT]``: recognised without argparse, and a SRC that never
 # mentions castpile comes back byte for byte (``python -m castpile`` copies it before
 # castpile.cli is even imported).  Every outcome must be what the full run gives.
-
-PLAIN = b"import triton\r\n# caf\xe9, no BOM and CRLF: bytes pass through as they are\r\nx = 1\r\n"
 
 
 def module_main(argv, monkeypatch, capsysbinary):

@@ -13,7 +13,7 @@ import pytest
 
 from castpile import __version__, cli, transpile
 from castpile.files import write_atomically
-from test_cli import KERNEL, PLAIN
+from testkit.cli import KERNEL, PLAIN
 
 CHILD_TIMEOUT_S = 60
 

@@ -1,9 +1,5 @@
 """Collectives in the CPU simulator: W forked ranks against torch references."""
 
-import os
-
-os.environ["TRITON_INTERPRET"] = "1"
-
 import dataclasses
 import random
 import subprocess

@@ -26,16 +26,14 @@ import warnings
 import zipfile
 from pathlib import Path
 
-os.environ["TRITON_INTERPRET"] = "1"
+import pytest
+import torch
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-import castpile  # noqa: E402
-from castpile import cache, files, options  # noqa: E402
-from castpile.hook import CacheWarning, ImportHook, TranspileImportError  # noqa: E402
-from compile_sm90 import Job, compile_for_sm90  # noqa: E402
-from testkit import import_file  # noqa: E402
+import castpile
+from castpile import cache, files, options
+from castpile.hook import CacheWarning, ImportHook, TranspileImportError
+from compile_sm90 import Job, compile_for_sm90
+from testkit import import_file
 
 REPO = Path(castpile.__file__).absolute().parent.parent
 

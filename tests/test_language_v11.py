@@ -9,7 +9,7 @@ import torch
 
 import castpile
 from compile_sm90 import Job, compile_for_sm90
-from testkit import import_file
+from testkit import address_table, import_file, padded
 
 HERE = Path(__file__).parent
 KERNELS = HERE / "kernels_v11.py"
@@ -20,14 +20,6 @@ def k(request, tmp_path_factory):
     out = tmp_path_factory.mktemp(request.param) / f"kernels_v11_{request.param}.py"
     out.write_bytes(castpile.transpile(KERNELS.read_bytes(), str(KERNELS), strategy=request.param))
     return import_file(out)
-
-
-def p2(w):
-    return 1 << (w - 1).bit_length()
-
-
-def table(bufs):
-    return torch.tensor([b.data_ptr() for b in bufs], dtype=torch.int64)
 
 
 def ramps(w, n, dtype=torch.float32):
@@ -53,9 +45,9 @@ from castpile import multicast_like
 def test_runtime_cube_and_square_indices(k, w):
     n, b = 4, 8
     bufs = ramps(w, n * n * n)
-    out = torch.full((2 * p2(w) * b,), -1.0)
-    k.cube_load[(1,)](out, table(bufs), n, w, b)
-    got = out.view(2, p2(w), b)
+    out = torch.full((2 * padded(w) * b,), -1.0)
+    k.cube_load[(1,)](out, address_table(bufs), n, w, b)
+    got = out.view(2, padded(w), b)
     a = torch.arange(b)
     h = a // 2
     for j, buf in enumerate(bufs):
@@ -112,8 +104,8 @@ def test_v11_kernels_compile_for_sm90(tmp_path, strategy):
 def test_impure_index_without_bounds(k, w):
     bufs = ramps(w, 4)
     ctr = torch.tensor([2], dtype=torch.int32)
-    out = torch.full((p2(w),), -1.0)
-    k.flat_at_counter[(1,)](out, table(bufs), ctr, w)
+    out = torch.full((padded(w),), -1.0)
+    k.flat_at_counter[(1,)](out, address_table(bufs), ctr, w)
     assert ctr.item() == 3 and torch.equal(out[:w], torch.stack([b[2] for b in bufs]))
 
 
@@ -122,8 +114,8 @@ def test_atomic_index_runs_once_and_bounds_check_the_slot_used(k, w):
     n = 5
     bufs = ramps(w, n)
     ctr = torch.tensor([n - 1], dtype=torch.int32)  # one increment: slot n - 1, in bounds
-    out = torch.full((p2(w),), -1.0)
-    k.load_at_counter[(1,)](out, table(bufs), ctr, n, w)
+    out = torch.full((padded(w),), -1.0)
+    k.load_at_counter[(1,)](out, address_table(bufs), ctr, n, w)
     assert ctr.item() == n
     assert torch.equal(out[:w], torch.stack([b[n - 1] for b in bufs]))
 
@@ -134,8 +126,8 @@ def test_augmented_load_and_atomic_indices_run_once(k, w):
     bufs = ramps(w, n)
     before = [b.clone() for b in bufs]
     ctr = torch.tensor([0], dtype=torch.int32)
-    out = torch.full((p2(w),), -1.0)
-    k.bump_at_counter[(1,)](out, table(bufs), ctr, n, w)
+    out = torch.full((padded(w),), -1.0)
+    k.bump_at_counter[(1,)](out, address_table(bufs), ctr, n, w)
     # += at slot 0, tl.load at slot 1 (its mask's atomic adds 100), tl.atomic_add at slot 102: out of bounds
     assert ctr.item() == 1 + 1 + 100 + 1
     for j, (b, old) in enumerate(zip(bufs, before)):
@@ -149,7 +141,7 @@ def test_augmented_load_and_atomic_indices_run_once(k, w):
 def test_store_evaluates_the_value_before_the_index(k, w):
     bufs = [torch.full((16,), -1, dtype=torch.int32) for _ in range(w)]
     ctr = torch.tensor([0], dtype=torch.int32)
-    k.store_value_first[(1,)](bufs[0], table(bufs), ctr, 16, w)
+    k.store_value_first[(1,)](bufs[0], address_table(bufs), ctr, 16, w)
     assert ctr.item() == 11
     for b in bufs:  # value: atomic_add(ctr, 10) -> 0; index: atomic_add(ctr, 1) -> 10
         expected = torch.full((16,), -1, dtype=torch.int32)
@@ -162,13 +154,13 @@ def test_store_evaluates_the_value_before_the_index(k, w):
 def test_user_names_like_castpiles_own(k, w):
     n, b = 16, 8
     bufs = ramps(w, n)
-    out = torch.full((p2(w) * b,), -1.0)
-    k.lookalike_names[(1,)](out, table(bufs), n, w, b)
+    out = torch.full((padded(w) * b,), -1.0)
+    k.lookalike_names[(1,)](out, address_table(bufs), n, w, b)
     a = torch.arange(b)
     for j, buf in enumerate(bufs):
-        assert torch.equal(out.view(p2(w), b)[j], buf[a // 2 + 2])
-    small = torch.zeros(p2(w))
-    k.helper_lookalike[(1,)](small, table(bufs), w)
+        assert torch.equal(out.view(padded(w), b)[j], buf[a // 2 + 2])
+    small = torch.zeros(padded(w))
+    k.helper_lookalike[(1,)](small, address_table(bufs), w)
     assert torch.equal(small[:w], torch.stack([buf[0] + 1 for buf in bufs]))
 
 
@@ -182,8 +174,8 @@ def test_helper_names_move_aside_for_the_users():
 @pytest.mark.parametrize("w", [2, 3])
 def test_kernel_from_a_factory_importing_castpile(k, w):
     bufs = ramps(w, 4)
-    out = torch.full((p2(w),), -1.0)
-    k.make_kernel()[(1,)](out, table(bufs), w)
+    out = torch.full((padded(w),), -1.0)
+    k.make_kernel()[(1,)](out, address_table(bufs), w)
     assert torch.equal(out[:w], torch.stack([b[1] for b in bufs]))
 
 
@@ -250,10 +242,10 @@ def k(out, table, W: tl.constexpr):
 def test_ellipsis_stands_for_full_extents(k, w):
     m, n = 2, 4
     bufs = ramps(w, m * n)
-    out = torch.full((p2(w) * m * n + p2(w) * n,), -1.0)
-    k.full_extent[(1,)](out, table(bufs), m, n, w)
-    full = out[: p2(w) * m * n].view(p2(w), m, n)
-    row = out[p2(w) * m * n :].view(p2(w), n)
+    out = torch.full((padded(w) * m * n + padded(w) * n,), -1.0)
+    k.full_extent[(1,)](out, address_table(bufs), m, n, w)
+    full = out[: padded(w) * m * n].view(padded(w), m, n)
+    row = out[padded(w) * m * n :].view(padded(w), n)
     for j, b in enumerate(bufs):
         assert torch.equal(full[j], b.view(m, n)) and torch.equal(row[j], b.view(m, n)[1])
     assert not full[w:].any() and not row[w:].any()
@@ -281,8 +273,8 @@ def k(out, table, n, W: tl.constexpr):
 @pytest.mark.parametrize("w", [2, 4])
 def test_table_slice_bound_to_a_name(k, w):
     bufs = ramps(w, 3)
-    out = torch.full((p2(w - 1),), -1.0)
-    k.named_slice[(1,)](out, table(bufs), w)
+    out = torch.full((padded(w - 1),), -1.0)
+    k.named_slice[(1,)](out, address_table(bufs), w)
     assert torch.equal(out[: w - 1], torch.stack([b[0] for b in bufs[1:]]))
 
 
@@ -290,7 +282,7 @@ def test_slice_bounds_from_static_range_variables(k):
     r, c, n, b = 2, 3, 5, 8
     bufs = ramps(r * c, n)
     out = torch.full((r * b,), -1.0)
-    k.group_sums[(1,)](out, table(bufs), n, r, c, b)
+    k.group_sums[(1,)](out, address_table(bufs), n, r, c, b)
     for g in range(r):
         ref = torch.stack(bufs[g * c : (g + 1) * c]).sum(0)
         assert torch.equal(out.view(r, b)[g, :n], ref) and not out.view(r, b)[g, n:].any()
@@ -304,7 +296,7 @@ def test_stack_extrema_ignore_padding(k, w, op):
     sign = -1 if op == "max" else 1
     bufs = [sign * (torch.arange(n, dtype=torch.float32) + 1 + 10 * j) for j in range(w)]
     out = torch.full((2 * b,), 99.0)
-    k.stack_extrema[(1,)](out, bufs[0], table(bufs), n, op, w, b)
+    k.stack_extrema[(1,)](out, bufs[0], address_table(bufs), n, op, w, b)
     stacked = torch.stack(bufs)
     ref = stacked.max(0).values if op == "max" else stacked.min(0).values
     for half in out.view(2, b):
@@ -365,7 +357,7 @@ def test_unused_atomic_compiles_to_the_hand_written_reductions(tmp_path):
 # Found by a new user's review of v1.1 (each failed before its fix).
 def test_multiline_augmented_value_keeps_its_parentheses(k):
     bufs = [torch.full((8,), 100.0) for _ in range(3)]
-    k.bump_multiline[(1,)](bufs[0], table(bufs), 8, 3, 8)
+    k.bump_multiline[(1,)](bufs[0], address_table(bufs), 8, 3, 8)
     for b in bufs:
         assert torch.equal(b, 100.0 - (torch.arange(8.0) - 5))
 
@@ -375,7 +367,7 @@ def test_every_spelling_of_a_stack_max(k, w):
     n, b = 6, 8
     bufs = [-(torch.arange(n, dtype=torch.float32) + 1 + 10 * j) for j in range(w)]
     out = torch.full((7 * b,), 99.0)
-    k.extrema_spellings[(1,)](out, table(bufs), n, w, b)
+    k.extrema_spellings[(1,)](out, address_table(bufs), n, w, b)
     rows = out.view(7, b)
     stacked = torch.stack(bufs)
     for r in range(5):
@@ -388,9 +380,9 @@ def test_triton_language_functions_imported_by_name(k):
     w, n, b = 3, 6, 8
     bufs = ramps(w, n)
     before = [x.clone() for x in bufs]
-    out = torch.full((p2(w) * b,), 99.0)
-    k.direct_imports[(1,)](out, table(bufs), n, w, b)
-    got = out.view(p2(w), b)
+    out = torch.full((padded(w) * b,), 99.0)
+    k.direct_imports[(1,)](out, address_table(bufs), n, w, b)
+    got = out.view(padded(w), b)
     for j, old in enumerate(before):
         assert torch.equal(got[j, :3], old[:3]) and torch.equal(got[j, 3:], torch.full((5,), -1.0))
         expected = old.clone()
@@ -402,9 +394,9 @@ def test_masked_off_old_values_are_zero(k):
     w, n, b = 3, 6, 8
     bufs = ramps(w, n)
     before = [x.clone() for x in bufs]
-    out = torch.full((p2(w) * b,), 99.0)
-    k.masked_old_values[(1,)](out, table(bufs), n, w, b)
-    got = out.view(p2(w), b)
+    out = torch.full((padded(w) * b,), 99.0)
+    k.masked_old_values[(1,)](out, address_table(bufs), n, w, b)
+    got = out.view(padded(w), b)
     for j, old in enumerate(before):
         assert torch.equal(got[j, :2], old[:2]) and not got[j, 2:].any()
 
@@ -437,7 +429,7 @@ def test_keyword_arguments_run_in_the_order_written(k, w):
     n, b = 6, 8
     bufs = [torch.zeros(n) for _ in range(w)]
     ctr = torch.tensor([2], dtype=torch.int32)
-    k.keywords_in_source_order[(1,)](bufs[0], table(bufs), ctr, n, w, b)
+    k.keywords_in_source_order[(1,)](bufs[0], address_table(bufs), ctr, n, w, b)
     expected = torch.zeros(n)
     expected[:2] = 3.0  # mask first: o < 2 (ctr 2 -> 3); then val: 3 (ctr 3 -> 4)
     assert ctr.item() == 4 and all(torch.equal(x, expected) for x in bufs)
@@ -448,7 +440,7 @@ def test_signal_and_wait_keywords_run_in_the_order_written(k, w):
     """mask before value with wait_for's (or reset's) default between them in the helper: mask runs first."""
     flags = [torch.tensor([0, 0, 7, 0], dtype=torch.int32) for _ in range(w)]  # flag 2 already holds what wait wants
     ctr = torch.zeros(1, dtype=torch.int32)
-    k.flags_in_source_order[(1,)](flags[0], table(flags), ctr, w)
+    k.flags_in_source_order[(1,)](flags[0], address_table(flags), ctr, w)
     assert ctr.item() == 6
     expected = torch.tensor([11, 1, 0, 0], dtype=torch.int32)  # set to 11; swapped 0 -> 1; seen at 7 and reset to 0
     assert all(torch.equal(f, expected) for f in flags), flags
@@ -484,7 +476,7 @@ def test_a_stack_max_through_assigned_aliases_ignores_padding(strategy, tmp_path
     n, b = 6, 8
     bufs = [-(torch.arange(n, dtype=torch.float32) + 1 + 100 * j) for j in range(3)]  # all negative
     out = torch.zeros(3 * b)
-    module.aliased_max[(1,)](out, table(bufs), n, 3, b)
+    module.aliased_max[(1,)](out, address_table(bufs), n, 3, b)
     stacked = torch.stack(bufs)
     inside = torch.arange(b) < n
     expected_max = torch.where(inside, torch.cat([stacked.max(0).values, torch.zeros(b - n)]), 0.0)

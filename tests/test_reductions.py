@@ -12,8 +12,7 @@ import torch
 
 import castpile
 from compile_sm90 import Job, compile_for_sm90
-from testkit import import_file
-from test_semantics import table
+from testkit import address_table, import_file
 
 KERNELS = Path(__file__).with_name("kernels_reductions.py")
 STACK_KERNELS = Path(__file__).parents[1] / "benchmarks/kernels/stack_kernels.py"
@@ -46,7 +45,7 @@ def in_bounds(ref, fill=0):
 def test_sum_dtype_after_an_int8_cast_keeps_the_wrap_around(k, w):
     bufs = randint(w, N, -300, 300, torch.int32, seed=w)
     out = torch.full((6 * B,), 99, dtype=torch.int32)
-    k.int8_sums[(1,)](out, table(bufs), N, w, B)
+    k.int8_sums[(1,)](out, address_table(bufs), N, w, B)
     as_int8 = torch.stack(bufs).to(torch.int8)
     wide = in_bounds(as_int8.to(torch.int32).sum(0, dtype=torch.int32))
     wrapped = in_bounds(as_int8.to(torch.int64).sum(0).to(torch.int8).to(torch.int32))
@@ -60,7 +59,7 @@ def test_sum_dtype_after_a_half_cast_keeps_the_rounding(k, w):
     g = torch.Generator().manual_seed(w)
     bufs = [torch.randint(-20000, 20000, (N,), generator=g).float() / 7 for _ in range(w)]
     out = torch.full((2 * B,), 99.0)
-    k.half_sum[(1,)](out, table(bufs), N, w, B)
+    k.half_sum[(1,)](out, address_table(bufs), N, w, B)
     ref = in_bounds(torch.stack(bufs).half().float().sum(0))
     assert not torch.equal(ref, in_bounds(torch.stack(bufs).sum(0)))  # the rounding shows
     assert torch.equal(out.view(2, B)[0], ref) and torch.equal(out.view(2, B)[1], ref)
@@ -91,7 +90,7 @@ def test_extrema_with_indices_see_the_valid_buffers_only(k, w, dtype, op, left):
         b[0] = lowest if op == "max" else highest
     values = torch.full((4 * B,), 99, dtype=dtype)
     at = torch.full((4 * B,), 99, dtype=torch.int32)
-    k.extrema_indices[(1,)](values, at, table(bufs), N, op, left, w, B)
+    k.extrema_indices[(1,)](values, at, address_table(bufs), N, op, left, w, B)
     stack = torch.stack(bufs)
     for row, positions in enumerate([list(range(w)), list(range(1, w))] * 2):
         best, first = extremum(stack, positions, op)
@@ -134,7 +133,7 @@ def table_references(bufs):
 def test_table_reductions(k, w):
     bufs = randint(w, N, -50, 50, torch.int32, seed=w)
     values, at = torch.full((2 * B,), 99, dtype=torch.int32), torch.full((B,), 99, dtype=torch.int32)
-    k.table_reductions[(1,)](values, at, table(bufs), N, w, B)
+    k.table_reductions[(1,)](values, at, address_table(bufs), N, w, B)
     ref_values, ref_at = table_references(bufs)
     assert torch.equal(values, ref_values) and torch.equal(at, ref_at)
 
@@ -166,7 +165,7 @@ def test_table_reductions_over_remote_peers(tmp_path, w, lws, rank):
 def test_reductions_of_loads_with_a_constexpr_mask(k, w, even):
     bufs = randint(w, N, -50, 50, torch.float32, seed=w)
     out = torch.full((4 * B,), 99.0)
-    k.constexpr_masks[(1,)](out, table(bufs), N, even, w, B)
+    k.constexpr_masks[(1,)](out, address_table(bufs), N, even, w, B)
     stack = torch.stack(bufs)
     rows = out.view(4, B)
     if even:
@@ -188,7 +187,7 @@ def test_rank0_tile_reduces_its_elements_and_scalar_indices_reduce_the_stack(k, 
     stack = torch.stack(bufs)
     for r in range(w):
         out = torch.full((7,), 99.0)
-        k.one_peer[(1,)](out, table(bufs), r, n, w, b)
+        k.one_peer[(1,)](out, address_table(bufs), r, n, w, b)
         lanes = torch.cat([bufs[r], torch.zeros(b - n)])  # P = (): an ordinary reduction; lanes past n hold 0
         expected = [lanes.sum(), lanes.max(), lanes.min(), lanes.argmin().float(),
                     stack[:, 3].sum(), stack[:, 3].max(), stack[:, 2].min()]
@@ -204,7 +203,7 @@ def test_elementwise_steps_reduce_over_the_valid_buffers(k, w, dtype):
     s = 5
     bufs = randint(w, N, -50, 50, dtype, seed=w)
     out = torch.full((6 * B,), 99.0)
-    k.elementwise_steps[(1,)](out, bufs[0], table(bufs), N, s, w, B)
+    k.elementwise_steps[(1,)](out, bufs[0], address_table(bufs), N, s, w, B)
     stack = torch.stack(bufs)
     lanes = torch.arange(N)
     masked = torch.where(lanes < N - 2, stack, torch.full_like(stack, 7))
@@ -239,8 +238,8 @@ def test_row_norm_matches_its_hand_twin(bench, w):
     g = torch.Generator().manual_seed(w)
     bufs = [torch.randn(m, d, generator=g).to(torch.bfloat16) for _ in range(w)]
     ours, hand = torch.zeros(m, d, dtype=torch.bfloat16), torch.zeros(m, d, dtype=torch.bfloat16)
-    ours_k.stack_row_norm[(2,)](bufs[0], table(bufs), ours, m, d, 1e-6, w, block)
-    hand_k.hand_row_norm[(2,)](bufs[0], table(bufs), hand, m, d, 1e-6, w, block, True)
+    ours_k.stack_row_norm[(2,)](bufs[0], address_table(bufs), ours, m, d, 1e-6, w, block)
+    hand_k.hand_row_norm[(2,)](bufs[0], address_table(bufs), hand, m, d, 1e-6, w, block, True)
     summed = torch.stack(bufs).float().sum(0)
     expected = summed * torch.rsqrt(summed.pow(2).mean(1, keepdim=True) + 1e-6)
     assert torch.equal(ours, hand) and torch.allclose(ours.float(), expected, rtol=1e-2, atol=1e-2)

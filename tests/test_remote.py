@@ -10,14 +10,9 @@ where it should transfer crashes the rank or reads the wrong buffer; tests at th
 check that both mistakes fail these checks.
 """
 
-import ast
 import contextlib
 import faulthandler
 import os
-
-os.environ["TRITON_INTERPRET"] = "1"
-
-import time
 from pathlib import Path
 
 import pytest
@@ -26,53 +21,18 @@ import triton
 
 import castpile
 from castpile.gpu import sim
-from testkit import import_file
-from test_semantics import buffers, p2, padded_stack  # the same references
-from test_signal_wait import KERNELS as SIGNAL_WAIT_KERNELS, check_two_signals_in_a_row_both_arrive
+from testkit import import_file, padded, transpiled
+from testkit.references import buffers, padded_stack  # the semantic tests' references
+from testkit.remote import remote_source, symmetric
+from testkit.signal_wait import KERNELS as SIGNAL_WAIT_KERNELS, check_two_signals_in_a_row_both_arrive
 
-SEMANTIC_KERNELS = Path(__file__).with_name("kernels_semantics.py")
-LEFT_OUT = {"atomics", "tile_2d", "tile_1d_sum"}  # refused with remote= (atomics), or tensor tiles
 CASES = [(w, lws, rank) for w in (2, 3, 4) for lws in (1, 2) for rank in sorted({0, w - 1})]
 IDS = [f"W{w}-lws{lws}-rank{rank}" for w, lws, rank in CASES]
-
-
-def remote_source(path: Path = SEMANTIC_KERNELS, drop=LEFT_OUT) -> str:
-    """``path``'s kernels with ``remote="nvshmem"`` on every table binding, ``drop`` left out."""
-    tree = ast.parse(path.read_text())
-    tree.body = [n for n in tree.body if not (isinstance(n, ast.FunctionDef) and n.name in drop)]
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "multicast_like":
-            tile = node.args[1]
-            if isinstance(tile, ast.Subscript) and isinstance(tile.slice, ast.Slice):
-                node.keywords.append(ast.keyword("remote", ast.Constant("nvshmem")))
-    return ast.unparse(tree) + "\n"
-
-
-def transpiled(directory: Path, source: str, name: str, broken=None):
-    """``source`` transpiled and imported; ``broken`` = (helper, old, new) edits one helper first."""
-    text = castpile.transpile(source.encode(), f"{name}.py").decode()
-    if broken is not None:
-        helper, old, new = broken
-        start = text.index(f"\ndef {helper}(")
-        end = text.find("\n@", start)
-        assert old in text[start:end], f"{helper} no longer holds {old!r}"
-        text = text[:start] + text[start:end].replace(old, new, 1) + text[end:]
-    path = directory / f"{name}.py"
-    path.write_text(text)
-    return import_file(path, name)
 
 
 @pytest.fixture(scope="module")
 def k(tmp_path_factory):
     return transpiled(tmp_path_factory.mktemp("remote"), remote_source(), "kernels_remote")
-
-
-def symmetric(w, lws, n, dtype, fill):
-    """``sim.symmetric_scratch`` tensors (with ``lws`` GPUs per simulated node), rank j's holding ``fill[j]``."""
-    scratch = sim.symmetric_scratch(w, (n,), dtype, local_world_size=lws)
-    for s, values in zip(scratch, fill):
-        s.tensor.copy_(values)
-    return scratch
 
 
 _CRASH_EXPECTED = []
@@ -116,11 +76,11 @@ def test_load(k, w, lws, rank, dtype):
     assert_remote(s, rank, lws)
 
     def body():
-        out = torch.full((p2(w) * block,), 99, dtype=dtype)
+        out = torch.full((padded(w) * block,), 99, dtype=dtype)
         k.load_stack[(1,)](out, s[rank].remote_ptrs, n, w, block)
         return out
 
-    assert torch.equal(on_rank(body).view(p2(w), block), padded_stack(bufs, p2(w), block))
+    assert torch.equal(on_rank(body).view(padded(w), block), padded_stack(bufs, padded(w), block))
 
 
 REDUCTIONS = {
@@ -166,10 +126,10 @@ def test_store_one_row_everywhere(k, w, lws, rank, dtype):
 def test_store_full_tensor_row_per_buffer(k, w, lws, rank):
     n, block = 6, 8
     s = symmetric(w, lws, n + 2, torch.float32, [torch.zeros(n + 2)] * w)
-    src = torch.arange(p2(w) * block, dtype=torch.float32)
+    src = torch.arange(padded(w) * block, dtype=torch.float32)
     on_rank(lambda: k.store_full[(1,)](src, s[rank].remote_ptrs, n, w, block))
     for j, b in enumerate(s):
-        assert torch.equal(b.tensor[:n], src.view(p2(w), block)[j, :n]) and not b.tensor[n:].any(), f"buffer {j}"
+        assert torch.equal(b.tensor[:n], src.view(padded(w), block)[j, :n]) and not b.tensor[n:].any(), f"buffer {j}"
 
 
 @pytest.mark.parametrize("w,lws,rank", CASES, ids=IDS)
@@ -201,12 +161,12 @@ def test_tl_load_and_store_keywords(k, w, lws, rank):
     s = symmetric(w, lws, n, torch.float32, bufs)
 
     def body():
-        out = torch.zeros(p2(w) * block)
+        out = torch.zeros(padded(w) * block)
         k.load_store_calls[(1,)](out, s[rank].remote_ptrs, n, m, w, block)
         return out
 
     out = on_rank(body)
-    assert torch.equal(out.view(p2(w), block), padded_stack([b[:m] for b in bufs], p2(w), block, fill=-1))
+    assert torch.equal(out.view(padded(w), block), padded_stack([b[:m] for b in bufs], padded(w), block, fill=-1))
     for j, (b, old) in enumerate(zip(s, bufs)):
         ref = old.clone()
         ref[0:m:2] = old[0:m:2] + 100
@@ -223,14 +183,14 @@ def test_two_dim_elements(k, w, lws, rank, kernel):
     s = symmetric(w, lws, m * n, torch.float32, bufs)
 
     def body():
-        out = torch.full((p2(w) * bi * bj,), 99.0)
+        out = torch.full((padded(w) * bi * bj,), 99.0)
         getattr(k, kernel)[(1,)](out, s[rank].remote_ptrs, m, n, w, bi, bj)
         return out
 
-    ref = torch.zeros(p2(w), bi, bj)
+    ref = torch.zeros(padded(w), bi, bj)
     for j, b in enumerate(bufs):
         ref[j, :m, :n] = b.view(m, n) if kernel == "elements_2d" else b.view(n, m).t()
-    assert torch.equal(on_rank(body).view(p2(w), bi, bj), ref)
+    assert torch.equal(on_rank(body).view(padded(w), bi, bj), ref)
 
 
 @pytest.mark.parametrize("w,lws,rank", CASES, ids=IDS)
@@ -302,7 +262,7 @@ def signal_rounds_remote(pad, pad_ptrs, rank, W: tl.constexpr, ROUNDS: tl.conste
 def more(directory, broken=None):
     """These kernels, with test_signal_wait's ``collect`` and ``wait_rounds`` (waits on this rank's own pad)."""
     return transpiled(directory, SIGNAL_WAIT_KERNELS + KERNELS.split("import castpile as cp\n", 1)[1], "remote_more",
-                      broken)
+                      broken=broken)
 
 
 @pytest.mark.parametrize("reverse", [True, False], ids=["one-run-reversed", "strided-per-element"])
@@ -324,11 +284,11 @@ def check_transfers(k, w, lws, rank, reverse):
     src = torch.arange(lanes, dtype=torch.float32)
 
     def body():
-        out = torch.zeros(p2(w) * lanes)
+        out = torch.zeros(padded(w) * lanes)
         k.gather_scatter[(programs,)](out, src, s[rank].remote_ptrs, n, stride, reverse, w, block)
         return out
 
-    out = on_rank(body).view(p2(w), lanes)
+    out = on_rank(body).view(padded(w), lanes)
     idx = torch.arange(lanes)
     for j, old in enumerate(bufs):
         expected = torch.where(idx % 3 != 1, old[idx * stride], torch.tensor(-5.0))

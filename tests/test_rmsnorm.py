@@ -1,9 +1,5 @@
 """All-reduce + residual + RMSNorm in the CPU simulator, against float64 torch references."""
 
-import os
-
-os.environ["TRITON_INTERPRET"] = "1"
-
 import dataclasses
 import random
 import time

@@ -1,9 +1,5 @@
 """Runtime errors that can be checked without GPUs (a gloo group stands in for NCCL)."""
 
-import os
-
-os.environ["TRITON_INTERPRET"] = "1"
-
 import socket
 
 import pytest

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 import castpile
-from testkit import import_file
+from testkit import address_table, import_file
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 STRATEGIES = ("loop", "gather")
@@ -53,11 +53,7 @@ def values(shape, dtype, seed, low=-8, high=8):
 def buffers(world, n, dtype, seed=0):
     """W buffers of n values each, plus an untouched tail; and their address table."""
     bufs = [torch.cat([values((n,), dtype, seed + w), torch.full((TAIL,), 99).to(dtype)]) for w in range(world)]
-    return bufs, table(bufs)
-
-
-def table(tensors):
-    return torch.tensor([t.data_ptr() for t in tensors], dtype=torch.int64)
+    return bufs, address_table(bufs)
 
 
 def assert_tails(bufs, n):
@@ -84,12 +80,12 @@ def test_tile_2d_elements(outdir, strategy, dtype, world):
     grid = (2, 2)
     bufs = [values((m, n), dtype, w) for w in range(world)]
     out = torch.full((world, m, n), -1).to(dtype)
-    mod.stack_tiles[grid](out, table(bufs), m, n, WORLD=world, BI=8, BJ=8)
+    mod.stack_tiles[grid](out, address_table(bufs), m, n, WORLD=world, BI=8, BJ=8)
     assert torch.equal(out, torch.stack(bufs))
 
     transposed = [values((n, m), dtype, 10 + w) for w in range(world)]
     out = torch.full((world, m, n), -1).to(dtype)
-    mod.stack_transposed[grid](out, table(transposed), m, n, WORLD=world, BI=8, BJ=8)
+    mod.stack_transposed[grid](out, address_table(transposed), m, n, WORLD=world, BI=8, BJ=8)
     assert torch.equal(out, torch.stack([b.T for b in transposed]))
 
 
@@ -200,7 +196,7 @@ def test_allreduce_oneshot_random_fp32(outdir, strategy):
     g = torch.Generator().manual_seed(3)
     bufs = [torch.randn(n, generator=g) for _ in range(world)]
     out = torch.empty(n)
-    sample(outdir, "allreduce_oneshot", strategy).allreduce_oneshot[(4,)](out, table(bufs), n, WORLD=world, BLOCK=128)
+    sample(outdir, "allreduce_oneshot", strategy).allreduce_oneshot[(4,)](out, address_table(bufs), n, WORLD=world, BLOCK=128)
     torch.testing.assert_close(out, torch.stack(bufs).sum(0))
 
 
@@ -224,7 +220,7 @@ def test_atomics(outdir, strategy, world):
     expected = torch.zeros(nbins, dtype=torch.int64)
     for rank in range(2):  # two ranks count their keys into every peer's histogram
         keys = values((n,), torch.int32, seed=rank, low=-3, high=nbins + 3)
-        mod.histogram[(4,)](keys, n, table(hist), nbins, WORLD=world, BLOCK=16)
+        mod.histogram[(4,)](keys, n, address_table(hist), nbins, WORLD=world, BLOCK=16)
         kept = keys[(keys >= 0) & (keys < nbins)].long()
         expected += torch.bincount(kept, minlength=nbins)
     for h in hist:
@@ -234,7 +230,7 @@ def test_atomics(outdir, strategy, world):
     x = torch.randn(n, generator=torch.Generator().manual_seed(1))
     peaks = [torch.tensor([x.max() + 1 if w % 2 else -10.0, 5.0]) for w in range(world)]
     initial = [p.clone() for p in peaks]
-    mod.peak[(4,)](x, n, table(peaks), WORLD=world, BLOCK=16)
+    mod.peak[(4,)](x, n, address_table(peaks), WORLD=world, BLOCK=16)
     for p, before in zip(peaks, initial):
         assert p[0] == torch.maximum(before[0], x.max()) and p[1] == before[1]
 
@@ -247,7 +243,7 @@ def test_atomic_cas(outdir, strategy, world):
     owners = [torch.tensor([1, 1, 0 if w % 3 else 7 + w, 1], dtype=torch.int32) for w in range(world)]
     before = [o.clone() for o in owners]
     previous = torch.full((world,), -1, dtype=torch.int32)
-    mod.claim[(1,)](previous, table(owners), slot, ticket, WORLD=world)
+    mod.claim[(1,)](previous, address_table(owners), slot, ticket, WORLD=world)
     assert torch.equal(previous, torch.stack([b[slot] for b in before]))
     for o, b in zip(owners, before):
         expected = b.clone()
@@ -266,7 +262,7 @@ def test_allreduce_rmsnorm(outdir, strategy, world):
     out = torch.full((rows, d), float("nan"))
     mine = residual.clone()
     kernel = sample(outdir, "allreduce_rmsnorm", strategy).allreduce_rmsnorm
-    kernel[(rows,)](xs[0], table(xs), mine, weight, out, d, eps, WORLD=world, BLOCK=64)
+    kernel[(rows,)](xs[0], address_table(xs), mine, weight, out, d, eps, WORLD=world, BLOCK=64)
     h = torch.stack(xs).double().sum(0) + residual.double()
     y = h / torch.sqrt((h * h).mean(-1, keepdim=True) + eps) * weight.double()
     assert torch.equal(mine, h.float())

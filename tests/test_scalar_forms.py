@@ -17,9 +17,9 @@ import torch
 import castpile
 from castpile.gpu import sim
 from compile_sm90 import Job, compile_for_sm90, signature
-from test_remote import remote_source, symmetric, transpiled
-from test_semantics import ATOMIC_REFS, p2, table  # the same references
-from testkit import import_file
+from testkit import address_table, import_file, padded, transpiled
+from testkit.references import ATOMIC_REFS  # the semantic tests' references
+from testkit.remote import remote_source, symmetric
 
 KERNELS = Path(__file__).with_name("kernels_scalar_forms.py")
 WORLDS = [2, 3]
@@ -86,8 +86,8 @@ def check_masked_loads_and_stores(w, mask, launch):
     even, scalar, live, on = MASKS[mask]
     n, block = 10, 16
     bufs = [b.float() for b in ints(w, n, seed=w)]
-    out, after = launch(torch.full((p2(w), block), 99.0), bufs, (n, live, w, even, scalar, block))
-    expected = torch.full((p2(w), block), -1.0)
+    out, after = launch(torch.full((padded(w), block), 99.0), bufs, (n, live, w, even, scalar, block))
+    expected = torch.full((padded(w), block), -1.0)
     if on:
         expected[:w, :n] = torch.stack(bufs)
     assert torch.equal(out, expected)
@@ -109,7 +109,7 @@ def check_masked_flags(w, mask, launch):
 def test_table_loads_and_stores_with_scalar_masks(k, w, mask):
     def launch(out, bufs, args):
         bufs = [b.clone() for b in bufs]
-        k.table_masked_loads[(1,)](out, table(bufs), *args)
+        k.table_masked_loads[(1,)](out, address_table(bufs), *args)
         return out, bufs
 
     check_masked_loads_and_stores(w, mask, launch)
@@ -123,10 +123,10 @@ def test_table_atomics_with_scalar_masks(k, w, op, mask):
     n, block = 9, 16
     bufs = ints(w, n + 1, seed=10 + w)
     before = [b.clone() for b in bufs]
-    out = torch.full((p2(w), block), -7, dtype=torch.int32)
-    k.table_masked_atomics[(1,)](out, table(bufs), n, live, op, w, even, scalar, block)
+    out = torch.full((padded(w), block), -7, dtype=torch.int32)
+    k.table_masked_atomics[(1,)](out, address_table(bufs), n, live, op, w, even, scalar, block)
     v = torch.arange(n, dtype=torch.int32) + 3
-    expected = torch.zeros((p2(w), block), dtype=torch.int32)  # masked-off old values are 0
+    expected = torch.zeros((padded(w), block), dtype=torch.int32)  # masked-off old values are 0
     for j, (b, old) in enumerate(zip(bufs, before)):
         ref = old.clone()
         if on:
@@ -142,7 +142,7 @@ def test_table_signal_and_wait_with_scalar_masks(k, w, mask):
     def launch(start, args):
         def body():
             pads = [start.clone() for _ in range(w)]
-            k.table_masked_flags[(1,)](pads[0], table(pads), *args)
+            k.table_masked_flags[(1,)](pads[0], address_table(pads), *args)
             return pads
 
         return in_one_rank(body)
@@ -162,7 +162,7 @@ def test_one_peer_loads(k, w, at, even):
     peer = w - 1
     b = bufs[peer]
     out = torch.full((3 * block + 4,), 99.0)
-    k.one_peer_loads[(1,)](out, table(bufs), peer, n, m, at, even, block)
+    k.one_peer_loads[(1,)](out, address_table(bufs), peer, n, m, at, even, block)
     i = torch.arange(block)
     padded = torch.cat([b, torch.zeros(block - n)])
     assert torch.equal(out[:block], torch.where(i < n, padded, 0.0))
@@ -185,7 +185,7 @@ def test_one_peer_stores(k, w, at, even):
     bufs = ints(w, n, seed=30 + w)
     before = [b.clone() for b in bufs]
     peer = w - 1
-    k.one_peer_stores[(1,)](bufs[0], table(bufs), peer, n, m, at, v, even, block)
+    k.one_peer_stores[(1,)](bufs[0], address_table(bufs), peer, n, m, at, v, even, block)
     ref = before[peer].clone()
     i = torch.arange(block, dtype=torch.int32)
     ref[:block] = 10 * i + 1
@@ -214,7 +214,7 @@ def test_one_peer_atomics(k, w, op, even):
     before = [b.clone() for b in bufs]
     peer = w - 1
     out = torch.full((block + 1,), -7, dtype=torch.int32)
-    k.one_peer_atomics[(1,)](out, table(bufs), peer, n, at, op, even, block)
+    k.one_peer_atomics[(1,)](out, address_table(bufs), peer, n, at, op, even, block)
     ref = before[peer].clone()
     i = torch.arange(n, dtype=torch.int32)
     expected = torch.zeros(block + 1, dtype=torch.int32)
@@ -242,7 +242,7 @@ def test_one_peer_signal_and_wait(k, w, even):
 
     def body():
         pads = [torch.tensor([0, 0, 0, 4, 0, 0], dtype=torch.int32) for _ in range(w)]
-        k.one_peer_flags[(1,)](pads[0], table(pads), peer, at, even, block)
+        k.one_peer_flags[(1,)](pads[0], address_table(pads), peer, at, even, block)
         return pads
 
     flag = 1 if even else 0
@@ -264,7 +264,7 @@ def test_one_peer_with_a_ptr_mask(k, w, valid):
 
     def body():
         out = torch.full((2 * block + 1,), -7, dtype=torch.int32)
-        k.one_peer_ptr_mask[(1,)](out, table(bufs), peer, n, live, block)
+        k.one_peer_ptr_mask[(1,)](out, address_table(bufs), peer, n, live, block)
         return out, bufs
 
     out, after = in_one_rank(body)

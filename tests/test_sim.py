@@ -1,9 +1,6 @@
 """The CPU multi-rank simulator, checked with a hand-written plain-Triton all-reduce."""
 
 import os
-
-os.environ["TRITON_INTERPRET"] = "1"
-
 import random
 import time
 

@@ -10,16 +10,13 @@ CUDA graphs is benchmarks/check_torch_ops.py.
 """
 
 import os
+import sys
+from pathlib import Path
 
-os.environ["TRITON_INTERPRET"] = "1"
+import pytest
+import torch
 
-import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from castpile.gpu import ops, sim  # noqa: E402
+from castpile.gpu import ops, sim
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 40  # a multiple of 2 ranks; several interpreter tiles for the sample's kernel

@@ -4,23 +4,19 @@ World size 1 runs in this process (the interpreter runs the kernels; each
 in-kernel barrier meets only itself): opcheck, fresh outputs,
 ``torch.compile(fullgraph=True)`` with aot_eager and inductor.  World size 2
 runs in forked simulator ranks, eagerly and compiled.  Two references, both
-from the inputs alone: tests/test_moe.py's all-to-all reference for what
+from the inputs alone: the all-to-all reference (tests/testkit/moe.py) for what
 dispatch delivers, and the MoE formula ``out[t] = sum_k w[t, k] *
 expert_{idx[t, k]}(x[t])`` for the end to end result, with a stand-in expert
 layer in torch (expert e scales its rows by e + 1).  Data are small integers
 and weights multiples of 1/8: every sum is exact.
 """
 
-import os
+import pytest
+import torch
 
-os.environ["TRITON_INTERPRET"] = "1"
-
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from castpile.gpu import ops, sim  # noqa: E402
-from castpile.gpu.fused import moe  # noqa: E402
-from test_moe import reference_dispatch  # noqa: E402
+from castpile.gpu import ops, sim
+from castpile.gpu.fused import moe
+from testkit.moe import reference_dispatch
 
 castpile_ops = torch.ops.castpile
 # world 1: bf16, rows padded (12 elements in rows of 16); world 2: fp32, rows padded (10 in 12)

@@ -9,9 +9,6 @@ multiplies bf16 operands as their raw 16-bit patterns.
 """
 
 import os
-
-os.environ["TRITON_INTERPRET"] = "1"
-
 import random
 import subprocess
 import time

@@ -1,4 +1,11 @@
-"""Helpers shared by several test files."""
+"""The test kit: code shared by several test files, which import it from here and never from each other.
+
+This module holds what any test may need (importing a file, transpiling kernels, address tables, a two-rank
+ordering check); the submodules hold one concern each: ``cli`` (the command line tests' inputs),
+``lowering`` (the lowering cases' kernel and checks), ``moe`` (the MoE dispatch reference), ``references``
+(the semantic tests' inputs and torch references), ``remote`` (remote="nvshmem" kernels and tables),
+``signal_wait`` (signal/wait kernels and their checks).
+"""
 
 import importlib.util
 import time
@@ -24,6 +31,24 @@ def transpiled_module(kernels: Path, strategy: str, directory: Path):
     out = directory / f"{kernels.stem}_{strategy}.py"
     out.write_bytes(castpile.transpile(kernels.read_bytes(), str(kernels), strategy=strategy))
     return import_file(out)
+
+
+def transpiled(directory: Path, source: str, name: str, broken: tuple[str, str, str] | None = None, *,
+               strategy: str = "loop"):
+    """``source`` transpiled under ``strategy`` into ``directory / name``.py, imported; ``broken`` = (helper, old, new)
+    replaces ``old`` by ``new`` inside that helper first (a test that the checks catch a broken helper)."""
+    import castpile
+
+    text = castpile.transpile(source.encode(), f"{name}.py", strategy=strategy).decode()
+    if broken is not None:
+        helper, old, new = broken
+        start = text.index(f"\ndef {helper}(")
+        end = text.find("\n@", start)
+        assert old in text[start:end], f"{helper} no longer holds {old!r}: update the test's breakage"
+        text = text[:start] + text[start:end].replace(old, new, 1) + text[end:]
+    path = directory / f"{name}.py"
+    path.write_text(text)
+    return import_file(path, name)
 
 
 def padded(w: int) -> int:

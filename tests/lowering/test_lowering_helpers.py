@@ -1,0 +1,63 @@
+"""Which helpers a lowered module gets appended: those its lines call, with the helpers they call, no others."""
+
+import pytest
+
+import castpile
+from testkit.lowering import head_and_helpers, kernel_module, transpile
+
+
+# Which helpers get appended: those called, with the helpers they call (castpile's helpers.py), no others.
+LOAD_LOOP = {"load_loop", "offsets", "positions", "zeros", "prepend", "peer", "lane_mask"}
+LOAD_GATHER = {"load_gather", "pointers", "offsets", "prepend"}
+STORE_LOOP = {"store_loop", "offsets", "positions", "peer", "slice", "leading_ones", "lane_mask"}
+STORE_GATHER = {"store_gather", "pointers", "full", "offsets", "prepend"}
+REDUCE_LOOP = {"reduce_loop", "offsets", "peer", "lane_mask", "apply", "apply_one", "step_count", "step", "operand",
+               "accumulator", "fold", "identity", "folded", "keeps_zero"}
+HELPERS = [
+    ("x = bufs[offs]\n", LOAD_LOOP, LOAD_GATHER),
+    ("bufs[offs] = v\n", STORE_LOOP, STORE_GATHER),
+    ("bufs[offs] += v\n", LOAD_LOOP | STORE_LOOP, LOAD_GATHER | STORE_GATHER),
+    ("x = bufs[tl.atomic_add(ctr, 1)]\n", LOAD_LOOP | {"index"}, LOAD_GATHER | {"index"}),
+    (  # a temporary, not _castpile_index
+        "bufs[tl.atomic_add(ctr, 1)] = v\n", STORE_LOOP, STORE_GATHER,
+    ),
+    ("s = tl.sum(bufs[offs], axis=0)\n", REDUCE_LOOP, REDUCE_LOOP),  # a table's: buffer by buffer under both
+    (
+        "t = multicast_like(out, tile)\ns = tl.sum(t[offs], axis=0)\n",
+        {"reduce_gather", "pointers", "offsets", "prepend", "apply", "apply_one", "step_count", "step", "operand",
+         "accumulator", "identity", "first_max", "first_min"},
+        {"reduce_gather", "pointers", "offsets", "prepend", "apply", "apply_one", "step_count", "step", "operand",
+         "accumulator", "identity", "first_max", "first_min"},
+    ),
+    (
+        "x = tl.atomic_cas(bufs[offs], 0, v)\n",
+        {"atomic_cas_loop", "offsets", "positions", "zeros", "prepend", "peer", "cas", "full", "lane_mask", "slice",
+         "leading_ones"},
+        {"atomic_cas_gather", "pointers", "cas", "full", "offsets", "prepend"},
+    ),
+    (
+        "castpile.signal(bufs[0])\n",
+        {"signal", "pointers", "cas", "full", "offsets", "prepend", "any"},
+        {"signal", "pointers", "cas", "full", "offsets", "prepend", "any"},
+    ),
+    (
+        "castpile.wait(ptrs + offs)\n",
+        {"wait_flags", "lane_mask", "any"},
+        {"wait_flags", "lane_mask", "any"},
+    ),
+]
+
+
+@pytest.mark.parametrize("strategy", castpile.STRATEGIES)
+@pytest.mark.parametrize("line,loop,gather", HELPERS, ids=[h[0].strip() for h in HELPERS])
+def test_appended_helpers(line, loop, gather, strategy):
+    source = kernel_module("bufs = multicast_like(out, table[:W], shape=(n,))\n" + line)
+    _, helpers = head_and_helpers(transpile(source, strategy))
+    expected = loop if strategy == "loop" else gather
+    assert sorted(helpers) == sorted(f"_castpile_{name}" for name in expected)
+
+
+def test_helpers_renamed_with_the_free_prefix():
+    source = kernel_module("_castpile_mine = 1\nbufs = multicast_like(out, table[:W])\nx = bufs[offs]\n")
+    _, helpers = head_and_helpers(transpile(source, "gather"))
+    assert sorted(helpers) == sorted(f"_castpile2_{name}" for name in LOAD_GATHER)
