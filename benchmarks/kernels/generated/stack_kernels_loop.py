@@ -417,7 +417,10 @@ def _castpile_fold(p: tl.constexpr, x, valid, acc, at, seen, OP: tl.constexpr, s
     v = v.to(_castpile_accumulator(v.dtype, OP, dtype, indices))
     v = tl.where(valid, v, _castpile_identity(v.dtype, OP))
     if p == 0:
-        acc = v
+        if OP == "sum":  # from zero, as a hand-written loop sums (a sum of -0.0 gives 0.0): Triton schedules it better
+            acc = tl.zeros(v.shape, v.dtype) + v
+        else:
+            acc = v
         at = tl.zeros(v.shape, tl.int32)
         seen = _castpile_lane_mask(valid, None, v)
     elif indices:
