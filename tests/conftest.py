@@ -16,6 +16,7 @@ A test module is marked whole by :data:`MODULE_TIERS`; any other test by what it
 (:data:`BODY_TIERS`) or, for compiles made through a shared function, by its name.
 """
 
+import functools
 import inspect
 import os
 import re
@@ -39,6 +40,13 @@ BODY_TIERS = {"compile_for_sm90(": "sm90", "sys.executable": "subprocess", "sim.
 COMPILE_TEST = re.compile(r"sm90|compile_for_the_gpu|compiles_for")
 
 
+@functools.cache
+def body_tiers(function) -> tuple[str, ...]:
+    """The markers :data:`BODY_TIERS` gives a test function (read once, however many parameters it has)."""
+    body = inspect.getsource(function)
+    return tuple(marker for call, marker in BODY_TIERS.items() if call in body)
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         tier = MODULE_TIERS.get(item.module.__name__.rpartition(".")[2])
@@ -46,7 +54,5 @@ def pytest_collection_modifyitems(items):
             item.add_marker(tier)
         if COMPILE_TEST.search(item.name):
             item.add_marker("sm90")
-        body = inspect.getsource(item.function)
-        for call, marker in BODY_TIERS.items():
-            if call in body:
-                item.add_marker(marker)
+        for marker in body_tiers(item.function):
+            item.add_marker(marker)
