@@ -2,7 +2,9 @@
 
 import os
 import random
+import threading
 import time
+import warnings
 
 import pytest
 import torch
@@ -109,6 +111,35 @@ def test_a_hung_rank_is_killed_and_named():
     for pid in pids.tolist():
         with pytest.raises(ProcessLookupError):  # every rank has ended and been reaped, the hung one too
             os.kill(pid, 0)
+
+
+@pytest.fixture
+def thread_holding_a_lock():
+    """A parent thread that holds a lock until the test ends: forked ranks inherit the lock held, not the thread."""
+    lock, done = threading.Lock(), threading.Event()
+    holder = threading.Thread(target=lambda: (lock.acquire(), done.wait(), lock.release()), name="lock-holder")
+    holder.start()
+    while not lock.locked():
+        time.sleep(0.001)
+    yield lock
+    done.set()
+    holder.join()
+
+
+def test_forking_with_threads_warns_and_a_rank_waiting_on_one_is_explained(thread_holding_a_lock):
+    """The deadlock of torch.compile's inductor backend in a rank after the parent used it, made deterministic."""
+    with pytest.warns(sim.ForkWithThreadsWarning, match=r"threads \['lock-holder'\].*TORCHINDUCTOR_COMPILE_THREADS=1"):
+        assert sim.run(lambda rank: rank, 2, timeout=20) == [0, 1]  # ranks that need no thread are fine
+    with pytest.warns(sim.ForkWithThreadsWarning), pytest.raises(sim.RankTimeout) as info:
+        sim.run(lambda rank: thread_holding_a_lock.acquire(), 2, timeout=1.5)
+    assert info.value.hung == [0, 1]
+    assert "waits for a thread that did not survive the fork: the parent process had threads ['lock-holder']" in str(info.value)
+
+
+def test_forking_without_threads_does_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert sim.run(lambda rank: rank, 2, timeout=20) == [0, 1]
 
 
 def test_a_kernel_waiting_for_a_missing_peer_times_out():

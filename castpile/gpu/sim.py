@@ -30,8 +30,10 @@ import pickle
 import select
 import signal
 import sys
+import threading
 import time
 import traceback
+import warnings
 
 import torch
 import triton
@@ -64,13 +66,31 @@ class RankError(RuntimeError):
 class RankTimeout(RuntimeError):
     """Some simulated ranks did not finish in time (typically: waiting on a signal never sent)."""
 
-    def __init__(self, hung: list[int], timeout: float):
+    def __init__(self, hung: list[int], timeout: float, threads: list[str] | None = None):
         self.hung = hung
-        super().__init__(
+        message = (
             f"ranks {hung} did not finish within {timeout:g} s and were killed; a rank that "
             "waits for a signal no peer sends (a missing or mismatched barrier, different grids "
             "on different ranks) hangs like this"
         )
+        if threads:
+            message += f", and so does one that waits for a thread that did not survive the fork: {_forked_threads(threads)}"
+        super().__init__(message)
+
+
+class ForkWithThreadsWarning(RuntimeWarning):
+    """:func:`run` forked while the parent process had other Python threads."""
+
+
+def _forked_threads(names: list[str]) -> str:
+    """What the threads ``names``, alive in the parent at the fork, mean for its ranks, and how to avoid them."""
+    return (
+        f"the parent process had threads {names} when it forked the ranks; a forked rank has none of them, "
+        "and it hangs when it waits for one of them or for a lock one of them held (torch.compile's "
+        "inductor backend, used in the parent, starts such a thread; a rank's torch.compile then waits on "
+        "it forever): start no threads before sim.run (torch.compile only inside the ranks), or set "
+        "TORCHINDUCTOR_COMPILE_THREADS=1 before importing torch"
+    )
 
 
 def shared_empty(shape, dtype: torch.dtype) -> torch.Tensor:
@@ -196,16 +216,26 @@ def _low_latency_scratch(world_size: int, like: torch.Tensor, local_world_size: 
 def run(fn, world_size: int, *, args=(), timeout: float = 60.0) -> list:
     """Run ``fn(rank, *args)`` in ``world_size`` forked processes at once; return their results.
 
+    ``args`` follow the rank in every call; they reach the ranks through the fork, not
+    pickled, so they may be anything (tensors, handles, functions)::
+
+        outs = sim.run(lambda rank, scale: (rank * scale).item(), 2, args=(torch.tensor(3.0),))
+
     Results travel back pickled.  If a rank raises, :class:`RankError` carries its
     traceback (ranks still running a second later are killed).  If ranks are still
     running after ``timeout`` seconds, they are killed and :class:`RankTimeout`
     names them.  Without ``TRITON_INTERPRET=1`` nothing is forked: RuntimeError says to set it.
+    Forking while the parent has other Python threads (torch.compile's inductor backend starts
+    one) warns with :class:`ForkWithThreadsWarning`: a rank that waits on such a thread hangs.
     """
     if not triton.knobs.runtime.interpret:
         raise RuntimeError(
             "castpile.gpu.sim runs every rank's kernels under the Triton interpreter: set TRITON_INTERPRET=1 "
             "in the environment, before Python imports the kernels (@triton.jit reads it when it decorates them)"
         )
+    threads = [t.name for t in threading.enumerate() if t is not threading.current_thread()]
+    if threads:
+        warnings.warn(_forked_threads(threads), ForkWithThreadsWarning, stacklevel=2)
     children: dict[int, tuple[int, int]] = {}  # rank -> (pid, read fd)
     for rank in range(world_size):
         rfd, wfd = os.pipe()
@@ -259,7 +289,7 @@ def run(fn, world_size: int, *, args=(), timeout: float = 60.0) -> list:
     if errors:
         raise RankError(errors, stopped)
     if stopped:
-        raise RankTimeout(stopped, timeout)
+        raise RankTimeout(stopped, timeout, threads)
     return results
 
 
