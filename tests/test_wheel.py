@@ -36,7 +36,7 @@ def test_wheel_in_a_fresh_venv(tmp_path):
 
     src = tmp_path / "src"  # a copy: building writes build/ and egg-info next to the sources
     shutil.copytree(ROOT / "castpile", src / "castpile", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, src / name)
     run(sys.executable, "-m", "build", "--no-isolation", "--sdist", "--wheel", "--outdir", tmp_path / "dist", src)
     [wheel] = (tmp_path / "dist").glob("*.whl")
@@ -45,7 +45,13 @@ def test_wheel_in_a_fresh_venv(tmp_path):
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
     helpers = {f"castpile/compiler/helpers/{family}.py" for family in ("common", "reduction", "loop", "gather", "remote")}
-    assert helpers | {"castpile/gpu/collectives/kernels_triton.py"} <= names
+    assert helpers | {"castpile/gpu/collectives/kernels_triton.py", "castpile/py.typed"} <= names
+    license_file = f"castpile-{VERSION}.dist-info/licenses/LICENSE"
+    assert license_file in names
+    with zipfile.ZipFile(wheel) as z:
+        assert z.read(license_file) == (ROOT / "LICENSE").read_bytes()
+        metadata = z.read(f"castpile-{VERSION}.dist-info/METADATA").decode()
+    assert "License-Expression: MIT" in metadata and "Classifier: Typing :: Typed" in metadata
 
     venv = tmp_path / "venv"
     run(sys.executable, "-m", "venv", venv)
@@ -79,3 +85,25 @@ def test_wheel_in_a_fresh_venv(tmp_path):
     env["CASTPILE_CACHE_DIR"] = str(tmp_path / "cache")
     run(python, "-c", check, cwd=tmp_path / "app", env=env)
     assert list((tmp_path / "cache").glob("kernels.stack-*.py"))
+
+    # py.typed: mypy reads the installed castpile's signatures (a wrong keyword is an error) and finds its stubs
+    (pkg / "misuse.py").write_text("import castpile\n\ncastpile.wait(0, valu=1)\n")
+    proc = subprocess.run([python, "-m", "mypy", "--cache-dir", tmp_path / "mypy-cache", pkg / "misuse.py"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert 'misuse.py:3: error: Unexpected keyword argument "valu" for "wait"' in proc.stdout, proc.stdout
+    assert "missing library stubs or py.typed marker" not in proc.stdout, proc.stdout
+
+
+def test_oldest_pins_are_the_lower_bounds():
+    """make test-oldest installs exactly the lower bounds of pyproject.toml's ranges (and of the gpu extra)."""
+    import re
+    import tomllib
+
+    from packaging.version import Version
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    lower = dict(re.match(r"([a-z_-]+)>=([0-9.]+)", r).groups() for r in project["dependencies"] + project["optional-dependencies"]["gpu"])
+    [line] = [x for x in (ROOT / "Makefile").read_text().splitlines() if x.startswith("OLDEST :=")]
+    oldest = dict(pin.split("==") for pin in line.split(":=")[1].split())
+    assert {name: Version(v) for name, v in oldest.items()} == {name: Version(v) for name, v in lower.items()}
+    assert project["license"] == "MIT" and (ROOT / "LICENSE").read_text().startswith("MIT License")
