@@ -15,6 +15,8 @@ for the names below, and GPU machines need nothing but triton to run them.
 
 from __future__ import annotations
 
+import os
+
 from .options import STRATEGIES, VERSION
 
 __version__ = VERSION
@@ -45,7 +47,7 @@ class _Marker:
     function (the JIT's dependency scan, then the code generator's name lookup).  So a
     compiled kernel that was not transpiled reports the how-to message even where an
     argument, evaluated before the call, could not compile (``dev_ptrs[:WORLD]``).  The
-    interpreter evaluates that argument first and fails on it before any call.
+    interpreter evaluates that argument first: :mod:`castpile.interpreter_hint` turns its error into this one.
     """
 
     def __init__(self, name: str, doc: str):
@@ -66,6 +68,11 @@ class _Marker:
 multicast_like = _Marker("multicast_like", "Bind a multicast tensor (a source-level marker; see docs/language.md).")
 signal = _Marker("signal", "Set flags in every addressed buffer (a source-level marker).")
 wait = _Marker("wait", "Spin until every addressed flag holds a value (a source-level marker).")
+
+if os.environ.get("TRITON_INTERPRET") == "1":
+    from .interpreter_hint import install as _install_interpreter_hint
+
+    _install_interpreter_hint(lambda value: isinstance(value, _Marker), _HOW)
 
 
 def define_helpers(scope: dict) -> None:
