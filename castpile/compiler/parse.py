@@ -2,10 +2,10 @@
 
 Python's own parser runs first (fast and bounded): undecodable bytes, NUL bytes,
 syntax errors and nesting beyond Python's limits are reported before libcst sees
-them.  What Python accepts but libcst cannot take (see :mod:`castpile.compiler.gaps`)
+them.  What Python accepts but libcst cannot take (see :mod:`castpile.compiler.libcst_gaps`)
 is found on Python's tree: nesting deeper than :data:`MAX_DEPTH` levels as libcst
 counts them, and libcst's caps on repetitions, are refused with a diagnostic; the
-depth found tells :mod:`castpile.compiler.stack` how deep a stack libcst needs.
+depth found tells :mod:`castpile.compiler.thread_stack` how deep a stack libcst needs.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class Checked(NamedTuple):
 
 def check(source: bytes, path: str) -> Checked:
     """What libcst needs to parse ``source``, or a :class:`TranspileError` for what it cannot."""
-    from .gaps import LIBCST_REPEATS, FormFeeds, measure
+    from .libcst_gaps import LIBCST_REPEATS, FormFeeds, measure
 
     text = _decode_for_display(source)
     nesting = measure(_python_tree(source, path, text))
@@ -109,7 +109,7 @@ def parse_module(checked: Checked, path: str):
     """libcst's module of ``checked.plain`` (which Python accepts: a refusal is a gap of libcst's)."""
     import libcst as cst
 
-    from .gaps import LIBCST_REPEATS, long_concatenation
+    from .libcst_gaps import LIBCST_REPEATS, long_concatenation
 
     try:
         return cst.parse_module(checked.plain)

@@ -5,7 +5,7 @@
 
 Errors from any stage are collected with their locations and raised together as
 one :class:`~castpile.compiler.errors.TranspileError`.  libcst and the passes run
-on a stack deep enough for the source (:mod:`castpile.compiler.stack`).  ast,
+on a stack deep enough for the source (:mod:`castpile.compiler.thread_stack`).  ast,
 libcst, sympy and the passes load only when a file mentions castpile.
 """
 
@@ -15,7 +15,7 @@ import gc
 
 from ..options import check_strategy, mentions_castpile
 from . import parse
-from .stack import on_deep_stack
+from .thread_stack import on_deep_stack
 
 MAX_TRANSPILE_BYTES = 4 * 1024 * 1024
 """Larger sources that use castpile are diagnosed: transpiling takes about 1 KiB of
