@@ -32,7 +32,8 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from castpile.gpu.launch import bind  # noqa: E402
-from harness import STACK_BLOCK as BLOCK, STACK_WARPS as WARPS, timed_one_gpu, write_result  # noqa: E402
+from harness import (GRAPH_CALLS, STACK_BLOCK as BLOCK, STACK_WARPS as WARPS, graphed, host_times,  # noqa: E402
+                     timed_one_gpu, write_result)
 from kernels import hand_kernels as hand  # noqa: E402
 from kernels.generated import stack_kernels_gather as cp_gather  # noqa: E402
 from kernels.generated import stack_kernels_loop as cp_loop  # noqa: E402
@@ -41,36 +42,7 @@ SIZES = {"4K": 4096, "1M": 1 << 20, "64M": 64 << 20}
 WORLDS = (2, 4, 8)
 KERNELS = ("sum", "store", "gather")
 GRAPH_SIZES = ("4K", "1M")
-GRAPH_CALLS = 20
 ROW_NORM = {"M": 4096, "D": 8192, "BLOCK_D": 8192, "num_warps": 8, "programs_per_sm": 4, "eps": 1e-6}
-
-
-def host_times(fns: dict, calls: int = 500) -> dict:
-    """Host microseconds per call (launch cost; the GPU queue absorbs the kernels)."""
-    out = {}
-    for name, fn in fns.items():
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        out[name] = (time.perf_counter() - t) * 1e6 / calls
-        torch.cuda.synchronize()
-    return out
-
-
-def graphed(fn, iters: int):
-    """A callable replaying a CUDA graph of ``iters`` calls of ``fn``."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(2):
-            fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(iters):
-            fn()
-    return graph.replay
 
 
 def helion_kernels():
@@ -175,7 +147,7 @@ def row_norm_rows(dev, reps: int) -> list[dict]:
     for world in WORLDS:
         fns, errors, grid, bufs = row_norm_case(world, dev)
         eager = timed_one_gpu(fns, 20, reps)
-        graphs = {name: graphed(fn, GRAPH_CALLS) for name, fn in fns.items()}
+        graphs = {name: graphed(fn) for name, fn in fns.items()}
         graph = {name: t / GRAPH_CALLS for name, t in timed_one_gpu(graphs, 5, reps).items()}
         ratios = {f"{when}_{name}": times["hand"] / times[name] for when, times in (("eager", eager), ("graph", graph))
                   for name in times if name != "hand" and "hand" in times}
@@ -224,14 +196,14 @@ def main(argv=None):
                 eager = timed_one_gpu(fns, iters[size], args.reps)
                 graph = {}
                 if size in GRAPH_SIZES:
-                    graphs = {k: graphed(fns[k], GRAPH_CALLS)
+                    graphs = {k: graphed(fns[k])
                               for k in ("hand", "castpile_loop", "castpile_gather", "torch") if k in fns}
                     graph = timed_one_gpu(graphs, 5, args.reps)
                     graph = {k: v / GRAPH_CALLS for k, v in graph.items()}
                 row = {"kernel": kernel, "W": world, "size": size, "elements": n, "bytes_moved": moved,
                        "eager_us": eager, "graph_us": graph, "max_abs_error": errors}
                 if size == "4K":
-                    row["host_us"] = host_times(fns)
+                    row["host_us"] = host_times(fns, calls=500)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
                 write_result(args.out, {**meta, "copy": copies, "rows": rows})

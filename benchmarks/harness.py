@@ -7,7 +7,7 @@ put ``benchmarks/`` and the repository root on ``sys.path`` first (it imports
 only (no libcst: the kernels come from ``benchmarks/kernels/generated/``).
 
 One GPU:
-    :func:`timed_one_gpu`, :data:`STACK_BLOCK` / :data:`STACK_WARPS` (the stack
+    :func:`timed_one_gpu` (with :func:`graphed` and :func:`host_times`), :data:`STACK_BLOCK` / :data:`STACK_WARPS` (the stack
     benchmarks' launch shape).
 Both, the one timing loop under the others:
     :func:`calls_timed` with :func:`events`.
@@ -160,12 +160,19 @@ def timed(fns: dict, iters: int, reps: int, dog: Watchdog) -> dict:
     return dict(zip(fns, medians.tolist()))
 
 
+def ranks_barrier():
+    """Wait for every rank when there are ranks (a torchrun process group), else nothing (one GPU)."""
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+
+
 def host_times(fns: dict, calls: int = 200) -> dict:
-    """This rank's host microseconds per call, ``calls`` calls queued back to back."""
+    """This process's host microseconds per call, ``calls`` calls queued back to back (launch cost: the GPU
+    queue absorbs the kernels); ranks start each callable together."""
     out = {}
     for name, fn in fns.items():
         torch.cuda.synchronize()
-        dist.barrier()
+        ranks_barrier()
         t = time.perf_counter()
         for _ in range(calls):
             fn()
@@ -175,7 +182,7 @@ def host_times(fns: dict, calls: int = 200) -> dict:
 
 
 def graphed(fn):
-    """Replay of a CUDA graph holding ``GRAPH_CALLS`` calls of ``fn``."""
+    """Replay of a CUDA graph holding ``GRAPH_CALLS`` calls of ``fn`` (on one GPU, or on every rank together)."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
@@ -183,7 +190,7 @@ def graphed(fn):
             fn()
     torch.cuda.current_stream().wait_stream(stream)
     torch.cuda.synchronize()
-    dist.barrier()
+    ranks_barrier()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         for _ in range(GRAPH_CALLS):

@@ -15,6 +15,7 @@ for the names below, and GPU machines need nothing but triton to run them.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, NoReturn, TypeVar, cast
 
 from .options import STRATEGIES, VERSION
@@ -86,7 +87,7 @@ class _Marker:
     function (the JIT's dependency scan, then the code generator's name lookup).  So a
     compiled kernel that was not transpiled reports the how-to message even where an
     argument, evaluated before the call, could not compile (``dev_ptrs[:WORLD]``).  The
-    interpreter evaluates that argument first and fails on it before any call.
+    interpreter evaluates that argument first: :mod:`castpile.interpreter_hint` turns its error into this one.
     """
 
     def __init__(self, function: Callable[..., Any]):
@@ -204,6 +205,12 @@ def wait(
     ``RuntimeError`` that says how to transpile.
     """
     raise _untranspiled("wait")
+
+
+if os.environ.get("TRITON_INTERPRET") == "1":
+    from .interpreter_hint import install as _install_interpreter_hint
+
+    _install_interpreter_hint(lambda value: isinstance(value, _Marker), _HOW)
 
 
 def define_helpers(scope: dict[str, Any]) -> None:

@@ -3,7 +3,6 @@ and any stride values are legal.  Kernels of tests/kernels_binding_time.py run i
 (W host tensors stand in for W GPUs) against torch references, and compile for sm_90."""
 
 import re
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ import torch
 import castpile
 from compile_sm90 import Job, compile_for_sm90
 from testkit import address_table, padded, transpiled_module
+from testkit.diagnostics import diagnostics_of
 
 KERNELS = Path(__file__).with_name("kernels_binding_time.py")
 SENTINEL = 777.0
@@ -178,15 +178,6 @@ def test_broadcast_view_read_whole(k, w):
     assert torch.equal(run(k.broadcast_view, bufs, (padded(w), 4, 8), w), expected)
 
 
-def errors(source: str) -> list[tuple[int, int, str]]:
-    with pytest.raises(castpile.TranspileError) as info:
-        castpile.transpile(textwrap.dedent(source).encode(), "k.py")
-    return [(d.line, d.col, d.message) for d in info.value.diagnostics]
-
-
-LOOP_FIX = "bind the multicast tensor to a name of its own, or bind it before the loop"
-
-
 def test_what_a_loop_makes_of_rebinding_is_a_located_error_that_says_how_to_write_it():
     """In a loop, a binding's own name before it would be the multicast tensor from the second pass on;
     a named slice rebound in the loop around its binding may reach it."""
@@ -209,13 +200,10 @@ def test_what_a_loop_makes_of_rebinding_is_a_located_error_that_says_how_to_writ
                 again = multicast_like(table, tile)
                 tile = table[1:W]
         """
-    assert errors(source) == [
-        (9, 30, f"'out' is used in its own binding, which is inside a loop, so from the second pass on it would be "
-                f"the multicast tensor; {LOOP_FIX}"),
-        (12, 13, f"'bufs' is used in a loop before `bufs = multicast_like(...)` further on in it, so from the second "
-                 f"pass on it would be the multicast tensor; {LOOP_FIX}"),
-        (16, 39, "'tile' holds a table slice, but another assignment of it may reach this binding (before it, or in "
-                 "a loop around it); bind the slice to a name once before the binding, or pass table[lo:hi] itself"),
+    assert diagnostics_of(source, dedent=True) == [
+        (9, 30, "E208", {"name": "out"}),
+        (12, 13, "E209", {"name": "bufs"}),
+        (16, 39, "E107", {"name": "tile"}),
     ]
 
 

@@ -1,4 +1,8 @@
-"""One test per diagnostic: (source, the exact diagnostics: line, column, message) pairs, and the CLI's behaviour."""
+"""One test per diagnostic: (source, the exact diagnostics: line, column, id and parameters), and the CLI's behaviour.
+
+The catalogue (castpile.compiler.diagnostics) holds each id's text; the tests that check rendering build the
+expected first line from it (testkit.diagnostics.headline).
+"""
 
 import subprocess
 import sys
@@ -8,6 +12,7 @@ import pytest
 
 import castpile
 from castpile import TranspileError
+from testkit.diagnostics import diagnostics_of, headline
 
 HEADER = """\
 import triton
@@ -23,154 +28,91 @@ def k(out, table, n, m, W: tl.constexpr, BLOCK: tl.constexpr):
 BODY_LINE = HEADER.count("\n") + 1  # line of the first body statement
 
 
-def errors_of(body: str, header: str = HEADER) -> list[tuple[int, int, str]]:
-    source = header + textwrap.indent(textwrap.dedent(body), "    ")
-    with pytest.raises(TranspileError) as info:
-        castpile.transpile(source, "kern.py")
-    return [(d.line, d.col, d.message) for d in info.value.diagnostics]
+def errors_of(body: str, header: str = HEADER) -> list[tuple[int, int, str, dict]]:
+    return diagnostics_of(header + textwrap.indent(textwrap.dedent(body), "    "), "kern.py")
 
 
-SUBSCRIPTED_ONLY = "'bufs' is a multicast tensor and may only be subscripted, as in bufs[idx]"
-# (body, every diagnostic as (line in the body, 1-based column in the file, message)); the
+BUFS = {"name": "bufs"}
+SLICE_INDEX = ("E301", BUFS)
+REMOTE = "bufs = multicast_like(out, table[:W], remote='nvshmem')\n"
+# (body, every diagnostic as (line in the body, 1-based column in the file, id, parameters)); the
 # body sits at BODY_LINE, indented by 4, so `x = bufs + 1` on body line 1 starts at column 5.
 CASES = [
-    (  # used other than by subscript
-        "bufs = multicast_like(out, table[:W])\nx = bufs + 1\n",
-        [(1, 9, SUBSCRIPTED_ONLY)],
-    ),
-    (  # passed to a function
-        "bufs = multicast_like(out, table[:W])\nfoo(bufs)\n",
-        [(1, 9, "'bufs' is a multicast tensor and cannot be passed to a function; pass bufs[idx]")],
-    ),
-    (  # wrong number of indices for shape
-        "bufs = multicast_like(out, table[:W], shape=(n, m))\nx = bufs[offs]\n",
-        [(1, 9, "'bufs' takes 2 indices (shape) but is indexed with 1")],
-    ),
-    (  # a second binding of the same name
-        "bufs = multicast_like(out, table[:W])\nbufs = multicast_like(out, table[:W])\n",
-        [(1, 5, "'bufs' is already bound by multicast_like in this function (one binding per name)")],
-    ),
-    (  # shape not a tuple literal: at the list
-        "bufs = multicast_like(out, table[:W], shape=[n])\n",
-        [(0, 49, "shape= must be a non-empty tuple literal such as (n,) or (m, n)")],
-    ),
-    (  # strides not a tuple literal
-        "bufs = multicast_like(out, table[:W], strides=s)\n",
-        [(0, 51, "strides= must be a non-empty tuple literal such as (n,) or (m, n)")],
-    ),
-    (  # shape and strides of different lengths: at the strides tuple (inside its parentheses)
-        "bufs = multicast_like(out, table[:W], shape=(n, m), strides=(1,))\n",
-        [(0, 66, "strides= has 1 entries but shape= has 2")],
-    ),
-    (  # a slice as an index
-        "bufs = multicast_like(out, table[:W])\nx = bufs[0:4]\n",
-        [(1, 14, "slices are not multicast indices: index 'bufs' with tl.arange(...) tensors")],
-    ),
-    (  # a non-constexpr table slice: at the bound
-        "bufs = multicast_like(out, table[:m])\n",
-        [(0, 39, "table slice bounds must be constexpr: integer literals, tl.constexpr parameters or names, "
-                 "tl.static_range loop variables, and + - * // % of those")],
-    ),
-    (  # an empty table slice
-        "bufs = multicast_like(out, table[2:2])\n",
-        [(0, 32, "empty table slice: it selects 0 buffers")],
-    ),
-    (  # a table slice without an upper bound
-        "bufs = multicast_like(out, table[1:])\n",
-        [(0, 32, "a table slice needs an upper bound: table[:WORLD] or table[lo:hi]")],
-    ),
-    (  # a stepped table slice: at the step (column 42: `2`)
-        "bufs = multicast_like(out, table[0:W:2])\n",
-        [(0, 42, "a table slice takes no step")],
-    ),
-    (  # not a plain assignment
-        "a, b = multicast_like(out, table[:W]), 1\n",
-        [(0, 12, "multicast_like must be bound by a plain assignment: `name = multicast_like(...)`")],
-    ),
-    (  # missing arguments
-        "bufs = multicast_like(out)\n",
-        [(0, 12, "multicast_like: missing argument 'ptr_tile'")],
-    ),
-    (  # unknown keyword: at the call
-        "bufs = multicast_like(out, table[:W], shap=(n,))\n",
-        [(0, 12, "multicast_like: unexpected keyword argument 'shap'")],
-    ),
-    (  # align not a power of two
-        "bufs = multicast_like(out, table[:W], align=12)\n",
-        [(0, 49, "align= must be a power-of-two integer literal (bytes), or None")],
-    ),
-    (  # remote= names no backend castpile knows: at the value
-        "bufs = multicast_like(out, table[:W], remote='ucx')\n",
-        [(0, 50, "remote= must be the string literal 'nvshmem'")],
-    ),
-    (  # remote= not a string literal
-        "bufs = multicast_like(out, table[:W], remote=W)\n",
-        [(0, 50, "remote= must be the string literal 'nvshmem'")],
-    ),
-    (  # remote= with a tensor tile: the scratch is named by the table's header
-        "bufs = multicast_like(out, tl.load(table + offs), remote='nvshmem')\n",
-        [(0, 62, "remote= needs a table slice ptr_tile (table[lo:hi] of a remote_ptrs table): its header names "
-                 "the scratch for NVSHMEM transfers")],
-    ),
-    (  # atomics on a remote binding: at the call
-        "bufs = multicast_like(out, table[:W], remote='nvshmem')\nx = tl.atomic_add(bufs[offs], 1)\n",
-        [(1, 9, "tl.atomic_add on 'bufs', a remote= binding: NVSHMEM atomics are not among torch's Triton device "
-                "functions, and a get-modify-put would not be atomic; use castpile.signal/wait, or a binding without "
-                "remote= for peers in one NVLink domain")],
-    ),
-    (  # atomic_cas too
-        "bufs = multicast_like(out, table[:W], remote='nvshmem')\ntl.atomic_cas(bufs[offs], 0, 1)\n",
-        [(1, 5, "tl.atomic_cas on 'bufs', a remote= binding: NVSHMEM atomics are not among torch's Triton device "
-                "functions, and a get-modify-put would not be atomic; use castpile.signal/wait, or a binding without "
-                "remote= for peers in one NVLink domain")],
-    ),
-    (  # block-pointer keywords on an access: at the value (inside its parentheses)
-        "bufs = multicast_like(out, table[:W])\nx = tl.load(bufs[offs], boundary_check=(0,))\n",
-        [(1, 45, "boundary_check= is for block pointers, not multicast accesses")],
-    ),
-    (  # signal needs a multicast access
-        "castpile.signal(out + offs)\n",
-        [(0, 21, "castpile.signal takes a multicast access such as bufs[idx]")],
-    ),
-    (  # a store without a value
-        "bufs = multicast_like(out, table[:W])\ntl.store(bufs[offs])\n",
-        [(1, 5, "store: missing argument 'value'")],
-    ),
-    (  # ptr_mask with a table slice
-        "bufs = multicast_like(out, table[:W], ptr_mask=offs < W)\n",
-        [(0, 52, "ptr_mask applies to a tensor ptr_tile; a table slice has no entries to mask")],
-    ),
-    (  # ... not last
-        "bufs = multicast_like(out, table[:W], shape=(W, BLOCK))\nx = bufs[..., 0]\n",
-        [(1, 14, "'...' may only come last in a multicast index, as in bufs[i, ...]")],
-    ),
-    (  # ... without shape=
-        "bufs = multicast_like(out, table[:W])\nx = bufs[...]\n",
-        [(1, 14, "'...' needs the extents of 'bufs': give multicast_like a shape=")],
-    ),
-    (  # ... over an extent that is not constexpr
-        "bufs = multicast_like(out, table[:W], shape=(n,))\nx = bufs[...]\n",
-        [(1, 14, "'...' stands for full extents, which must be constexpr powers of two; 'n' is not")],
-    ),
-    (  # signal and wait return nothing: at the call
-        "bufs = multicast_like(out, table[:W])\nx = castpile.wait(bufs[0])\n",
-        [(1, 9, "castpile.wait returns nothing: call it as a statement of its own")],
-    ),
-    (
-        "bufs = multicast_like(out, table[:W])\nx = (castpile.signal(bufs[0]), 1)\n",
-        [(1, 10, "castpile.signal returns nothing: call it as a statement of its own")],
-    ),
-    (  # deleted
-        "bufs = multicast_like(out, table[:W])\ndel bufs\n",
-        [(1, 9, "a multicast tensor cannot be deleted")],
-    ),
+    pytest.param("bufs = multicast_like(out, table[:W])\nx = bufs + 1\n", [(1, 9, "E201", BUFS)], id="not subscripted"),
+    pytest.param("bufs = multicast_like(out, table[:W])\nfoo(bufs)\n", [(1, 9, "E202", BUFS)], id="passed"),
+    pytest.param("bufs = multicast_like(out, table[:W], shape=(n, m))\nx = bufs[offs]\n",
+                 [(1, 9, "E304", {"name": "bufs", "takes": "2 indices", "what": "shape", "given": 1})], id="index count"),
+    pytest.param("bufs = multicast_like(out, table[:W])\nx = bufs[offs, 0]\n",
+                 [(1, 9, "E304", {"name": "bufs", "takes": "1 index", "what": "no shape", "given": 2})],
+                 id="index count without shape"),
+    pytest.param("bufs = multicast_like(out, table[:W])\nbufs = multicast_like(out, table[:W])\n",
+                 [(1, 5, "E102", BUFS)], id="bound twice"),
+    pytest.param("bufs = multicast_like(out, table[:W], shape=[n])\n", [(0, 49, "E103", {"keyword": "shape"})],
+                 id="shape a list: at the list"),
+    pytest.param("bufs = multicast_like(out, table[:W], strides=s)\n", [(0, 51, "E103", {"keyword": "strides"})],
+                 id="strides a name"),
+    pytest.param("bufs = multicast_like(out, table[:W], shape=(n, m), strides=(1,))\n",
+                 [(0, 66, "E104", {"strides": 1, "shape": 2})], id="strides and shape lengths: inside the parentheses"),
+    pytest.param("bufs = multicast_like(out, table[:W])\nx = bufs[0:4]\n", [(1, 14, *SLICE_INDEX)], id="slice index"),
+    pytest.param("bufs = multicast_like(out, table[:W])\nx = bufs[*offs]\n", [(1, 14, "E302", {})], id="starred index"),
+    pytest.param("bufs = multicast_like(out, table[:m])\n", [(0, 39, "E110", {})], id="slice bound not constexpr"),
+    pytest.param("bufs = multicast_like(out, table[2:2])\n", [(0, 32, "E111", {"count": 0})], id="empty slice"),
+    pytest.param("bufs = multicast_like(out, table[1:])\n", [(0, 32, "E109", {})], id="slice unbounded"),
+    pytest.param("bufs = multicast_like(out, table[0:W:2])\n", [(0, 42, "E108", {})], id="stepped slice: at the step"),
+    pytest.param("a, b = multicast_like(out, table[:W]), 1\n", [(0, 12, "E101", {})], id="not a plain assignment"),
+    pytest.param("bufs = multicast_like(out)\n", [(0, 12, "E405", {"call": "multicast_like", "keyword": "ptr_tile"})],
+                 id="missing argument"),
+    pytest.param("bufs = multicast_like(out, table[:W], shap=(n,))\n",
+                 [(0, 12, "E403", {"call": "multicast_like", "keyword": "shap"})], id="unknown keyword: at the call"),
+    pytest.param("bufs = multicast_like(out, table[:W], **opts)\n", [(0, 12, "E401", {"call": "multicast_like"})],
+                 id="starred argument"),
+    pytest.param("bufs = multicast_like(out, table[:W], example=out)\n",
+                 [(0, 12, "E404", {"call": "multicast_like", "keyword": "example"})], id="argument given twice"),
+    pytest.param("bufs = multicast_like(out, table[:W], align=12)\n", [(0, 49, "E105", {})], id="align"),
+    pytest.param("bufs = multicast_like(out, table[:W], remote='ucx')\n", [(0, 50, "E112", {"backends": "'nvshmem'"})],
+                 id="remote names no backend: at the value"),
+    pytest.param("bufs = multicast_like(out, table[:W], remote=W)\n", [(0, 50, "E112", {"backends": "'nvshmem'"})],
+                 id="remote not a string literal"),
+    pytest.param("bufs = multicast_like(out, tl.load(table + offs), remote='nvshmem')\n", [(0, 62, "E113", {})],
+                 id="remote with a tensor tile"),
+    pytest.param(REMOTE + "x = tl.atomic_add(bufs[offs], 1)\n", [(1, 9, "E410", {"op": "atomic_add", "name": "bufs"})],
+                 id="atomics on a remote binding: at the call"),
+    pytest.param(REMOTE + "tl.atomic_cas(bufs[offs], 0, 1)\n", [(1, 5, "E410", {"op": "atomic_cas", "name": "bufs"})],
+                 id="atomic_cas on a remote binding"),
+    pytest.param("bufs = multicast_like(out, table[:W])\nx = tl.load(bufs[offs], boundary_check=(0,))\n",
+                 [(1, 45, "E407", {"keyword": "boundary_check"})], id="block-pointer keyword: at the value"),
+    pytest.param("castpile.signal(out + offs)\n", [(0, 21, "E408", {"call": "castpile.signal"})], id="signal needs an access"),
+    pytest.param("castpile.signal(value=1)\n", [(0, 5, "E406", {"call": "signal"})], id="signal without its pointer"),
+    pytest.param("bufs = multicast_like(out, table[:W])\ntl.store(bufs[offs])\n",
+                 [(1, 5, "E405", {"call": "store", "keyword": "value"})], id="store without a value"),
+    pytest.param("bufs = multicast_like(out, table[:W], ptr_mask=offs < W)\n", [(0, 52, "E106", {})],
+                 id="ptr_mask with a table slice"),
+    pytest.param("bufs = multicast_like(out, table[:W], shape=(W, BLOCK))\nx = bufs[..., 0]\n", [(1, 14, "E305", BUFS)],
+                 id="ellipsis not last"),
+    pytest.param("bufs = multicast_like(out, table[:W])\nx = bufs[...]\n", [(1, 14, "E306", BUFS)],
+                 id="ellipsis without shape"),
+    pytest.param("bufs = multicast_like(out, table[:W], shape=(n,))\nx = bufs[...]\n", [(1, 14, "E308", {"extent": "n"})],
+                 id="ellipsis over an extent not constexpr"),
+    pytest.param("bufs = multicast_like(out, table[:W], shape=(W,))\nx = bufs[0, 1, ...]\n",
+                 [(1, 9, "E307", {"name": "bufs", "takes": "1 index", "given": 2})], id="ellipsis after too many indices"),
+    pytest.param("bufs = multicast_like(out, table[:W])\nx = castpile.wait(bufs[0])\n",
+                 [(1, 9, "E409", {"call": "castpile.wait"})], id="wait used as a value: at the call"),
+    pytest.param("bufs = multicast_like(out, table[:W])\nx = (castpile.signal(bufs[0]), 1)\n",
+                 [(1, 10, "E409", {"call": "castpile.signal"})], id="signal used as a value"),
+    pytest.param("bufs = multicast_like(out, table[:W])\ndel bufs\n", [(1, 9, "E204", {})], id="deleted"),
+    pytest.param("bufs = multicast_like(out, table[:W])\nbufs[0]: int = 1\n", [(1, 5, "E205", {})],
+                 id="annotated store"),
+    pytest.param("bufs = multicast_like(out, table[:W])\nbufs[0] = x = 1\n", [(1, 5, "E210", BUFS)],
+                 id="chained store"),
+    pytest.param("bufs = multicast_like(out, table[:W])\nbufs[0], y = 1, 2\n",
+                 [(1, 5, "E211", {"where": "a tuple assignment", "name": "bufs"})], id="access in a tuple target"),
 ]
 
 
-@pytest.mark.parametrize("body,expected", CASES, ids=[c[1][0][2][:30] for c in CASES])
+@pytest.mark.parametrize("body,expected", CASES)
 def test_each_diagnostic_is_located(body, expected):
     """Exactly the expected diagnostics, each at its line and column."""
-    assert errors_of(body) == [(BODY_LINE + line, col, message) for line, col, message in expected]
+    assert errors_of(body) == [(BODY_LINE + line, col, id, params) for line, col, id, params in expected]
 
 
 def test_a_remote_kernel_must_be_defined_at_the_top_level():
@@ -184,40 +126,36 @@ def test_a_remote_kernel_must_be_defined_at_the_top_level():
         "        x = bufs[0]\n"
         "    return k\n"
     )
-    with pytest.raises(TranspileError) as info:
-        castpile.transpile(source, "kern.py")
-    assert [(d.line, d.col, d.message) for d in info.value.diagnostics] == [
-        (9, 9, "'k' has a remote= binding, so it is a kernel that castpile wraps for NVSHMEM by name: define it at "
-               "the top level of the module")]
+    assert diagnostics_of(source, "kern.py") == [(9, 9, "E114", {"kernel": "k"})]
 
 
 def test_reassigning_is_one_diagnostic():
     found = errors_of("bufs = multicast_like(out, table[:W])\nbufs = out\n")
-    assert found == [(BODY_LINE + 1, 5, "'bufs' is a multicast tensor and cannot be reassigned")]
+    assert found == [(BODY_LINE + 1, 5, "E203", BUFS)]
 
 
-def test_outside_a_jit_function():
-    source = "from castpile import multicast_like\n\nx = multicast_like(a, b[:2])\n\ndef f():\n    castpile_wait = 1\n"
+@pytest.mark.parametrize("call,col", [("x = multicast_like(a, b[:2])", 5), ("castpile.signal(a)", 1)])
+def test_outside_a_jit_function(call, col):
+    source = f"import castpile\nfrom castpile import multicast_like\n\n{call}\n\ndef f():\n    castpile_wait = 1\n"
     with pytest.raises(TranspileError) as info:
         castpile.transpile(source, "host.py")
-    assert [(d.path, d.line, d.col, d.message) for d in info.value.diagnostics] == [
-        ("host.py", 3, 5, "multicast_like is only valid inside a @triton.jit function")
+    assert [(d.path, d.line, d.col, d.id, d.params) for d in info.value.diagnostics] == [
+        ("host.py", 4, col, "E501", {"call": call.split("(")[0].removeprefix("x = ")})
     ]
 
 
 def test_every_error_of_a_file_in_one_run_and_rendered_with_a_caret():
     found = errors_of("bufs = multicast_like(out, table[:W])\nx = bufs + 1\ny = bufs[0:1]\nfoo(bufs)\n")
     assert found == [
-        (BODY_LINE + 1, 9, SUBSCRIPTED_ONLY),
-        (BODY_LINE + 2, 14, "slices are not multicast indices: index 'bufs' with tl.arange(...) tensors"),
-        (BODY_LINE + 3, 9, "'bufs' is a multicast tensor and cannot be passed to a function; pass bufs[idx]"),
+        (BODY_LINE + 1, 9, "E201", BUFS),
+        (BODY_LINE + 2, 14, *SLICE_INDEX),
+        (BODY_LINE + 3, 9, "E202", BUFS),
     ]
     source = HEADER + "    x = multicast_like(out, table[:m])\n"
     with pytest.raises(TranspileError) as info:
         castpile.transpile(source, "kern.py")
     assert str(info.value) == (
-        f"kern.py:{BODY_LINE}:36: error: table slice bounds must be constexpr: "
-        "integer literals, tl.constexpr parameters or names, tl.static_range loop variables, and + - * // % of those\n"
+        f"{headline('kern.py', BODY_LINE, 36, 'E110')}\n"
         "        x = multicast_like(out, table[:m])\n"
         "                                       ^"
     )
@@ -226,10 +164,10 @@ def test_every_error_of_a_file_in_one_run_and_rendered_with_a_caret():
 def test_syntax_error_is_located():
     with pytest.raises(TranspileError) as info:
         castpile.transpile("import castpile\n\ndef f(:\n    pass\n", "broken.py")
-    assert [(d.path, d.line, d.col, d.message) for d in info.value.diagnostics] == [
-        ("broken.py", 3, 7, "syntax error: invalid syntax")
+    assert [(d.path, d.line, d.col, d.id, d.params) for d in info.value.diagnostics] == [
+        ("broken.py", 3, 7, "E001", {"detail": "invalid syntax"})
     ]
-    assert str(info.value) == "broken.py:3:7: error: syntax error: invalid syntax\n    def f(:\n          ^"
+    assert str(info.value) == "broken.py:3:7: error: syntax error: invalid syntax [castpile:E001]\n    def f(:\n          ^"
 
 
 def test_cli_reports_errors_exits_1_and_writes_nothing(tmp_path):
@@ -241,10 +179,10 @@ def test_cli_reports_errors_exits_1_and_writes_nothing(tmp_path):
     )
     assert proc.returncode == 1
     assert proc.stderr == (
-        f"{src}:{BODY_LINE + 1}:9: error: {SUBSCRIPTED_ONLY}\n"
+        f"{headline(src, BODY_LINE + 1, 9, 'E201', **BUFS)}\n"
         "        x = bufs + 1\n"
         "            ^\n"
-        f"{src}:{BODY_LINE + 2}:14: error: slices are not multicast indices: index 'bufs' with tl.arange(...) tensors\n"
+        f"{headline(src, BODY_LINE + 2, 14, *SLICE_INDEX[:1], **SLICE_INDEX[1])}\n"
         "        y = bufs[0:2]\n"
         "                 ^\n"
     )
@@ -267,17 +205,6 @@ def test_runtime_call_without_transpiling_says_how():
         castpile.signal(None)
 
 
-def file_errors(source: str) -> list[tuple[int, int, str]]:
-    with pytest.raises(TranspileError) as info:
-        castpile.transpile(textwrap.dedent(source), "kern.py")
-    return [(d.line, d.col, d.message) for d in info.value.diagnostics]
-
-
-AMBIGUOUS_TL = ("'tl' is bound to triton.language and also to something else, so castpile cannot "
-                "tell what 'tl.max' calls; bind 'tl' once (an import under `try` with a fallback under "
-                "`except ImportError` is fine)")
-
-
 @pytest.mark.parametrize("rebinding", [
     "tl = None\n",
     "def tl():\n    pass\n",
@@ -293,7 +220,7 @@ def test_a_triton_name_bound_to_two_things_is_located_where_a_kernel_uses_it(reb
         "    tl.store(out, top)\n"
     )
     line = source.count("\n") - 1
-    assert file_errors(source) == [(line, 11, AMBIGUOUS_TL)]
+    assert diagnostics_of(source) == [(line, 11, "E503", {"head": "tl", "meaning": "triton.language", "call": "tl.max"})]
 
 
 def test_a_triton_function_imported_by_name_and_bound_again_is_located_too():
@@ -304,9 +231,7 @@ def test_a_triton_function_imported_by_name_and_bound_again_is_located_too():
         "    bufs = multicast_like(out, table[:W])\n"
         "    x = ld(bufs[0], mask=True)\n"
     )
-    assert file_errors(source) == [(11, 9, "'ld' is bound to triton.language.load and also to something else, so "
-                                           "castpile cannot tell what 'ld' calls; bind 'ld' once (an import under "
-                                           "`try` with a fallback under `except ImportError` is fine)")]
+    assert diagnostics_of(source) == [(11, 9, "E503", {"head": "ld", "meaning": "triton.language.load", "call": "ld"})]
 
 
 README_BEFORE = '''\
@@ -317,29 +242,29 @@ README_BEFORE = '''\
         total = tl.sum(bufs[offs], axis=0)      # (WORLD, BLOCK) loaded from every peer, reduced
         tl.store(out + offs, total, mask=offs < n)
 '''
+IMPORT_MULTICAST_LIKE = {"name": "multicast_like", "statement": "from castpile import multicast_like",
+                         "what": "castpile's multicast_like"}
 
 
-@pytest.mark.parametrize("imports,call,col,message", [
-    ("", "bufs = multicast_like(out, table[:W])", 12,
-     "'multicast_like' is not defined: add `from castpile import multicast_like` to use castpile's multicast_like"),
+@pytest.mark.parametrize("imports,call,col,params", [
+    ("", "bufs = multicast_like(out, table[:W])", 12, IMPORT_MULTICAST_LIKE),
     ("from castpile import multicast_like\n", "signal(out)", 5,
-     "'signal' is not defined: add `from castpile import signal` to use castpile's signal"),
+     {"name": "signal", "statement": "from castpile import signal", "what": "castpile's signal"}),
     ("from castpile import multicast_like\n", "wait(out + 1, value=2)", 5,
-     "'wait' is not defined: add `from castpile import wait` to use castpile's wait"),
+     {"name": "wait", "statement": "from castpile import wait", "what": "castpile's wait"}),
     ("from castpile import multicast_like\n", "castpile.signal(out)", 5,
-     "'castpile' is not defined: add `import castpile` to use castpile.signal"),
+     {"name": "castpile", "statement": "import castpile", "what": "castpile.signal"}),
 ], ids=["multicast_like", "signal", "wait", "castpile.signal"])
-def test_a_castpile_name_that_no_import_reaches_is_located_and_names_the_import(imports, call, col, message):
+def test_a_castpile_name_that_no_import_reaches_is_located_and_names_the_import(imports, call, col, params):
     source = (
         f"import triton\nimport triton.language as tl\n{imports}\n\n@triton.jit\n"
         f"def k(out, table, W: tl.constexpr):\n    {call}\n"
     )
-    assert file_errors(source) == [(source.count("\n"), col, message)]
+    assert diagnostics_of(source) == [(source.count("\n"), col, "E502", params)]
 
 
 def test_the_readme_before_snippet_without_its_import_is_an_error():
     """No word 'castpile' in the file: the fast path that copies such files must not skip it."""
     source = "import triton\nimport triton.language as tl\n\n\n" + textwrap.dedent(README_BEFORE)
     assert b"castpile" not in source.encode()
-    assert file_errors(source) == [(7, 12, "'multicast_like' is not defined: add `from castpile import multicast_like` "
-                                           "to use castpile's multicast_like")]
+    assert diagnostics_of(source) == [(7, 12, "E502", IMPORT_MULTICAST_LIKE)]

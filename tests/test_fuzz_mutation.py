@@ -13,9 +13,11 @@ from hypothesis import strategies as st
 
 import castpile
 from castpile import TranspileError
+from castpile.compiler.diagnostics import CATALOGUE
 from compile_sm90 import Job, compile_for_sm90
 from fuzz_model import Case, Index
 from fuzz_source import constexprs, signature, source
+from testkit.diagnostics import message_pattern
 
 EXAMPLES = int(os.environ.get("CASTPILE_FUZZ_EXAMPLES", "300"))
 SAMPLES = sorted((Path(__file__).resolve().parents[1] / "samples").glob("*.py"))
@@ -77,65 +79,8 @@ def _parses(data: bytes) -> bool:
         return False
 
 
-NAME = r"'\w+'"
-CALL = r"(load|store|atomic_\w+|signal|wait)"
-PROBLEM = (
-    r"(\*args and \*\*kwargs cannot be used here|too many positional arguments \(at most \d+\)"
-    r"|unexpected keyword argument '\w+'|argument '\w+' given twice)"
-)
-# Every message castpile gives (docs/language.md, "Errors"), as regular expressions; Python's
-# own syntax errors are quoted after "syntax error: ".
-KNOWN_MESSAGES = [re.compile(m) for m in [
-    r"syntax error: .+",
-    r"file is nested too deeply for Python's parser",
-    r"expression nested too deeply for castpile; split it into smaller statements"
-    r"( \(it nests \d+ levels; castpile takes \d+\))?",
-    r"comprehension with more than \d+ 'for' clauses: castpile's parser takes no more; split it",
-    r"more than \d+ implicitly concatenated strings: castpile's parser takes no more; join some",
-    rf"{NAME} is a multicast tensor and cannot be reassigned",
-    r"a multicast access cannot be the target of .+; store it in its own statement `\w+\[idx\] = value`",
-    r"a multicast store must be a single assignment `bufs\[idx\] = value`",
-    r"a multicast tensor cannot be the target of an annotated assignment",
-    r"a multicast tensor cannot be deleted",
-    rf"{NAME} is a multicast tensor and cannot be used inside an f-string; compute the value first",
-    r"(multicast_like|castpile\.signal|castpile\.wait) is only valid inside a @triton\.jit function",
-    r"multicast_like must be bound by a plain assignment: `name = multicast_like\(\.\.\.\)`",
-    rf"{CALL} needs the pointer \(a multicast access\) as its first argument",
-    rf"({CALL}|multicast_like): {PROBLEM}",
-    r"(boundary_check|padding_option)= is for block pointers, not multicast accesses",
-    rf"({CALL}|multicast_like): missing argument '\w+'",
-    r"castpile\.(signal|wait) takes a multicast access such as bufs\[idx\]",
-    rf"{NAME} is a multicast tensor of the enclosing jit function; nested functions and lambdas cannot use it",
-    rf"slices are not multicast indices: index {NAME} with tl\.arange\(\.\.\.\) tensors",
-    r"starred indices are not supported",
-    rf"{NAME} takes 1 index \((shape|strides|no shape)\) but is indexed with \d+",
-    rf"{NAME} takes \d+ indices \((shape|strides)\) but is indexed with \d+",
-    r"'\.\.\.' may only come last in a multicast index, as in bufs\[i, \.\.\.\]",
-    rf"'\.\.\.' needs the extents of {NAME}: give multicast_like a shape=",
-    rf"{NAME} takes \d+ indices \(shape\) but is indexed with \d+ and '\.\.\.'",
-    r"'\.\.\.' stands for full extents, which must be constexpr powers of two; '.+' is not",
-    rf"{NAME} is a multicast tensor and may only be subscripted, as in \w+\[idx\]",
-    rf"{NAME} is a multicast tensor and cannot be passed to a function; pass \w+\[idx\]",
-    rf"{NAME} is already bound by multicast_like in this function \(one binding per name\)",
-    r"ptr_mask applies to a tensor ptr_tile; a table slice has no entries to mask",
-    r"(shape|strides)= must be a non-empty tuple literal such as \(n,\) or \(m, n\)",
-    r"strides= has \d+ entries but shape= has \d+",
-    r"align= must be a power-of-two integer literal \(bytes\), or None",
-    r"a table slice takes no step",
-    r"a table slice needs an upper bound: table\[:WORLD\] or table\[lo:hi\]",
-    r"table slice bounds must be constexpr: integer literals, tl\.constexpr parameters or names, "
-    r"tl\.static_range loop variables, and \+ - \* // % of those",
-    r"empty table slice: it selects \d+ buffers",
-    r"'[\w.]+' is not defined: add `.+` to use castpile's \w+",
-    r"'\w+' is bound to .+ and also to something else, so castpile cannot tell what '[\w.]+' calls; bind '\w+' once "
-    r"\(an import under `try` with a fallback under `except ImportError` is fine\)",
-    r"castpile\.(signal|wait) returns nothing: call it as a statement of its own",
-    r"tl\.\w+ of a multicast access: .+",
-    rf"{NAME} is used .+, so from the second pass on it would be the multicast tensor; bind the multicast tensor to "
-    r"a name of its own, or bind it before the loop",
-    rf"{NAME} holds a table slice, but another assignment of it may reach this binding \(before it, or in a loop "
-    r"around it\); bind the slice to a name once before the binding, or pass table\[lo:hi\] itself",
-]]
+# Every message castpile gives, by id: the catalogue's (docs/language.md, "Errors"), each parameter any text.
+KNOWN_MESSAGES = {id: message_pattern(message) for id, message in CATALOGUE.items()}
 
 
 def check_diagnostics(exc: TranspileError, data: bytes, path: str) -> None:
@@ -148,13 +93,13 @@ def check_diagnostics(exc: TranspileError, data: bytes, path: str) -> None:
         assert d.path == path, d
         assert 1 <= d.line <= len(lines), (d, len(lines))
         assert 1 <= d.col <= len(lines[d.line - 1]) + 1, (d, lines[d.line - 1])
-        assert any(m.fullmatch(d.message) for m in KNOWN_MESSAGES), d.message
-    keys = [(d.line, d.col, d.message) for d in exc.diagnostics]
+        assert d.id in KNOWN_MESSAGES and KNOWN_MESSAGES[d.id].fullmatch(d.message), (d.id, d.message)
+    keys = [(d.line, d.col, d.id, d.message) for d in exc.diagnostics]
     assert len(set(keys)) == len(keys), keys
     rendered = exc.render()
     assert rendered.startswith(f"{path}:")
     assert [line for line in rendered.splitlines() if line.startswith(f"{path}:")] == [
-        f"{path}:{d.line}:{d.col}: error: {d.message}" for d in exc.diagnostics
+        f"{path}:{d.line}:{d.col}: error: {d.message} [castpile:{d.id}]" for d in exc.diagnostics
     ]
 
 
@@ -197,7 +142,7 @@ def test_layout_edits_compile_for_sm90(tmp_path):
 
 def test_a_misspelled_castpile_import_gives_a_known_diagnostic():
     """Found by the long run (scripts/fuzz_long.sh 2000): an edit to ``from castpile import ulticast_like`` leaves
-    ``multicast_like`` unbound; its located error was missing from KNOWN_MESSAGES."""
+    ``multicast_like`` unbound; its located error was missing from the known messages."""
     source = (b"import triton\nimport triton.language as tl\nfrom castpile import ulticast_like\n\n\n@triton.jit\n"
               b"def k(out, table, W: tl.constexpr):\n    bufs = multicast_like(out, table[:W])\n    bufs[0] = 1\n")
     with pytest.raises(TranspileError) as info:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from castpile import cli
+from testkit.diagnostics import headline
 
 KERNEL = b"""import triton
 import triton.language as tl
@@ -43,47 +44,45 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def assert_diagnostic(proc, path, line: int, col: int, message: str, shows_source: bool = True):
-    """Exit code 1 and exactly one diagnostic: ``path:line:col: error: message``, then (unless
-    it is about the whole file) the source line and a caret under the column."""
+def assert_diagnostic(proc, path, line: int, col: int, id: str, params: dict, shows_source: bool = True):
+    """Exit code 1 and exactly one diagnostic: ``path:line:col: error: message [castpile:id]``, then
+    (unless it is about the whole file) the source line and a caret under the column."""
     err = proc.stderr.decode(errors="replace")
     assert proc.returncode == 1, err
     lines = err.splitlines()
-    assert lines[0] == f"{path}:{line}:{col}: error: {message}", err[:2000]
+    assert lines[0] == headline(path, line, col, id, **params), err[:2000]
     if shows_source:
         assert len(lines) == 3 and lines[2] == " " * (4 + col - 1) + "^", err[:2000]
     else:
         assert len(lines) == 1, err[:2000]
 
 
-NESTED = "syntax error: too many nested parentheses"
+NESTED = ("E001", {"detail": "too many nested parentheses"})
 
 
 @pytest.mark.parametrize(
-    "name, text, line, col, message",
+    "name, text, line, col, id, params",
     [
-        ("nonutf8", b"import castpile\nx = '\xff\xfe'\n", 2, 6,
-         "syntax error: byte 0xff is not valid utf-8; declare the file's encoding or convert it"),
-        ("latin1_without_cookie", b"import castpile\n# caf\xe9\n", 2, 6,
-         "syntax error: byte 0xe9 is not valid utf-8; declare the file's encoding or convert it"),
-        ("bad_cookie", b"# -*- coding: foobar -*-\nimport castpile\n", 1, 1, "syntax error: unknown encoding: foobar"),
-        ("nul", b"import castpile\nx = 1\x00\n", 2, 6, "syntax error: source contains a NUL byte"),
+        ("nonutf8", b"import castpile\nx = '\xff\xfe'\n", 2, 6, "E003", {"byte": "0xff", "encoding": "utf-8"}),
+        ("latin1_without_cookie", b"import castpile\n# caf\xe9\n", 2, 6, "E003", {"byte": "0xe9", "encoding": "utf-8"}),
+        ("bad_cookie", b"# -*- coding: foobar -*-\nimport castpile\n", 1, 1, "E001", {"detail": "unknown encoding: foobar"}),
+        ("nul", b"import castpile\nx = 1\x00\n", 2, 6, "E002", {}),
         # Python takes 200 nested brackets: the 201st, at column 4 + 201, is refused.
-        ("deep_parens", b"import castpile\nx = " + b"(" * 1000 + b"1" + b")" * 1000 + b"\n", 2, 205, NESTED),
-        ("deep_lists", b"import castpile\nx = " + b"[" * 1000 + b"]" * 1000 + b"\n", 2, 205, NESTED),
+        ("deep_parens", b"import castpile\nx = " + b"(" * 1000 + b"1" + b")" * 1000 + b"\n", 2, 205, *NESTED),
+        ("deep_lists", b"import castpile\nx = " + b"[" * 1000 + b"]" * 1000 + b"\n", 2, 205, *NESTED),
         # Python's tokenizer refuses the 100th level of indentation: line 102 (indented by 100).
         ("deep_blocks",
          b"import castpile\n" + b"".join(b" " * i + b"if x:\n" for i in range(1000)) + b" " * 1000 + b"pass\n",
-         102, 1, "syntax error: too many levels of indentation"),
-        ("syntax", b"import castpile\nx = (\n", 2, 5, "syntax error: '(' was never closed"),
+         102, 1, "E001", {"detail": "too many levels of indentation"}),
+        ("syntax", b"import castpile\nx = (\n", 2, 5, "E001", {"detail": "'(' was never closed"}),
     ],
 )
-def test_rejected_with_a_located_diagnostic(tmp_path, name, text, line, col, message):
+def test_rejected_with_a_located_diagnostic(tmp_path, name, text, line, col, id, params):
     src = tmp_path / f"{name}.py"
     src.write_bytes(text)
     out = tmp_path / "out.py"
     proc = castpile(src, "-o", out)
-    assert_diagnostic(proc, src, line, col, message)
+    assert_diagnostic(proc, src, line, col, id, params)
     assert not out.exists()
     assert src.read_bytes() == text
 
@@ -96,7 +95,7 @@ def test_too_deep_for_python_is_a_diagnostic_about_the_file(tmp_path):
     src.write_bytes(text)
     out = tmp_path / "out.py"
     proc = castpile(src, "-o", out)
-    assert_diagnostic(proc, src, 1, 1, "file is nested too deeply for Python's parser", shows_source=False)
+    assert_diagnostic(proc, src, 1, 1, "E004", {}, shows_source=False)
     assert not out.exists() and src.read_bytes() == text
 
 
@@ -140,8 +139,7 @@ def test_ten_megabyte_files(tmp_path):
     out = tmp_path / "using_out.py"
     proc = castpile(using, "-o", out)
     # 16 + 291,271 lines of 37 bytes: 10,777,043 bytes.
-    message = "file is 10.3 MiB; castpile transpiles files of up to 4 MiB: split it"
-    assert_diagnostic(proc, using, 1, 1, message, shows_source=False)
+    assert_diagnostic(proc, using, 1, 1, "E005", {"size": "10.3", "limit": 4}, shows_source=False)
     assert not out.exists()
 
 

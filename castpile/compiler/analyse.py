@@ -20,6 +20,7 @@ import re
 
 import libcst as cst
 
+from . import diagnostics
 from .analysis_targets import TargetChecks
 from .contract import (
     CALL_PARAMS,
@@ -68,7 +69,7 @@ class _ModuleAnalyser(TargetChecks):
                     self.own(access)
                 elif access is not None:
                     self.own(access)
-                    self.error(target.target, "a multicast store must be a single assignment `bufs[idx] = value`")
+                    self.plan.error(target.target, diagnostics.STORE_NOT_SINGLE, name=access.binding.name)
                 else:
                     self.refuse_targets(target.target, "a tuple assignment")
         return True
@@ -89,14 +90,14 @@ class _ModuleAnalyser(TargetChecks):
             self._unresolved(node)
         if name == "multicast_like":
             if self.bindings is None:
-                self.error(node, "multicast_like is only valid inside a @triton.jit function")
+                self.plan.error(node, diagnostics.OUTSIDE_JIT, call=name)
             else:
                 # A binding's call is visited through its Assign; any other is misplaced.
-                self.error(node, "multicast_like must be bound by a plain assignment: `name = multicast_like(...)`")
+                self.plan.error(node, diagnostics.BINDING_NOT_PLAIN)
             return True
         if name in ("signal", "wait"):
             if self.bindings is None:
-                self.error(node, f"castpile.{name} is only valid inside a @triton.jit function")
+                self.plan.error(node, diagnostics.OUTSIDE_JIT, call=f"castpile.{name}")
                 return True
             self._call_on(node, name)
             return True
@@ -118,49 +119,47 @@ class _ModuleAnalyser(TargetChecks):
         if missing is not None:
             spelled, statement = missing
             what = f"castpile.{node.func.attr.value}" if spelled == "castpile" else f"castpile's {spelled}"
-            self.error(node, f"'{spelled}' is not defined: add `{statement}` to use {what}")
+            self.plan.error(node, diagnostics.NOT_DEFINED, name=spelled, statement=statement, what=what)
             return
         ambiguous = self.resolver.ambiguous(node.func) if self.bindings else None
         if ambiguous is not None and ambiguous[0] not in self.ambiguous_reported:
             head, meaning = ambiguous
             self.ambiguous_reported.add(head)
-            self.error(node, f"'{head}' is bound to {meaning} and also to something else, so castpile cannot tell "
-                             f"what '{dotted(node.func)}' calls; bind '{head}' once (an import under `try` with a "
-                             "fallback under `except ImportError` is fine)")
+            self.plan.error(node, diagnostics.BOUND_TWO_WAYS, head=head, meaning=meaning, call=dotted(node.func))
 
     def _call_on(self, node: cst.Call, op: str) -> None:
         if node in self.owned:  # the tl.load of a reduction, lowered with it
             return
         if not node.args or node.args[0].keyword is not None:
-            self.error(node, f"{op} needs the pointer (a multicast access) as its first argument")
+            self.plan.error(node, diagnostics.POINTER_FIRST, call=op)
             return
         positions, problems = argument_positions(node, CALL_PARAMS[op], 1)
-        for problem in problems:
-            self.error(node, f"{op}: {problem}")
+        for problem, params in problems:
+            self.plan.error(node, problem, call=op, **params)
+        wrong = bool(problems)
         for unsupported in ("boundary_check", "padding_option"):
             if unsupported in positions:
-                self.error(node.args[positions[unsupported]].value, f"{unsupported}= is for block pointers, not multicast accesses")
-                problems.append(unsupported)
+                argument = node.args[positions[unsupported]].value
+                self.plan.error(argument, diagnostics.BLOCK_POINTER_KEYWORD, keyword=unsupported)
+                wrong = True
         for required in REQUIRED.get(op, ()):
             if required not in positions:
-                self.error(node, f"{op}: missing argument '{required}'")
-                problems.append(required)
+                self.plan.error(node, diagnostics.MISSING_ARGUMENT, call=op, keyword=required)
+                wrong = True
         access = self.access(node.args[0].value)
         if access is None and op != "wait":
-            self.error(node.args[0].value, f"castpile.{op} takes a multicast access such as bufs[idx]")
+            self.plan.error(node.args[0].value, diagnostics.NEEDS_AN_ACCESS, call=f"castpile.{op}")
             return
-        if problems:
+        if wrong:
             return
         if access is not None:
             self.own(access)
             if access.binding.remote is not None and op.startswith("atomic_"):
-                self.error(node, f"tl.{op} on '{access.binding.name}', a remote= binding: NVSHMEM atomics are not among "
-                                 "torch's Triton device functions, and a get-modify-put would not be atomic; use "
-                                 "castpile.signal/wait, or a binding without remote= for peers in one NVLink domain")
+                self.plan.error(node, diagnostics.REMOTE_ATOMIC, op=op, name=access.binding.name)
                 return
         used = not (isinstance(self.ancestors[-1], cst.Expr) if self.ancestors else False)
         if used and op in ("signal", "wait"):
-            self.error(node, f"castpile.{op} returns nothing: call it as a statement of its own")
+            self.plan.error(node, diagnostics.RETURNS_NOTHING, call=f"castpile.{op}")
             return
         impure = self._impure_arguments(node, positions)
         self.plan.uses[node] = CallOn(node, op, access, positions, result_used=used, impure=impure)
@@ -175,8 +174,8 @@ class _ModuleAnalyser(TargetChecks):
         operand = self._stack_operand(node.func.value if method else given.get("input"))
         if operand is None:
             return
-        for problem in problems:
-            self.error(node, f"tl.{op} of a multicast access: {problem}")
+        for problem, params in problems:
+            self.plan.error(node, problem, call=f"tl.{op} of a multicast access", **params)
         if problems or "axis" not in given or literal_int(given["axis"]) != 0:
             return
         access, load, load_positions, steps = operand
@@ -253,7 +252,7 @@ class _ModuleAnalyser(TargetChecks):
         access = self.access(node)
         if access is None:
             if self.enclosing_binding(node.value):
-                self.error(node, f"'{node.value.value}' is a multicast tensor of the enclosing jit function; nested functions and lambdas cannot use it")
+                self.plan.error(node, diagnostics.NESTED_USE, name=node.value.value)
                 return False
             return True
         self._check_indices(access)
@@ -269,43 +268,40 @@ class _ModuleAnalyser(TargetChecks):
         elements = [element.slice for element in node.slice]
         for part in elements:
             if isinstance(part, cst.Slice):
-                self.error(part, f"slices are not multicast indices: index '{binding.name}' with tl.arange(...) tensors")
+                self.plan.error(part, diagnostics.SLICE_INDEX, name=binding.name)
             elif part.star is not None:
-                self.error(part, "starred indices are not supported")
+                self.plan.error(part, diagnostics.STARRED_INDEX)
         values = [part.value for part in elements if isinstance(part, cst.Index)]
         for value in values:
             if isinstance(value, _NOT_INTEGERS) or (isinstance(value, cst.Name) and value.value in ("None", "True", "False")):
-                self.error(value, f"'{_code(value)}' is not an index: index '{binding.name}' with Triton integer scalars or tensors")
+                self.plan.error(value, diagnostics.NOT_AN_INDEX, code=_code(value), name=binding.name)
         ellipses = [v for v in values if isinstance(v, cst.Ellipsis)]
         if ellipses:
             self._ellipsis(access, values, ellipses)
         elif len(node.slice) != binding.ndim:
             what = "shape" if binding.shape is not None else "strides" if binding.strides is not None else "no shape"
-            self.error(
-                node,
-                f"'{binding.name}' takes {binding.ndim} ind{'ex' if binding.ndim == 1 else 'ices'} ({what}) "
-                f"but is indexed with {len(node.slice)}",
-            )
+            self.plan.error(node, diagnostics.INDEX_COUNT, name=binding.name, takes=_indices(binding.ndim), what=what,
+                            given=len(node.slice))
         access.pure_indices = [self.pure(v) for v in values if not isinstance(v, cst.Ellipsis)]
 
     def _ellipsis(self, access: Access, values: list, ellipses: list) -> None:
         """``bufs[i, ...]``: the trailing dims at full extent, which must be constexpr powers of two."""
         binding = access.binding
         if len(ellipses) > 1 or values[-1] is not ellipses[0]:
-            self.error(ellipses[-1], "'...' may only come last in a multicast index, as in bufs[i, ...]")
+            self.plan.error(ellipses[-1], diagnostics.ELLIPSIS_NOT_LAST, name=binding.name)
             return
         if binding.shape is None:
-            self.error(ellipses[0], f"'...' needs the extents of '{binding.name}': give multicast_like a shape=")
+            self.plan.error(ellipses[0], diagnostics.ELLIPSIS_WITHOUT_SHAPE, name=binding.name)
             return
         spans = binding.shape[len(values) - 1 :]
         if len(values) - 1 > len(binding.shape):
-            self.error(access.subscript, f"'{binding.name}' takes {len(binding.shape)} indices (shape) but is indexed with {len(values) - 1} and '...'")
+            self.plan.error(access.subscript, diagnostics.ELLIPSIS_INDEX_COUNT, name=binding.name,
+                            takes=_indices(len(binding.shape)), given=len(values) - 1)
             return
         for extent in spans:
             literal = literal_int(extent)
             if not constexpr_ok(extent, self.constexprs) or (literal is not None and (literal <= 0 or literal & (literal - 1))):
-                self.error(ellipses[0], "'...' stands for full extents, which must be constexpr powers of two; "
-                           f"'{_code(extent)}' is not")
+                self.plan.error(ellipses[0], diagnostics.ELLIPSIS_EXTENT, extent=_code(extent))
                 return
         access.spans = list(spans)
 
@@ -317,6 +313,10 @@ _STEP_OPERATORS = {
 """The operators of an elementwise step with a scalar (see ``_castpile_apply`` in helpers/reduction.py)."""
 
 _NOT_INTEGERS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Float, cst.Imaginary)
+
+
+def _indices(count: int) -> str:
+    return f"{count} index" if count == 1 else f"{count} indices"
 
 
 def _code(node: cst.CSTNode) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from . import diagnostics
 from .bindings import JitBindings
 from .contract import PURE_TL_CALLS
 from .plan import Access, Binding, Plan
@@ -36,9 +37,6 @@ class ScopeModel(Walker):
         self.ambiguous_reported: set[str] = set()  # Triton names bound to two things, reported once each
         self.accesses: dict[cst.Subscript, Access] = {}
         self.constexprs: set[str] = set()  # of the jit function being walked
-
-    def error(self, node: cst.CSTNode, message: str) -> None:
-        self.plan.errors.append((node, message))
 
     @property
     def resolver(self) -> Resolver:
@@ -103,8 +101,7 @@ class ScopeModel(Walker):
         if len(self.ancestors) == 1 and isinstance(self.ancestors[0], cst.Module):
             self.plan.remote_kernels.append(node.name.value)
         else:
-            self.error(remote[0].node, f"'{node.name.value}' has a remote= binding, so it is a kernel that castpile "
-                                       "wraps for NVSHMEM by name: define it at the top level of the module")
+            self.plan.error(remote[0].node, diagnostics.REMOTE_KERNEL_NESTED, kernel=node.name.value)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.resolvers.pop()

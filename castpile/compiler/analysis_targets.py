@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from . import diagnostics
 from .analysis_scope import ScopeModel
 from .walk import Walker
 
@@ -26,16 +27,16 @@ class TargetChecks(ScopeModel):
             self.refuse_targets(target.value, where)
         elif self.is_multicast_name(target):
             self.reported.add(target)
-            self.error(target, f"'{target.value}' is a multicast tensor and cannot be reassigned")
+            self.plan.error(target, diagnostics.REASSIGNED, name=target.value)
         elif (access := self.access(target)) is not None:
             self.own(access)
-            self.error(target, f"a multicast access cannot be the target of {where}; store it in its own statement `{access.binding.name}[idx] = value`")
+            self.plan.error(target, diagnostics.ACCESS_AS_TARGET, where=where, name=access.binding.name)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
         access = self.access(node.target)
         if self.is_multicast_name(node.target) or access is not None:
             self.reported.add(node.target)
-            self.error(node.target, "a multicast tensor cannot be the target of an annotated assignment")
+            self.plan.error(node.target, diagnostics.ANNOTATED)
         if access is not None:
             self.own(access)
         return True
@@ -46,7 +47,7 @@ class TargetChecks(ScopeModel):
             for target in targets:
                 target = target.value if isinstance(target, cst.BaseElement) else target
                 if self.is_multicast_name(target) or self.access(target) is not None:
-                    self.error(target, "a multicast tensor cannot be deleted")
+                    self.plan.error(target, diagnostics.DELETED)
         return False
 
     def visit_For(self, node: cst.For) -> bool:
@@ -67,7 +68,7 @@ class TargetChecks(ScopeModel):
             finder = _NamesIn(set(self.bindings))
             finder.walk(node)
             for name in finder.found:
-                self.error(name, f"'{name.value}' is a multicast tensor and cannot be used inside an f-string; compute the value first")
+                self.plan.error(name, diagnostics.IN_FSTRING, name=name.value)
             return not finder.found
         return True
 
@@ -75,15 +76,13 @@ class TargetChecks(ScopeModel):
         if node in self.reported:
             return
         if self.is_multicast_name(node):
-            self.error(node, f"'{node.value}' is a multicast tensor and may only be subscripted, as in {node.value}[idx]")
+            self.plan.error(node, diagnostics.SUBSCRIPT_ONLY, name=node.value)
         elif self.bound_later_in_this_loop(node):
-            name = node.value
-            where = "in its own binding, which is inside a loop" if self.binding_walked is not None else \
-                f"in a loop before `{name} = multicast_like(...)` further on in it"
-            self.error(node, f"'{name}' is used {where}, so from the second pass on it would be the multicast tensor; "
-                             f"bind the multicast tensor to a name of its own, or bind it before the loop")
+            in_its_own = self.binding_walked is not None
+            message = diagnostics.USED_IN_OWN_BINDING_IN_LOOP if in_its_own else diagnostics.USED_BEFORE_BINDING_IN_LOOP
+            self.plan.error(node, message, name=node.value)
         elif self.enclosing_binding(node):
-            self.error(node, f"'{node.value}' is a multicast tensor of the enclosing jit function; nested functions and lambdas cannot use it")
+            self.plan.error(node, diagnostics.NESTED_USE, name=node.value)
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         self.walk(node.value)
@@ -92,7 +91,7 @@ class TargetChecks(ScopeModel):
     def visit_Arg(self, node: cst.Arg) -> bool:
         if self.is_multicast_name(node.value):
             name = node.value.value
-            self.error(node.value, f"'{name}' is a multicast tensor and cannot be passed to a function; pass {name}[idx]")
+            self.plan.error(node.value, diagnostics.PASSED, name=name)
             return False
         self.walk(node.value)
         return False

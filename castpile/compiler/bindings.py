@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from . import diagnostics
 from .algebra import simplify
 from .contract import BINDING_KEYWORDS, REMOTE_BACKENDS, argument_positions, constexpr_ok, literal_int
 from .plan import Binding, Plan, SliceAlias
@@ -59,29 +60,26 @@ class JitBindings:
         for assign in finder.found:
             target = assign.targets[0].target
             if len(assign.targets) != 1 or not isinstance(target, cst.Name):
-                self.error(assign, "multicast_like must be bound by a plain assignment: `name = multicast_like(...)`")
+                plan.error(assign, diagnostics.BINDING_NOT_PLAIN)
                 continue
             name = target.value
             if name in bindings:
-                self.error(assign, f"'{name}' is already bound by multicast_like in this function (one binding per name)")
+                plan.error(assign, diagnostics.BOUND_TWICE, name=name)
                 continue
             binding = self._binding(name, assign)
             if binding is not None:
                 bindings[name] = binding
                 self.plan.uses[assign] = binding
 
-    def error(self, node: cst.CSTNode, message: str) -> None:
-        self.plan.errors.append((node, message))
-
     def _binding(self, name: str, assign: cst.Assign) -> Binding | None:
         call = assign.value
         positions, problems = argument_positions(call, BINDING_KEYWORDS, 0)
         args = {key: call.args[position].value for key, position in positions.items()}
-        for problem in problems:
-            self.error(call, f"multicast_like: {problem}")
+        for problem, params in problems:
+            self.plan.error(call, problem, call="multicast_like", **params)
         for required in ("example", "ptr_tile"):
             if required not in args:
-                self.error(call, f"multicast_like: missing argument '{required}'")
+                self.plan.error(call, diagnostics.MISSING_ARGUMENT, call="multicast_like", keyword=required)
         if problems or "example" not in args or "ptr_tile" not in args:
             return None
         binding = Binding(name, assign, args["example"])
@@ -91,9 +89,7 @@ class JitBindings:
         if isinstance(tile, cst.Name) and tile.value in self._finder.slice_names:
             alias = self._finder.only_slice_reaching(tile.value, assign)
             if alias is None:
-                self.error(tile, f"'{tile.value}' holds a table slice, but another assignment of it may reach this "
-                                 "binding (before it, or in a loop around it); bind the slice to a name once before "
-                                 "the binding, or pass table[lo:hi] itself")
+                self.plan.error(tile, diagnostics.SLICE_NAME_REACHED, name=tile.value)
                 return None
         if alias is not None:
             tile = alias.value
@@ -104,7 +100,7 @@ class JitBindings:
                 self.plan.uses[alias] = SliceAlias(alias, binding.table, binding.lo)
                 binding.start = args["ptr_tile"]
             if "ptr_mask" in args:
-                self.error(args["ptr_mask"], "ptr_mask applies to a tensor ptr_tile; a table slice has no entries to mask")
+                self.plan.error(args["ptr_mask"], diagnostics.PTR_MASK_WITH_SLICE)
                 ok = False
         else:
             binding.tile = tile
@@ -117,17 +113,17 @@ class JitBindings:
                 if not isinstance(value, cst.Tuple) or not value.elements or any(
                     isinstance(e, cst.StarredElement) for e in value.elements
                 ):
-                    self.error(value, f"{key}= must be a non-empty tuple literal such as (n,) or (m, n)")
+                    self.plan.error(value, diagnostics.NOT_A_TUPLE, keyword=key)
                     ok = False
                     continue
                 setattr(binding, key, [e.value for e in value.elements])
         if binding.shape is not None and binding.strides is not None and len(binding.shape) != len(binding.strides):
-            self.error(args["strides"], f"strides= has {len(binding.strides)} entries but shape= has {len(binding.shape)}")
+            self.plan.error(args["strides"], diagnostics.STRIDES_LENGTH, strides=len(binding.strides), shape=len(binding.shape))
             ok = False
         if "align" in args and not _is_none(args["align"]):
             align = literal_int(args["align"])
             if align is None or align <= 0 or align & (align - 1):
-                self.error(args["align"], "align= must be a power-of-two integer literal (bytes), or None")
+                self.plan.error(args["align"], diagnostics.ALIGN)
                 ok = False
             binding.align = align
         remote = args.get("remote")
@@ -143,11 +139,10 @@ class JitBindings:
         """``remote="nvshmem"``: a string literal naming a backend, on a table slice."""
         name = value.evaluated_value if isinstance(value, cst.SimpleString) else None
         if name not in REMOTE_BACKENDS:
-            self.error(value, f"remote= must be the string literal {' or '.join(map(repr, REMOTE_BACKENDS))}")
+            self.plan.error(value, diagnostics.REMOTE_BACKEND, backends=" or ".join(map(repr, REMOTE_BACKENDS)))
             return False
         if binding.table is None:
-            self.error(value, "remote= needs a table slice ptr_tile (table[lo:hi] of a remote_ptrs table): its "
-                              "header names the scratch for NVSHMEM transfers")
+            self.plan.error(value, diagnostics.REMOTE_NEEDS_TABLE)
             return False
         binding.remote = name
         return True
@@ -156,25 +151,21 @@ class JitBindings:
         binding.table = tile.value
         binding.lo, binding.hi = slice_.lower, slice_.upper
         if slice_.step is not None:
-            self.error(slice_.step, "a table slice takes no step")
+            self.plan.error(slice_.step, diagnostics.SLICE_STEP)
             return False
         if slice_.upper is None:
-            self.error(tile, "a table slice needs an upper bound: table[:WORLD] or table[lo:hi]")
+            self.plan.error(tile, diagnostics.SLICE_UNBOUNDED)
             return False
         ok = True
         for bound in (slice_.lower, slice_.upper):
             if bound is not None and not constexpr_ok(bound, self.constexprs):
-                self.error(
-                    bound,
-                    "table slice bounds must be constexpr: integer literals, tl.constexpr parameters or names, "
-                    "tl.static_range loop variables, and + - * // % of those",
-                )
+                self.plan.error(bound, diagnostics.SLICE_NOT_CONSTEXPR)
                 ok = False
         if ok:
             lo = _code(slice_.lower) if slice_.lower is not None else "0"
             count = simplify(f"({_code(slice_.upper)}) - ({lo})")
             if count.lstrip("-").isdigit() and int(count) <= 0:
-                self.error(tile, f"empty table slice: it selects {max(int(count), 0)} buffers")
+                self.plan.error(tile, diagnostics.SLICE_EMPTY, count=max(int(count), 0))
                 ok = False
         return ok
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .diagnostics import GIVEN_TWICE, STARRED_ARGUMENTS, TOO_MANY_POSITIONAL, UNEXPECTED_KEYWORD, Message
+
 ATOMICS = ("atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg")
 REDUCTIONS = ("sum", "max", "min")
 REDUCTION_PARAMS = {  # tl.sum/max/min's parameters (a tensor method's lack the first)
@@ -34,29 +36,34 @@ REMOTE_BACKENDS = ("nvshmem",)
 """What ``multicast_like(..., remote=...)`` may name: how accesses reach buffers that loads and stores cannot."""
 
 
-def argument_positions(call: cst.Call, params: tuple[str, ...], skip: int) -> tuple[dict[str, int], list[str]]:
-    """Map parameter names to positions in ``call.args`` for the arguments after the first ``skip``.
+def argument_positions(
+    call: cst.Call, params: tuple[str, ...], skip: int
+) -> tuple[dict[str, int], list[tuple[Message, dict[str, object]]]]:
+    """Map parameter names to positions in ``call.args`` for the arguments after the first ``skip``; the
+    problems found, each a message of the catalogue and its parameters (but ``call``, which the caller names).
 
     >>> argument_positions(cst.parse_expression("f(p, v, sem='relaxed')"), ("val", "mask", "sem"), 1)
     ({'val': 1, 'sem': 2}, [])
+    >>> argument_positions(cst.parse_expression("f(p, v, val=1)"), ("val", "mask"), 1)[1]
+    [(Message('E404', "{call}: argument '{keyword}' given twice"), {'keyword': 'val'})]
     """
     named: dict[str, int] = {}
     problems = []
     if any(a.star for a in call.args):
-        problems.append("*args and **kwargs cannot be used here")
+        problems.append((STARRED_ARGUMENTS, {}))
     positional = [i for i, a in enumerate(call.args) if a.keyword is None and not a.star]
     for k, position in enumerate(positional[skip:]):
         if k >= len(params):
-            problems.append(f"too many positional arguments (at most {len(params) + skip})")
+            problems.append((TOO_MANY_POSITIONAL, {"most": len(params) + skip}))
             break
         named[params[k]] = position
     for position, arg in enumerate(call.args):
         if arg.keyword is not None:
             key = arg.keyword.value
             if key not in params:
-                problems.append(f"unexpected keyword argument '{key}'")
+                problems.append((UNEXPECTED_KEYWORD, {"keyword": key}))
             elif key in named:
-                problems.append(f"argument '{key}' given twice")
+                problems.append((GIVEN_TWICE, {"keyword": key}))
             else:
                 named[key] = position
     return named, problems

@@ -4,27 +4,31 @@ Every problem castpile finds in a user's file becomes a :class:`Diagnostic` that
 knows its file, line and column; :class:`TranspileError` carries all of a file's
 diagnostics at once and renders them the way compilers do::
 
-    kern.py:12:5: error: 'bufs' is a multicast tensor and may only be subscripted
+    kern.py:12:9: error: 'bufs' is a multicast tensor and may only be subscripted, as in bufs[idx] [castpile:E201]
         x = bufs + 1
             ^
+
+The messages and their ids are :mod:`castpile.compiler.diagnostics`, the catalogue.
 """
 
 from __future__ import annotations
 
 
 class Diagnostic:
-    """One error at a 1-based line and 1-based column of ``path``.
+    """One error at a 1-based line and 1-based column of ``path``: the catalogue's ``id``, the
+    ``message`` it gives with ``params`` filled in, and the ``source_line`` shown under it.
 
     (A plain class: ``import castpile`` stays cheap for transpiled modules and the CLI.)
     """
 
-    __slots__ = ("path", "line", "col", "message", "source_line")
+    __slots__ = ("path", "line", "col", "id", "message", "params", "source_line")
 
-    def __init__(self, path: str, line: int, col: int, message: str, source_line: str = ""):
-        self.path, self.line, self.col, self.message, self.source_line = path, line, col, message, source_line
+    def __init__(self, path: str, line: int, col: int, id: str, message: str, params: dict, source_line: str = ""):
+        self.path, self.line, self.col, self.source_line = path, line, col, source_line
+        self.id, self.message, self.params = id, message, params
 
     def _key(self):
-        return (self.path, self.line, self.col, self.message, self.source_line)
+        return (self.path, self.line, self.col, self.id, self.message, self.source_line)
 
     def __eq__(self, other):
         return isinstance(other, Diagnostic) and self._key() == other._key()
@@ -33,11 +37,11 @@ class Diagnostic:
         return hash(self._key())
 
     def __repr__(self):
-        return f"Diagnostic({self.path!r}, {self.line}, {self.col}, {self.message!r})"
+        return f"Diagnostic({self.path!r}, {self.line}, {self.col}, {self.id!r}, {self.message!r})"
 
     def headline(self) -> str:
-        """``path:line:col: error: message``."""
-        return f"{self.path}:{self.line}:{self.col}: error: {self.message}"
+        """``path:line:col: error: message [castpile:id]``."""
+        return f"{self.path}:{self.line}:{self.col}: error: {self.message} [castpile:{self.id}]"
 
     def render(self) -> str:
         """The headline, then the source line and a caret under the column."""

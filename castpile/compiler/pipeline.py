@@ -5,7 +5,7 @@
 
 Errors from any stage are collected with their locations and raised together as
 one :class:`~castpile.compiler.errors.TranspileError`.  libcst and the passes run
-on a stack deep enough for the source (:mod:`castpile.compiler.stack`).  ast,
+on a stack deep enough for the source (:mod:`castpile.compiler.thread_stack`).  ast,
 libcst, sympy and the passes load only when a file mentions castpile.
 """
 
@@ -15,7 +15,7 @@ import gc
 
 from ..options import check_strategy, mentions_castpile
 from . import parse
-from .stack import on_deep_stack
+from .thread_stack import on_deep_stack
 
 MAX_TRANSPILE_BYTES = 4 * 1024 * 1024
 """Larger sources that use castpile are diagnosed: transpiling takes about 1 KiB of
@@ -30,11 +30,11 @@ def transpile_source(source: bytes | str, path: str = "<string>", *, strategy: s
     if not mentions_castpile(source):
         return source
     if len(source) > MAX_TRANSPILE_BYTES:
-        from .errors import Diagnostic, TranspileError
+        from .diagnostics import TOO_LARGE
+        from .errors import TranspileError
 
-        mib = MAX_TRANSPILE_BYTES // (1024 * 1024)
-        message = f"file is {len(source) / 2**20:.1f} MiB; castpile transpiles files of up to {mib} MiB: split it"
-        raise TranspileError([Diagnostic(path, 1, 1, message)])
+        size, limit = f"{len(source) / 2**20:.1f}", MAX_TRANSPILE_BYTES // (1024 * 1024)
+        raise TranspileError([TOO_LARGE.at(path, 1, 1, size=size, limit=limit)])
     collecting = gc.isenabled()
     gc.disable()  # libcst trees are large and acyclic: the cyclic GC only makes big files superlinear
     try:
@@ -65,4 +65,6 @@ def _transpile(source: bytes, path: str, strategy: str) -> bytes:
     try:
         return on_deep_stack(passes, checked.levels)
     except RecursionError:
-        raise parse.refusal(path, checked.text, *checked.deepest, parse.TOO_DEEP) from None
+        from .diagnostics import TOO_DEEP_FOR_THE_STACK
+
+        raise parse.refusal(path, checked.text, *checked.deepest, TOO_DEEP_FOR_THE_STACK) from None

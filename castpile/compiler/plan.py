@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from .diagnostics import Message
+
 
 @dataclass(eq=False)
 class Binding:
@@ -159,6 +161,10 @@ class Plan:
     generated name may start, and the kernels that emit wraps for NVSHMEM."""
 
     uses: dict[cst.CSTNode, Use] = field(default_factory=dict)
-    errors: list[tuple[cst.CSTNode, str]] = field(default_factory=list)
+    errors: list[tuple[cst.CSTNode, Message, dict[str, object]]] = field(default_factory=list)
     words: set[str] = field(default_factory=set)
     remote_kernels: list[str] = field(default_factory=list)  # module-level jit functions with a remote= binding
+
+    def error(self, node: cst.CSTNode, message: Message, **params) -> None:
+        """A problem at ``node``: ``message`` of the catalogue with ``params`` (its text is made when it is reported)."""
+        self.errors.append((node, message, params))

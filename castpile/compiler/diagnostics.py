@@ -1,0 +1,169 @@
+"""The diagnostic catalogue: every message the compiler gives about a place in a user's file, defined once.
+
+Each entry is a :class:`Message`: a stable id, the problem, and the fix it suggests, both
+``str.format`` templates over named parameters.  The message printed is the problem, the
+entry's joiner (``"; "`` unless it says otherwise) and the fix::
+
+    >>> SUBSCRIPT_ONLY.text(name="bufs")
+    "'bufs' is a multicast tensor and may only be subscripted, as in bufs[idx]"
+
+A diagnostic (:class:`~castpile.compiler.errors.Diagnostic`) keeps the id and the parameters
+beside the text, and its headline ends with the id, ``kern.py:12:9: error: ... [castpile:E201]``,
+which docs/language.md ("Errors") lists with every message and fix.  Ids are grouped by what
+they are about; an id is never renumbered or given to another message (users search for it):
+
+* ``E0xx`` reading the file: syntax, bytes, size, nesting and repetition castpile's parser cannot take;
+* ``E1xx`` bindings: ``multicast_like``'s arguments, table slices, ``remote=``;
+* ``E2xx`` where a multicast tensor or access may stand;
+* ``E3xx`` indices;
+* ``E4xx`` calls: their arguments, and loads, stores, atomics, ``signal``/``wait`` on accesses;
+* ``E5xx`` names: castpile's calls outside a jit function, missing imports, names bound two ways.
+
+Adding a message:
+
+1. add ``NAME = Message("E1nn", "problem with '{param}'", "the fix")`` to its group below, with
+   that group's next free id (a ``joiner=`` where ``"; "`` does not read well);
+2. report it with ``plan.error(node, NAME, param=...)`` in an analysis pass (the node locates it)
+   or ``NAME.at(path, line, col, source_line, param=...)`` where there is no tree yet;
+3. test it by id: a case that expects ``("E1nn", {"param": ...})`` (tests/test_diagnostics.py
+   and its friends; tests/test_diagnostic_catalogue.py fails for an id no test names);
+4. run ``python scripts/errors_table.py`` to rewrite the table in docs/language.md (a test fails
+   while the table and this catalogue differ).
+
+Not here: the command line's and the import hook's own errors (bad options, files that cannot be
+read or written: ``castpile: error: ...``, exit status 2) are about the run, not a place in a file.
+"""
+
+from __future__ import annotations
+
+from .errors import Diagnostic
+
+CATALOGUE: dict[str, Message] = {}
+"""Every message by id, in the order defined."""
+
+
+class Message:
+    """One entry of the catalogue: ``id``, the ``problem`` and ``fix`` templates, and the ``joiner`` between them."""
+
+    __slots__ = ("id", "problem", "fix", "joiner", "fields")
+
+    def __init__(self, id: str, problem: str, fix: str = "", joiner: str = "; "):
+        if id in CATALOGUE:
+            raise ValueError(f"diagnostic id {id} is defined twice")
+        self.id, self.problem, self.fix, self.joiner = id, problem, fix, joiner
+        self.fields = frozenset(_fields(problem) + _fields(fix))
+        CATALOGUE[id] = self
+
+    @property
+    def template(self) -> str:
+        """The whole message with its ``{parameters}`` unfilled."""
+        return self.problem + self.joiner + self.fix if self.fix else self.problem
+
+    def text(self, **params) -> str:
+        """The message with ``params`` filled in (exactly the template's parameters)."""
+        if set(params) != self.fields:
+            raise TypeError(f"{self.id} takes the parameters {sorted(self.fields)}, not {sorted(params)}")
+        return self.template.format(**params)
+
+    def at(self, path: str, line: int, col: int, source_line: str = "", **params) -> Diagnostic:
+        """This message as a diagnostic at 1-based ``line`` and ``col`` of ``path``."""
+        return Diagnostic(path, line, col, self.id, self.text(**params), params, source_line)
+
+    def __repr__(self):
+        return f"Message({self.id!r}, {self.template!r})"
+
+
+def _fields(template: str) -> list[str]:
+    import string  # here: `import castpile` stays cheap
+
+    return [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+
+
+# ---- E0xx reading the file -------------------------------------------------------------------------
+_SPLIT = "split it into smaller statements"
+
+SYNTAX = Message("E001", "syntax error: {detail}")
+NUL_BYTE = Message("E002", "syntax error: source contains a NUL byte", "remove it")
+UNDECODABLE = Message("E003", "syntax error: byte {byte} is not valid {encoding}", "declare the file's encoding or convert it")
+TOO_DEEP_FOR_PYTHON = Message("E004", "file is nested too deeply for Python's parser", "split its deepest expressions into smaller statements")
+TOO_LARGE = Message("E005", "file is {size} MiB; castpile transpiles files of up to {limit} MiB", "split it", ": ")
+TOO_DEEP = Message("E006", "expression nested too deeply for castpile (it nests {depth} levels; castpile takes {limit})", _SPLIT)
+TOO_DEEP_FOR_THE_STACK = Message("E007", "expression nested too deeply for castpile", _SPLIT)
+TOO_MANY_FOR_CLAUSES = Message("E008", "comprehension with more than {limit} 'for' clauses: castpile's parser takes no more", "split it")
+TOO_MANY_STRINGS = Message("E009", "more than {limit} implicitly concatenated strings: castpile's parser takes no more", "join some")
+PARSER_GAP = Message("E010", "castpile's parser cannot read this, although Python can: {detail}",
+                     "write it another way, and please report it")
+
+# ---- E1xx bindings ---------------------------------------------------------------------------------
+BINDING_NOT_PLAIN = Message("E101", "multicast_like must be bound by a plain assignment", "`name = multicast_like(...)`", ": ")
+BOUND_TWICE = Message("E102", "'{name}' is already bound by multicast_like in this function (one binding per name)",
+                      "bind the other multicast tensor to a name of its own")
+NOT_A_TUPLE = Message("E103", "{keyword}= must be a non-empty tuple literal", "such as (n,) or (m, n)", " ")
+STRIDES_LENGTH = Message("E104", "strides= has {strides} entries but shape= has {shape}", "give one stride per dimension")
+ALIGN = Message("E105", "align= must be a power-of-two integer literal (bytes), or None")
+PTR_MASK_WITH_SLICE = Message("E106", "ptr_mask applies to a tensor ptr_tile; a table slice has no entries to mask",
+                              "leave ptr_mask= out")
+SLICE_NAME_REACHED = Message(
+    "E107", "'{name}' holds a table slice, but another assignment of it may reach this binding (before it, or in a "
+    "loop around it)", "bind the slice to a name once before the binding, or pass table[lo:hi] itself")
+SLICE_STEP = Message("E108", "a table slice takes no step", "write table[lo:hi]")
+SLICE_UNBOUNDED = Message("E109", "a table slice needs an upper bound", "table[:WORLD] or table[lo:hi]", ": ")
+SLICE_NOT_CONSTEXPR = Message("E110", "table slice bounds must be constexpr", "integer literals, tl.constexpr parameters "
+                              "or names, tl.static_range loop variables, and + - * // % of those", ": ")
+SLICE_EMPTY = Message("E111", "empty table slice: it selects {count} buffers", "give it an upper bound above its lower bound")
+REMOTE_BACKEND = Message("E112", "remote= must be the string literal {backends}")
+REMOTE_NEEDS_TABLE = Message("E113", "remote= needs a table slice ptr_tile (table[lo:hi] of a remote_ptrs table): its "
+                             "header names the scratch for NVSHMEM transfers")
+REMOTE_KERNEL_NESTED = Message("E114", "'{kernel}' has a remote= binding, so it is a kernel that castpile wraps for "
+                               "NVSHMEM by name", "define it at the top level of the module", ": ")
+
+# ---- E2xx where a multicast tensor or access may stand ---------------------------------------------
+_LOOP_FIX = "bind the multicast tensor to a name of its own, or bind it before the loop"
+
+SUBSCRIPT_ONLY = Message("E201", "'{name}' is a multicast tensor and may only be subscripted", "as in {name}[idx]", ", ")
+PASSED = Message("E202", "'{name}' is a multicast tensor and cannot be passed to a function", "pass {name}[idx]")
+REASSIGNED = Message("E203", "'{name}' is a multicast tensor and cannot be reassigned", "bind the new value to a name of its own")
+DELETED = Message("E204", "a multicast tensor cannot be deleted", "leave the del out")
+ANNOTATED = Message("E205", "a multicast tensor cannot be the target of an annotated assignment", "leave the annotation out")
+IN_FSTRING = Message("E206", "'{name}' is a multicast tensor and cannot be used inside an f-string", "compute the value first")
+NESTED_USE = Message("E207", "'{name}' is a multicast tensor of the enclosing jit function; nested functions and "
+                     "lambdas cannot use it", "load it in the jit function and pass them the values")
+USED_IN_OWN_BINDING_IN_LOOP = Message("E208", "'{name}' is used in its own binding, which is inside a loop, so from "
+                                      "the second pass on it would be the multicast tensor", _LOOP_FIX)
+USED_BEFORE_BINDING_IN_LOOP = Message("E209", "'{name}' is used in a loop before `{name} = multicast_like(...)` further "
+                                      "on in it, so from the second pass on it would be the multicast tensor", _LOOP_FIX)
+STORE_NOT_SINGLE = Message("E210", "a multicast store must be a single assignment", "`{name}[idx] = value`", ": ")
+ACCESS_AS_TARGET = Message("E211", "a multicast access cannot be the target of {where}",
+                           "store it in its own statement `{name}[idx] = value`")
+
+# ---- E3xx indices ----------------------------------------------------------------------------------
+SLICE_INDEX = Message("E301", "slices are not multicast indices", "index '{name}' with tl.arange(...) tensors", ": ")
+STARRED_INDEX = Message("E302", "starred indices are not supported", "write each index out")
+NOT_AN_INDEX = Message("E303", "'{code}' is not an index", "index '{name}' with Triton integer scalars or tensors", ": ")
+INDEX_COUNT = Message("E304", "'{name}' takes {takes} ({what}) but is indexed with {given}")
+ELLIPSIS_NOT_LAST = Message("E305", "'...' may only come last in a multicast index", "as in {name}[i, ...]", ", ")
+ELLIPSIS_WITHOUT_SHAPE = Message("E306", "'...' needs the extents of '{name}'", "give multicast_like a shape=", ": ")
+ELLIPSIS_INDEX_COUNT = Message("E307", "'{name}' takes {takes} (shape) but is indexed with {given} and '...'")
+ELLIPSIS_EXTENT = Message("E308", "'...' stands for full extents, which must be constexpr powers of two; '{extent}' is not")
+
+# ---- E4xx calls ------------------------------------------------------------------------------------
+STARRED_ARGUMENTS = Message("E401", "{call}: *args and **kwargs cannot be used here", "spell the arguments out")
+TOO_MANY_POSITIONAL = Message("E402", "{call}: too many positional arguments (at most {most})")
+UNEXPECTED_KEYWORD = Message("E403", "{call}: unexpected keyword argument '{keyword}'")
+GIVEN_TWICE = Message("E404", "{call}: argument '{keyword}' given twice")
+MISSING_ARGUMENT = Message("E405", "{call}: missing argument '{keyword}'")
+POINTER_FIRST = Message("E406", "{call} needs the pointer (a multicast access) as its first argument")
+BLOCK_POINTER_KEYWORD = Message("E407", "{keyword}= is for block pointers, not multicast accesses", "leave it out")
+NEEDS_AN_ACCESS = Message("E408", "{call} takes a multicast access", "such as bufs[idx]", " ")
+RETURNS_NOTHING = Message("E409", "{call} returns nothing", "call it as a statement of its own", ": ")
+REMOTE_ATOMIC = Message(
+    "E410", "tl.{op} on '{name}', a remote= binding: NVSHMEM atomics are not among torch's Triton device functions, "
+    "and a get-modify-put would not be atomic", "use castpile.signal/wait, or a binding without remote= for peers in "
+    "one NVLink domain")
+
+# ---- E5xx names ------------------------------------------------------------------------------------
+OUTSIDE_JIT = Message("E501", "{call} is only valid inside a @triton.jit function")
+NOT_DEFINED = Message("E502", "'{name}' is not defined", "add `{statement}` to use {what}", ": ")
+BOUND_TWO_WAYS = Message(
+    "E503", "'{head}' is bound to {meaning} and also to something else, so castpile cannot tell what '{call}' calls",
+    "bind '{head}' once (an import under `try` with a fallback under `except ImportError` is fine)")
