@@ -2,13 +2,17 @@
 (not editable) into a fresh venv, then the CLI, a transpile and an import through the hook."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 import sysconfig
 import textwrap
+import tomllib
 import zipfile
 from pathlib import Path
+
+from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL = textwrap.dedent("""\
@@ -95,15 +99,13 @@ def test_wheel_in_a_fresh_venv(tmp_path):
 
 
 def test_oldest_pins_are_the_lower_bounds():
-    """make test-oldest installs exactly the lower bounds of pyproject.toml's ranges (and of the gpu extra)."""
-    import re
-    import tomllib
-
-    from packaging.version import Version
-
+    """make test-oldest installs exactly the lower bounds of pyproject.toml's ranges (and of the gpu extra);
+    the license and the project URLs (documents in the repository) are there."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    lower = dict(re.match(r"([a-z_-]+)>=([0-9.]+)", r).groups() for r in project["dependencies"] + project["optional-dependencies"]["gpu"])
+    ranges = project["dependencies"] + project["optional-dependencies"]["gpu"]
+    lower = dict(re.match(r"([a-z_-]+)>=([0-9.]+)", r).groups() for r in ranges)
     [line] = [x for x in (ROOT / "Makefile").read_text().splitlines() if x.startswith("OLDEST :=")]
     oldest = dict(pin.split("==") for pin in line.split(":=")[1].split())
     assert {name: Version(v) for name, v in oldest.items()} == {name: Version(v) for name, v in lower.items()}
     assert project["license"] == "MIT" and (ROOT / "LICENSE").read_text().startswith("MIT License")
+    assert project["urls"] and all((ROOT / url).is_file() for url in project["urls"].values()), project["urls"]
