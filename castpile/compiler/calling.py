@@ -11,6 +11,7 @@ whose words already start with the prefix gets the helpers renamed.
 from .contract import ATOMICS
 
 HELPER_PREFIX = "_castpile_"
+SITE_WORD = "site"  # after the prefix: stands for a store's "path:line" until emit knows the line
 
 # (use kind, route) -> helper.  "atomic" is every read-modify-write of contract.ATOMICS (the operation is
 # the helper's OP); tl.atomic_* on a remote= binding is rejected by analysis, so it has no remote route.

@@ -22,7 +22,7 @@ from pathlib import Path
 import libcst as cst
 
 from ..options import HELPERS_TITLE, WRAPS_TITLE, appended_header
-from .calling import HELPER_PREFIX, REMOTE_KERNEL
+from .calling import HELPER_PREFIX, REMOTE_KERNEL, SITE_WORD
 from .lower import Lowering
 from .plan import STATEMENTS, Plan
 from .walk import Walker, rebuild
@@ -240,8 +240,23 @@ def helpers_block(used: set[str], newline: str, prefix: str = HELPER_PREFIX, rem
     return text.replace("\n", newline)
 
 
-def emit(module: cst.Module, plan: Plan, lowering: Lowering) -> bytes:
-    """The rewritten module's bytes: each use of ``plan`` replaced as ``lowering`` says, helpers appended."""
+def _sites(code: str, word: str, path: str) -> str:
+    """``code`` with each ``word`` replaced by the string literal ``"path:line"`` of the line it stands on.
+
+        >>> _sites("a(s)\\nb(s)\\n", "s", "k.py")
+        "a('k.py:1')\\nb('k.py:2')\\n"
+    """
+    pieces, line, last = [], 1, 0
+    for match in re.finditer(r"\b" + re.escape(word) + r"\b", code):
+        line += len(_LINE_BREAK.findall(code, last, match.start()))
+        pieces += [code[last : match.start()], ascii(f"{path}:{line}")]
+        last = match.end()
+    return "".join(pieces) + code[last:]
+
+
+def emit(module: cst.Module, plan: Plan, lowering: Lowering, path: str = "<string>") -> bytes:
+    """The rewritten module's bytes: each use of ``plan`` replaced as ``lowering`` says, helpers appended;
+    stores name their site in ``path``."""
     launch_site = _first_launch_site(module, lowering.paths) if lowering.helpers else None
     code, texts = _replace_uses(module, plan, lowering, launch_site)
     placeholder = re.compile(r"\b" + re.escape(lowering.prefix) + r"slot\d+\b")
@@ -249,7 +264,7 @@ def emit(module: cst.Module, plan: Plan, lowering: Lowering) -> bytes:
     def expanded(match: re.Match) -> str:  # an index may hold lowered accesses: expand those too
         return placeholder.sub(expanded, texts[match.group()])
 
-    code = _indent_closers(placeholder.sub(expanded, code))
+    code = _sites(_indent_closers(placeholder.sub(expanded, code)), lowering.prefix + SITE_WORD, path)
     if lowering.helpers:
         newline = module.default_newline
         if code and not code.endswith(newline):

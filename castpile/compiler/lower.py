@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from .algebra import bounds_mask, offsets, simplify, strides
-from .calling import (DEFAULTS, HELPER_PREFIX, HELPERS, IN_ORDER, INDEX, OPTIONS, SPAN, TRAILING, VALUE_ARGUMENTS,
-                      WAIT_FLAGS)
+from .calling import (DEFAULTS, HELPER_PREFIX, HELPERS, IN_ORDER, INDEX, OPTIONS, SITE_WORD, SPAN, TRAILING,
+                      VALUE_ARGUMENTS, WAIT_FLAGS)
 from .contract import ATOMICS
 from .plan import Access, AugStore, Binding, CallOn, Load, Plan, Reduction, SliceAlias, Store
 from .walk import names_in, paths_to, rebuild
@@ -134,12 +134,15 @@ class Lowerer:
 
     Names it makes (hoisted binding arguments, temporaries) are fresh against
     ``words``, every word of the file; helpers and temporaries start with ``prefix``.
+    A store's call names its site with :attr:`site`, a word that emit replaces with the
+    ``"path:line"`` of the statement it ends up on.
     """
 
     def __init__(self, strategy: str, words: set[str], prefix: str, renderer: _Renderer):
         self.strategy = strategy
         self.taken = set(words)
         self.prefix = prefix
+        self.site = prefix + SITE_WORD
         self.render = renderer
         self.helpers: set[str] = set()
         self._stacks: dict[Binding, StackText] = {}
@@ -344,7 +347,7 @@ class Lowerer:
             value = self._temporary("v", value, statements)
         prefix = self._hoisted_indices(use.access, statements)
         store = HELPERS["store", self._route(use.access)]
-        statements.append(self._call(store, prefix, value, align=self._align(use.access)))
+        statements.append(self._call(store, prefix, value, align=self._align(use.access), site=self.site))
         return statements
 
     def augmented_store(self, use: AugStore) -> list[str]:
@@ -355,7 +358,7 @@ class Lowerer:
         route = self._route(use.access)
         loaded = self._call(HELPERS["load", route], prefix, align=align)
         value = f"{loaded} {use.operator} {self.render.atom(use.node.value)}"
-        statements.append(self._call(HELPERS["store", route], prefix, value, align=align))
+        statements.append(self._call(HELPERS["store", route], prefix, value, align=align, site=self.site))
         return statements
 
     def reduction(self, use: Reduction) -> str:
@@ -416,5 +419,6 @@ class Lowerer:
             call = self._call(HELPERS["atomic_cas", route], where, *values, **options, align=self._align(access),
                               keep_old=keep_old)
         else:
-            call = self._call(HELPERS[op, route], where, *values, **options, align=self._align(access))
+            site = self.site if op == "store" else None
+            call = self._call(HELPERS[op, route], where, *values, **options, align=self._align(access), site=site)
         return [*statements, call]

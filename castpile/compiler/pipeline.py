@@ -60,7 +60,7 @@ def _transpile(source: bytes, path: str, strategy: str) -> bytes:
         if not plan.uses:
             return source
         lowering = lower(module, plan, strategy)
-        return checked.form_feeds.put_back(emit(module, plan, lowering))
+        return checked.form_feeds.put_back(emit(module, plan, lowering, path))
 
     try:
         return on_deep_stack(passes, checked.levels)

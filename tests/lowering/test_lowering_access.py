@@ -38,11 +38,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v)
+                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v, site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v)
+                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v, site='k.py:12')
             """),
         },
         id="store",
@@ -55,11 +55,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_load_loop(bufs, W, None, out, offs + 1, (offs + 1 >= 0) & (offs + 1 < n)))
+                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_load_loop(bufs, W, None, out, offs + 1, (offs + 1 >= 0) & (offs + 1 < n)), site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_load_gather(bufs, W, None, out, offs + 1, (offs + 1 >= 0) & (offs + 1 < n)))
+                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_load_gather(bufs, W, None, out, offs + 1, (offs + 1 >= 0) & (offs + 1 < n)), site='k.py:12')
             """),
         },
         id="store of a multicast load (pure index: no temporary)",
@@ -72,11 +72,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n)) + v)
+                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n)) + v, site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n)) + v)
+                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n)) + v, site='k.py:12')
             """),
         },
         id="augmented store +=",
@@ -89,11 +89,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n)) * (v + 1))
+                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n)) * (v + 1), site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n)) * (v + 1))
+                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n)) * (v + 1), site='k.py:12')
             """),
         },
         id="augmented store *= parenthesises the value",
@@ -106,11 +106,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n)) << 1)
+                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n)) << 1, site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n)) << 1)
+                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n)) << 1, site='k.py:12')
             """),
         },
         id="augmented store <<=",
@@ -123,11 +123,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v); x = _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n))
+                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v, site='k.py:12'); x = _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n))
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v); x = _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n))
+                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v, site='k.py:12'); x = _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n))
             """),
         },
         id="two statements on a line",
@@ -210,11 +210,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v, offs < m)
+                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v, offs < m, site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v, offs < m)
+                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v, offs < m, site='k.py:12')
             """),
         },
         id="tl.store with mask",
@@ -227,11 +227,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v, offs < m)
+                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v, offs < m, site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v, offs < m)
+                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v, offs < m, site='k.py:12')
             """),
         },
         id="tl.store with keyword value after mask",
@@ -244,11 +244,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v, eviction_policy='evict_last')
+                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v, eviction_policy='evict_last', site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v, eviction_policy='evict_last')
+                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v, eviction_policy='evict_last', site='k.py:12')
             """),
         },
         id="tl.store with eviction_policy",

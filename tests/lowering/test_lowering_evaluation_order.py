@@ -82,11 +82,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_v0 = tl.load(idx + offs) > 0; _castpile_v1 = tl.load(idx); _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_v1, _castpile_v0)
+                _castpile_v0 = tl.load(idx + offs) > 0; _castpile_v1 = tl.load(idx); _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_v1, _castpile_v0, site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_v0 = tl.load(idx + offs) > 0; _castpile_v1 = tl.load(idx); _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_v1, _castpile_v0)
+                _castpile_v0 = tl.load(idx + offs) > 0; _castpile_v1 = tl.load(idx); _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_v1, _castpile_v0, site='k.py:12')
             """),
         },
         id="tl.store: mask then value, in fresh names",
@@ -247,11 +247,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_store_loop(bufs, W, None, out, *_castpile_index((tl.atomic_add(ctr, 1),), (n,), (1,)), v)
+                _castpile_store_loop(bufs, W, None, out, *_castpile_index((tl.atomic_add(ctr, 1),), (n,), (1,)), v, site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_store_gather(bufs, W, None, out, *_castpile_index((tl.atomic_add(ctr, 1),), (n,), (1,)), v)
+                _castpile_store_gather(bufs, W, None, out, *_castpile_index((tl.atomic_add(ctr, 1),), (n,), (1,)), v, site='k.py:12')
             """),
         },
         id="atomic index in tl.store: an expression, index before value",
@@ -264,11 +264,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_i0 = tl.atomic_add(ctr, 1); _castpile_store_loop(bufs, W, None, out, _castpile_i0, (_castpile_i0 >= 0) & (_castpile_i0 < n), v)
+                _castpile_i0 = tl.atomic_add(ctr, 1); _castpile_store_loop(bufs, W, None, out, _castpile_i0, (_castpile_i0 >= 0) & (_castpile_i0 < n), v, site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_i0 = tl.atomic_add(ctr, 1); _castpile_store_gather(bufs, W, None, out, _castpile_i0, (_castpile_i0 >= 0) & (_castpile_i0 < n), v)
+                _castpile_i0 = tl.atomic_add(ctr, 1); _castpile_store_gather(bufs, W, None, out, _castpile_i0, (_castpile_i0 >= 0) & (_castpile_i0 < n), v, site='k.py:12')
             """),
         },
         id="atomic index in a store statement: a temporary",
@@ -281,11 +281,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_i0 = tl.atomic_add(ctr, 1); _castpile_store_loop(bufs, W, None, out, _castpile_i0*m + offs, (_castpile_i0 >= 0) & (_castpile_i0 < n) & (offs >= 0) & (offs < m), v)
+                _castpile_i0 = tl.atomic_add(ctr, 1); _castpile_store_loop(bufs, W, None, out, _castpile_i0*m + offs, (_castpile_i0 >= 0) & (_castpile_i0 < n) & (offs >= 0) & (offs < m), v, site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_i0 = tl.atomic_add(ctr, 1); _castpile_store_gather(bufs, W, None, out, _castpile_i0*m + offs, (_castpile_i0 >= 0) & (_castpile_i0 < n) & (offs >= 0) & (offs < m), v)
+                _castpile_i0 = tl.atomic_add(ctr, 1); _castpile_store_gather(bufs, W, None, out, _castpile_i0*m + offs, (_castpile_i0 >= 0) & (_castpile_i0 < n) & (offs >= 0) & (offs < m), v, site='k.py:12')
             """),
         },
         id="atomic index among two in a store statement",
@@ -298,11 +298,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_v0 = tl.load(idx); _castpile_i1 = tl.atomic_add(ctr, 1); _castpile_store_loop(bufs, W, None, out, _castpile_i1, (_castpile_i1 >= 0) & (_castpile_i1 < n), _castpile_v0)
+                _castpile_v0 = tl.load(idx); _castpile_i1 = tl.atomic_add(ctr, 1); _castpile_store_loop(bufs, W, None, out, _castpile_i1, (_castpile_i1 >= 0) & (_castpile_i1 < n), _castpile_v0, site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_v0 = tl.load(idx); _castpile_i1 = tl.atomic_add(ctr, 1); _castpile_store_gather(bufs, W, None, out, _castpile_i1, (_castpile_i1 >= 0) & (_castpile_i1 < n), _castpile_v0)
+                _castpile_v0 = tl.load(idx); _castpile_i1 = tl.atomic_add(ctr, 1); _castpile_store_gather(bufs, W, None, out, _castpile_i1, (_castpile_i1 >= 0) & (_castpile_i1 < n), _castpile_v0, site='k.py:12')
             """),
         },
         id="impure value and index in a store statement: the value first",
@@ -315,11 +315,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_i0 = tl.atomic_add(ctr, 1); _castpile_store_loop(bufs, W, None, out, _castpile_i0, (_castpile_i0 >= 0) & (_castpile_i0 < n), _castpile_load_loop(bufs, W, None, out, _castpile_i0, (_castpile_i0 >= 0) & (_castpile_i0 < n)) + tl.load(idx))
+                _castpile_i0 = tl.atomic_add(ctr, 1); _castpile_store_loop(bufs, W, None, out, _castpile_i0, (_castpile_i0 >= 0) & (_castpile_i0 < n), _castpile_load_loop(bufs, W, None, out, _castpile_i0, (_castpile_i0 >= 0) & (_castpile_i0 < n)) + tl.load(idx), site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_i0 = tl.atomic_add(ctr, 1); _castpile_store_gather(bufs, W, None, out, _castpile_i0, (_castpile_i0 >= 0) & (_castpile_i0 < n), _castpile_load_gather(bufs, W, None, out, _castpile_i0, (_castpile_i0 >= 0) & (_castpile_i0 < n)) + tl.load(idx))
+                _castpile_i0 = tl.atomic_add(ctr, 1); _castpile_store_gather(bufs, W, None, out, _castpile_i0, (_castpile_i0 >= 0) & (_castpile_i0 < n), _castpile_load_gather(bufs, W, None, out, _castpile_i0, (_castpile_i0 >= 0) & (_castpile_i0 < n)) + tl.load(idx), site='k.py:12')
             """),
         },
         id="atomic index in an augmented store: index, load, then value",

@@ -9,8 +9,8 @@ from testkit.lowering import head_and_helpers, kernel_module, transpile
 # Which helpers get appended: those called, with the helpers they call (castpile's helpers.py), no others.
 LOAD_LOOP = {"load_loop", "offsets", "positions", "zeros", "prepend", "peer", "lane_mask"}
 LOAD_GATHER = {"load_gather", "pointers", "offsets", "prepend"}
-STORE_LOOP = {"store_loop", "offsets", "positions", "peer", "slice", "leading_ones", "lane_mask"}
-STORE_GATHER = {"store_gather", "pointers", "full", "offsets", "prepend"}
+STORE_LOOP = {"store_loop", "offsets", "positions", "peer", "slice", "leading_ones", "lane_mask", "fits", "stack_shape"}
+STORE_GATHER = {"store_gather", "pointers", "full", "offsets", "prepend", "fits"}
 REDUCE_LOOP = {"reduce_loop", "offsets", "peer", "lane_mask", "apply", "apply_one", "step_count", "step", "operand",
                "accumulator", "fold", "identity", "folded", "keeps_zero"}
 HELPERS = [

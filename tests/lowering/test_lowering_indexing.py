@@ -72,11 +72,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_store_loop(bufs, W, None, out, BLOCK*_castpile_span(C, 0, 2) + _castpile_span(BLOCK, 1, 2), (_castpile_span(C, 0, 2) >= 0) & (_castpile_span(C, 0, 2) < C) & (_castpile_span(BLOCK, 1, 2) >= 0) & (_castpile_span(BLOCK, 1, 2) < BLOCK), v)
+                _castpile_store_loop(bufs, W, None, out, BLOCK*_castpile_span(C, 0, 2) + _castpile_span(BLOCK, 1, 2), (_castpile_span(C, 0, 2) >= 0) & (_castpile_span(C, 0, 2) < C) & (_castpile_span(BLOCK, 1, 2) >= 0) & (_castpile_span(BLOCK, 1, 2) < BLOCK), v, site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_store_gather(bufs, W, None, out, BLOCK*_castpile_span(C, 0, 2) + _castpile_span(BLOCK, 1, 2), (_castpile_span(C, 0, 2) >= 0) & (_castpile_span(C, 0, 2) < C) & (_castpile_span(BLOCK, 1, 2) >= 0) & (_castpile_span(BLOCK, 1, 2) < BLOCK), v)
+                _castpile_store_gather(bufs, W, None, out, BLOCK*_castpile_span(C, 0, 2) + _castpile_span(BLOCK, 1, 2), (_castpile_span(C, 0, 2) >= 0) & (_castpile_span(C, 0, 2) < C) & (_castpile_span(BLOCK, 1, 2) >= 0) & (_castpile_span(BLOCK, 1, 2) < BLOCK), v, site='k.py:12')
             """),
         },
         id="bufs[...] = v over two dims",
@@ -108,11 +108,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_store_loop(bufs, W, None, out, 0*offs, None, v)
+                _castpile_store_loop(bufs, W, None, out, 0*offs, None, v, site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_store_gather(bufs, W, None, out, 0*offs, None, v)
+                _castpile_store_gather(bufs, W, None, out, 0*offs, None, v, site='k.py:12')
             """),
         },
         id="strides=(0,) without shape, in a store",

@@ -62,12 +62,12 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), (v + 1)
+                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), (v + 1), site='k.py:12'
                 )
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), (v + 1)
+                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), (v + 1), site='k.py:12'
                 )
             """),
         },
@@ -126,12 +126,12 @@ KERNEL_CASES = [
             "loop": dedent("""\
                 _castpile_mine = 1
                 bufs = table; bufs_shape0 = n - 1
-                _castpile2_i0 = tl.atomic_add(ctr, 1); _castpile2_store_loop(bufs, W, None, out, _castpile2_i0, (_castpile2_i0 >= 0) & (_castpile2_i0 < bufs_shape0), 1.0)
+                _castpile2_i0 = tl.atomic_add(ctr, 1); _castpile2_store_loop(bufs, W, None, out, _castpile2_i0, (_castpile2_i0 >= 0) & (_castpile2_i0 < bufs_shape0), 1.0, site='k.py:13')
             """),
             "gather": dedent("""\
                 _castpile_mine = 1
                 bufs = table; bufs_shape0 = n - 1
-                _castpile2_i0 = tl.atomic_add(ctr, 1); _castpile2_store_gather(bufs, W, None, out, _castpile2_i0, (_castpile2_i0 >= 0) & (_castpile2_i0 < bufs_shape0), 1.0)
+                _castpile2_i0 = tl.atomic_add(ctr, 1); _castpile2_store_gather(bufs, W, None, out, _castpile2_i0, (_castpile2_i0 >= 0) & (_castpile2_i0 < bufs_shape0), 1.0, site='k.py:13')
             """),
         },
         id="a _castpile_ name in the file: helpers and temporaries use _castpile2_",

@@ -32,7 +32,7 @@ REMOTE_CASES = [
         """),
         dedent("""\
             bufs = table
-            _castpile_store_remote(bufs, W, None, out, offs, (offs >= 0) & (offs < n), table, v)
+            _castpile_store_remote(bufs, W, None, out, offs, (offs >= 0) & (offs < n), table, v, site='k.py:12')
         """),
         id="remote store",
     ),
@@ -43,7 +43,7 @@ REMOTE_CASES = [
         """),
         dedent("""\
             bufs = table
-            _castpile_store_remote(bufs, W, None, out, offs, (offs >= 0) & (offs < n), table, _castpile_load_remote(bufs, W, None, out, offs, (offs >= 0) & (offs < n), table) + v)
+            _castpile_store_remote(bufs, W, None, out, offs, (offs >= 0) & (offs < n), table, _castpile_load_remote(bufs, W, None, out, offs, (offs >= 0) & (offs < n), table) + v, site='k.py:12')
         """),
         id="remote augmented store",
     ),
@@ -56,7 +56,7 @@ REMOTE_CASES = [
         dedent("""\
             bufs = table
             y = _castpile_load_remote(bufs, W, None, out, offs, (offs >= 0) & (offs < n), table, offs < m, -1)
-            _castpile_store_remote(bufs, W, None, out, offs, (offs >= 0) & (offs < n), table, v, offs < m)
+            _castpile_store_remote(bufs, W, None, out, offs, (offs >= 0) & (offs < n), table, v, offs < m, site='k.py:13')
         """),
         id="remote tl.load and tl.store with masks",
     ),
@@ -104,7 +104,7 @@ REMOTE_CASES = [
         """),
         dedent("""\
             far = table + 2; far_table = (table + 2)
-            _castpile_store_remote(far, C, None, out, offs, None, far_table, v)
+            _castpile_store_remote(far, C, None, out, offs, None, far_table, v, site='k.py:12')
         """),
         id="remote table expression, hoisted",
     ),

@@ -74,7 +74,7 @@ def all_gather_remote(buf, buf_ptrs, pad, pad_ptrs, rank, n, WORLD: tl.constexpr
     tile = tl.program_id(0)
     while tile < tl.cdiv(n, BLOCK):
         cols = tile * BLOCK + tl.arange(0, BLOCK)
-        _castpile_store_remote(bufs, WORLD, None, buf, cols + n*rank, (rank >= 0) & (rank < WORLD) & (cols >= 0) & (cols < n), buf_ptrs, tl.load(buf + rank * n + cols, mask=cols < n)[None, :])
+        _castpile_store_remote(bufs, WORLD, None, buf, cols + n*rank, (rank >= 0) & (rank < WORLD) & (cols >= 0) & (cols < n), buf_ptrs, tl.load(buf + rank * n + cols, mask=cols < n)[None, :], site='benchmarks/kernels/nvshmem_kernels.py:77')
         tile += tl.num_programs(0)
     remote_barrier(pad, pad_ptrs, rank, WORLD)  # every row has arrived: a remote signal follows a quiet
 
@@ -88,6 +88,25 @@ import triton.language as tl
 def _castpile_leading_ones(shape, r):
     """True when the first ``r`` extents of ``shape`` are all 1."""
     return all(int(s) == 1 for s in list(shape)[:r])
+
+
+@triton.constexpr_function
+def _castpile_fits(value_shape, target_shape, site):
+    """True when a value of ``value_shape`` broadcasts to ``target_shape`` (P + I); an error naming the
+    store's ``site`` (``"path:line"``) when it does not."""
+    value, target = [int(s) for s in list(value_shape)], [int(s) for s in list(target_shape)]
+    if len(value) > len(target) or any(v not in (1, t) for v, t in zip(value[::-1], target[::-1])):
+        where = "" if site is None else f"{site}: error: "
+        raise ValueError(f"{where}a stored value of shape {tuple(value)} does not broadcast to the shape of "
+                         f"the access, P + I = {tuple(target)}")
+    return True
+
+
+@triton.constexpr_function
+def _castpile_stack_shape(positions_shape, index_shape):
+    """P + I from the shape of the stack positions (P + (1,) * len(I)) and I."""
+    positions, index = list(positions_shape), list(index_shape)
+    return tl.constexpr([int(s) for s in positions[: len(positions) - len(index)]] + [int(s) for s in index])
 
 
 @triton.jit
@@ -562,12 +581,13 @@ def _castpile_reduce_remote(src, count: tl.constexpr, smask, example, offs, boun
 @triton.jit
 def _castpile_store_remote(src, count: tl.constexpr, smask, example, offs, bounds, table, value, mask=None,
                            cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
-                           align: tl.constexpr = None):
+                           align: tl.constexpr = None, site: tl.constexpr = None):
     """Store ``value`` (broadcast to P + I), one buffer at a time; remote buffers by NVSHMEM puts, complete
-    (``quiet``) when the store returns."""
+    (``quiet``) when the store returns; a value that does not broadcast is an error naming the store's ``site``."""
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
     value = tl.cast(value, example.dtype.element_ty)
+    _castpile_fits(value.shape, _castpile_stack_shape(pos.shape, offs.shape), site)
     lanes = _castpile_lane_mask(True, bounds, offs, mask)
     remote = False
     for p in tl.static_range(count):

@@ -26,7 +26,7 @@ def stack_store(ex, table, src, n, W: tl.constexpr, BLOCK: tl.constexpr):
     bufs = table
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(src + offs, mask=offs < n)
-    _castpile_store_gather(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), x[None, :], align=16)
+    _castpile_store_gather(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), x[None, :], align=16, site='benchmarks/kernels/stack_kernels.py:29')
 
 
 @triton.jit
@@ -35,7 +35,7 @@ def stack_store_cs(ex, table, src, n, W: tl.constexpr, BLOCK: tl.constexpr):
     bufs = table
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(src + offs, mask=offs < n)
-    _castpile_store_gather(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), x[None, :], cache_modifier=".cs", align=16)
+    _castpile_store_gather(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), x[None, :], cache_modifier=".cs", align=16, site='benchmarks/kernels/stack_kernels.py:38')
 
 
 @triton.jit
@@ -62,7 +62,7 @@ def stack_store_u(ex, table, src, n, W: tl.constexpr, BLOCK: tl.constexpr):
     bufs = table
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(src + offs, mask=offs < n)
-    _castpile_store_gather(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), x[None, :])
+    _castpile_store_gather(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), x[None, :], site='benchmarks/kernels/stack_kernels.py:65')
 
 
 @triton.jit
@@ -100,6 +100,18 @@ def stack_row_norm(ex, table, out, M, D, eps, W: tl.constexpr, BLOCK_D: tl.const
 # ---- castpile 0.3.0 helpers: generated, called by the rewritten accesses above ----
 import triton
 import triton.language as tl
+
+
+@triton.constexpr_function
+def _castpile_fits(value_shape, target_shape, site):
+    """True when a value of ``value_shape`` broadcasts to ``target_shape`` (P + I); an error naming the
+    store's ``site`` (``"path:line"``) when it does not."""
+    value, target = [int(s) for s in list(value_shape)], [int(s) for s in list(target_shape)]
+    if len(value) > len(target) or any(v not in (1, t) for v, t in zip(value[::-1], target[::-1])):
+        where = "" if site is None else f"{site}: error: "
+        raise ValueError(f"{where}a stored value of shape {tuple(value)} does not broadcast to the shape of "
+                         f"the access, P + I = {tuple(target)}")
+    return True
 
 
 @triton.jit
@@ -211,9 +223,12 @@ def _castpile_load_gather(src, count: tl.constexpr, smask, example, offs, bounds
 
 @triton.jit
 def _castpile_store_gather(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
-                           cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None):
-    """Store ``value`` (broadcast to P + I) with one scatter."""
+                           cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None,
+                           site: tl.constexpr = None):
+    """Store ``value`` (broadcast to P + I) with one scatter; a value that does not broadcast is an error
+    naming the store's ``site``."""
     ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
+    _castpile_fits(tl.cast(value, example.dtype.element_ty).shape, ptrs.shape, site)
     tl.store(ptrs, _castpile_full(value, ptrs, example), mask=valid, cache_modifier=cache_modifier,
              eviction_policy=eviction_policy)
 

@@ -26,7 +26,7 @@ def stack_store(ex, table, src, n, W: tl.constexpr, BLOCK: tl.constexpr):
     bufs = table
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(src + offs, mask=offs < n)
-    _castpile_store_loop(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), x[None, :], align=16)
+    _castpile_store_loop(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), x[None, :], align=16, site='benchmarks/kernels/stack_kernels.py:29')
 
 
 @triton.jit
@@ -35,7 +35,7 @@ def stack_store_cs(ex, table, src, n, W: tl.constexpr, BLOCK: tl.constexpr):
     bufs = table
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(src + offs, mask=offs < n)
-    _castpile_store_loop(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), x[None, :], cache_modifier=".cs", align=16)
+    _castpile_store_loop(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), x[None, :], cache_modifier=".cs", align=16, site='benchmarks/kernels/stack_kernels.py:38')
 
 
 @triton.jit
@@ -62,7 +62,7 @@ def stack_store_u(ex, table, src, n, W: tl.constexpr, BLOCK: tl.constexpr):
     bufs = table
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(src + offs, mask=offs < n)
-    _castpile_store_loop(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), x[None, :])
+    _castpile_store_loop(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), x[None, :], site='benchmarks/kernels/stack_kernels.py:65')
 
 
 @triton.jit
@@ -106,6 +106,25 @@ import triton.language as tl
 def _castpile_leading_ones(shape, r):
     """True when the first ``r`` extents of ``shape`` are all 1."""
     return all(int(s) == 1 for s in list(shape)[:r])
+
+
+@triton.constexpr_function
+def _castpile_fits(value_shape, target_shape, site):
+    """True when a value of ``value_shape`` broadcasts to ``target_shape`` (P + I); an error naming the
+    store's ``site`` (``"path:line"``) when it does not."""
+    value, target = [int(s) for s in list(value_shape)], [int(s) for s in list(target_shape)]
+    if len(value) > len(target) or any(v not in (1, t) for v, t in zip(value[::-1], target[::-1])):
+        where = "" if site is None else f"{site}: error: "
+        raise ValueError(f"{where}a stored value of shape {tuple(value)} does not broadcast to the shape of "
+                         f"the access, P + I = {tuple(target)}")
+    return True
+
+
+@triton.constexpr_function
+def _castpile_stack_shape(positions_shape, index_shape):
+    """P + I from the shape of the stack positions (P + (1,) * len(I)) and I."""
+    positions, index = list(positions_shape), list(index_shape)
+    return tl.constexpr([int(s) for s in positions[: len(positions) - len(index)]] + [int(s) for s in index])
 
 
 @triton.jit
@@ -264,12 +283,15 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
 
 @triton.jit
 def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
-                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None):
-    """Store ``value`` (broadcast to P + I), one buffer at a time."""
+                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None,
+                         site: tl.constexpr = None):
+    """Store ``value`` (broadcast to P + I), one buffer at a time; a value that does not broadcast is an error
+    naming the store's ``site``."""
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
     dtype = example.dtype.element_ty
     value = tl.cast(value, dtype)
+    _castpile_fits(value.shape, _castpile_stack_shape(pos.shape, offs.shape), site)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
         tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, bounds, offs, mask),

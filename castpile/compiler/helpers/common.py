@@ -10,6 +10,25 @@ def _castpile_leading_ones(shape, r):
     return all(int(s) == 1 for s in list(shape)[:r])
 
 
+@triton.constexpr_function
+def _castpile_fits(value_shape, target_shape, site):
+    """True when a value of ``value_shape`` broadcasts to ``target_shape`` (P + I); an error naming the
+    store's ``site`` (``"path:line"``) when it does not."""
+    value, target = [int(s) for s in list(value_shape)], [int(s) for s in list(target_shape)]
+    if len(value) > len(target) or any(v not in (1, t) for v, t in zip(value[::-1], target[::-1])):
+        where = "" if site is None else f"{site}: error: "
+        raise ValueError(f"{where}a stored value of shape {tuple(value)} does not broadcast to the shape of "
+                         f"the access, P + I = {tuple(target)}")
+    return True
+
+
+@triton.constexpr_function
+def _castpile_stack_shape(positions_shape, index_shape):
+    """P + I from the shape of the stack positions (P + (1,) * len(I)) and I."""
+    positions, index = list(positions_shape), list(index_shape)
+    return tl.constexpr([int(s) for s in positions[: len(positions) - len(index)]] + [int(s) for s in index])
+
+
 @triton.jit
 def _castpile_index(indices, extents, strides):
     """``offs, bounds`` of an access from its indices, each evaluated once by the caller."""

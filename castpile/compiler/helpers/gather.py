@@ -4,7 +4,7 @@ import triton
 import triton.language as tl
 
 from .common import (
-    _castpile_any, _castpile_atomic_op, _castpile_cas, _castpile_full, _castpile_offsets, _castpile_prepend,
+    _castpile_any, _castpile_atomic_op, _castpile_cas, _castpile_fits, _castpile_full, _castpile_offsets, _castpile_prepend,
     _castpile_wait_flags,
 )
 from .reduction import (
@@ -118,9 +118,12 @@ def _castpile_load_gather(src, count: tl.constexpr, smask, example, offs, bounds
 
 @triton.jit
 def _castpile_store_gather(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
-                           cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None):
-    """Store ``value`` (broadcast to P + I) with one scatter."""
+                           cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None,
+                           site: tl.constexpr = None):
+    """Store ``value`` (broadcast to P + I) with one scatter; a value that does not broadcast is an error
+    naming the store's ``site``."""
     ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
+    _castpile_fits(tl.cast(value, example.dtype.element_ty).shape, ptrs.shape, site)
     tl.store(ptrs, _castpile_full(value, ptrs, example), mask=valid, cache_modifier=cache_modifier,
              eviction_policy=eviction_policy)
 

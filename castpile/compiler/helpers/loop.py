@@ -4,8 +4,8 @@ import triton
 import triton.language as tl
 
 from .common import (
-    _castpile_atomic_op, _castpile_cas, _castpile_lane_mask, _castpile_offsets, _castpile_positions,
-    _castpile_prepend, _castpile_slice, _castpile_zeros,
+    _castpile_atomic_op, _castpile_cas, _castpile_fits, _castpile_lane_mask, _castpile_offsets, _castpile_positions,
+    _castpile_prepend, _castpile_slice, _castpile_stack_shape, _castpile_zeros,
 )
 from .reduction import _castpile_fold, _castpile_folded
 
@@ -83,12 +83,15 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
 
 @triton.jit
 def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
-                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None):
-    """Store ``value`` (broadcast to P + I), one buffer at a time."""
+                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None,
+                         site: tl.constexpr = None):
+    """Store ``value`` (broadcast to P + I), one buffer at a time; a value that does not broadcast is an error
+    naming the store's ``site``."""
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
     dtype = example.dtype.element_ty
     value = tl.cast(value, dtype)
+    _castpile_fits(value.shape, _castpile_stack_shape(pos.shape, offs.shape), site)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
         tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, bounds, offs, mask),

@@ -10,8 +10,8 @@ import triton
 import triton.language as tl
 
 from .common import (
-    _castpile_cas, _castpile_full, _castpile_lane_mask, _castpile_offsets, _castpile_positions, _castpile_prepend,
-    _castpile_slice, _castpile_wait_flags, _castpile_zeros,
+    _castpile_cas, _castpile_fits, _castpile_full, _castpile_lane_mask, _castpile_offsets, _castpile_positions, _castpile_prepend,
+    _castpile_slice, _castpile_stack_shape, _castpile_wait_flags, _castpile_zeros,
 )
 from .reduction import _castpile_fold, _castpile_folded
 
@@ -236,12 +236,13 @@ def _castpile_reduce_remote(src, count: tl.constexpr, smask, example, offs, boun
 @triton.jit
 def _castpile_store_remote(src, count: tl.constexpr, smask, example, offs, bounds, table, value, mask=None,
                            cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
-                           align: tl.constexpr = None):
+                           align: tl.constexpr = None, site: tl.constexpr = None):
     """Store ``value`` (broadcast to P + I), one buffer at a time; remote buffers by NVSHMEM puts, complete
-    (``quiet``) when the store returns."""
+    (``quiet``) when the store returns; a value that does not broadcast is an error naming the store's ``site``."""
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
     value = tl.cast(value, example.dtype.element_ty)
+    _castpile_fits(value.shape, _castpile_stack_shape(pos.shape, offs.shape), site)
     lanes = _castpile_lane_mask(True, bounds, offs, mask)
     remote = False
     for p in tl.static_range(count):

@@ -90,7 +90,7 @@ def two_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, rank, n, WORLD: tl.constex
         local = tile * BLOCK + tl.arange(0, BLOCK)
         offs = rank * chunk + local
         total = _castpile_reduce_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n), "sum", local < chunk, steps="to", operands=(tl.float32,), align=16)
-        _castpile_store_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n), total[None, :], local < chunk, align=16)
+        _castpile_store_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n), total[None, :], local < chunk, align=16, site='castpile/gpu/collectives/kernels.py:93')
         tile += tl.num_programs(0)
     if BARRIER:
         barrier(pad, pad_ptrs, rank, WORLD, True)
@@ -118,7 +118,7 @@ def two_shot_push_all_reduce(buf, buf_ptrs, scratch, scratch_ptrs, pad, pad_ptrs
         local = tile * BLOCK + tl.arange(0, BLOCK)
         at = rows * chunk + local[None, :]
         mine = tl.load(buf + at, mask=(rows < WORLD) & (at < n), other=0)
-        _castpile_store_loop(scratches, WORLD, None, scratch, chunk*rank + local, None, mine, local < chunk, align=16)
+        _castpile_store_loop(scratches, WORLD, None, scratch, chunk*rank + local, None, mine, local < chunk, align=16, site='castpile/gpu/collectives/kernels.py:121')
         tile += tl.num_programs(0)
     if BARRIER:
         barrier(pad, pad_ptrs, rank, WORLD, True)
@@ -127,7 +127,7 @@ def two_shot_push_all_reduce(buf, buf_ptrs, scratch, scratch_ptrs, pad, pad_ptrs
         local = tile * BLOCK + tl.arange(0, BLOCK)
         rows_in = tl.load(scratch + rows * chunk + local[None, :], mask=rows < WORLD, other=0)
         total = tl.sum(rows_in.to(tl.float32), axis=0)
-        _castpile_store_loop(bufs, WORLD, None, buf, chunk*rank + local, (chunk*rank + local >= 0) & (chunk*rank + local < n), total[None, :], local < chunk, align=16)
+        _castpile_store_loop(bufs, WORLD, None, buf, chunk*rank + local, (chunk*rank + local >= 0) & (chunk*rank + local < n), total[None, :], local < chunk, align=16, site='castpile/gpu/collectives/kernels.py:130')
         tile += tl.num_programs(0)
     if BARRIER:
         barrier(pad, pad_ptrs, rank, WORLD, True)
@@ -194,7 +194,7 @@ def low_latency_all_reduce(buf, ll, ll_ptrs, epochs, out, rank, m, WORLD: tl.con
         offs = tile * BLOCK + tl.arange(0, BLOCK)
         x = tl.load(words + offs, mask=offs < m)
         sent = flag | x.to(tl.uint32).to(tl.int64)
-        _castpile_store_loop(lls, WORLD, None, ll, m*rank + offs + slot, None, sent[None, :], offs < m, align=16)
+        _castpile_store_loop(lls, WORLD, None, ll, m*rank + offs + slot, None, sent[None, :], offs < m, align=16, site='castpile/gpu/collectives/kernels.py:197')
         tile += tl.num_programs(0)
     tile = tl.program_id(0)
     while tile < tl.cdiv(m, BLOCK):
@@ -231,6 +231,25 @@ import triton.language as tl
 def _castpile_leading_ones(shape, r):
     """True when the first ``r`` extents of ``shape`` are all 1."""
     return all(int(s) == 1 for s in list(shape)[:r])
+
+
+@triton.constexpr_function
+def _castpile_fits(value_shape, target_shape, site):
+    """True when a value of ``value_shape`` broadcasts to ``target_shape`` (P + I); an error naming the
+    store's ``site`` (``"path:line"``) when it does not."""
+    value, target = [int(s) for s in list(value_shape)], [int(s) for s in list(target_shape)]
+    if len(value) > len(target) or any(v not in (1, t) for v, t in zip(value[::-1], target[::-1])):
+        where = "" if site is None else f"{site}: error: "
+        raise ValueError(f"{where}a stored value of shape {tuple(value)} does not broadcast to the shape of "
+                         f"the access, P + I = {tuple(target)}")
+    return True
+
+
+@triton.constexpr_function
+def _castpile_stack_shape(positions_shape, index_shape):
+    """P + I from the shape of the stack positions (P + (1,) * len(I)) and I."""
+    positions, index = list(positions_shape), list(index_shape)
+    return tl.constexpr([int(s) for s in positions[: len(positions) - len(index)]] + [int(s) for s in index])
 
 
 @triton.jit
@@ -477,12 +496,15 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
 
 @triton.jit
 def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
-                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None):
-    """Store ``value`` (broadcast to P + I), one buffer at a time."""
+                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None,
+                         site: tl.constexpr = None):
+    """Store ``value`` (broadcast to P + I), one buffer at a time; a value that does not broadcast is an error
+    naming the store's ``site``."""
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
     dtype = example.dtype.element_ty
     value = tl.cast(value, dtype)
+    _castpile_fits(value.shape, _castpile_stack_shape(pos.shape, offs.shape), site)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
         tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, bounds, offs, mask),

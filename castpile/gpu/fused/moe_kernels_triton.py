@@ -169,20 +169,20 @@ def moe_dispatch(x, topk_idx, topk_weights, hist, sends, recv_x, recv_x_ptrs, me
         for h0 in range(0, H, HB):
             cols = h0 + tl.arange(0, HB)
             row = tl.load(x + t.to(tl.int64)[:, None] * H + cols[None, :], mask=(t < hi)[:, None] & (cols < H)[None, :])
-            _castpile_store_gather(dst, dst.numel, dst_mask, recv_x, cols, (cols >= 0) & (cols < H), row[None, :, :], align=16)
+            _castpile_store_gather(dst, dst.numel, dst_mask, recv_x, cols, (cols >= 0) & (cols < H), row[None, :, :], align=16, site='castpile/gpu/fused/moe_kernels.py:172')
         info = meta_base + at * (M * 4); info_mask = go > 0
-        _castpile_store_gather(info, info.numel, info_mask, meta, 0, (0 < M), t[None, :])
-        _castpile_store_gather(info, info.numel, info_mask, meta, ks + 1, (ks + 1 >= 0) & (ks + 1 < M), e[None, :, :], ks < K)
-        _castpile_store_gather(info, info.numel, info_mask, meta, K + ks + 1, (K + ks + 1 >= 0) & (K + ks + 1 < M), j[None, :, :], ks < K)
-        _castpile_store_gather(info, info.numel, info_mask, meta, 2*K + ks + 1, (2*K + ks + 1 >= 0) & (2*K + ks + 1 < M), w.to(tl.int32, bitcast=True)[None, :, :], ks < K)
+        _castpile_store_gather(info, info.numel, info_mask, meta, 0, (0 < M), t[None, :], site='castpile/gpu/fused/moe_kernels.py:174')
+        _castpile_store_gather(info, info.numel, info_mask, meta, ks + 1, (ks + 1 >= 0) & (ks + 1 < M), e[None, :, :], ks < K, site='castpile/gpu/fused/moe_kernels.py:175')
+        _castpile_store_gather(info, info.numel, info_mask, meta, K + ks + 1, (K + ks + 1 >= 0) & (K + ks + 1 < M), j[None, :, :], ks < K, site='castpile/gpu/fused/moe_kernels.py:176')
+        _castpile_store_gather(info, info.numel, info_mask, meta, 2*K + ks + 1, (2*K + ks + 1 >= 0) & (2*K + ks + 1 < M), w.to(tl.int32, bitcast=True)[None, :, :], ks < K, site='castpile/gpu/fused/moe_kernels.py:177')
         t0 += TB
     spans = ranges_ptrs
-    _castpile_store_gather(spans, WORLD, None, ranges, 2*WORLD*b + 2*rank, None, start)
-    _castpile_store_gather(spans, WORLD, None, ranges, 2*WORLD*b + 2*rank + 1, None, pos - start)
+    _castpile_store_gather(spans, WORLD, None, ranges, 2*WORLD*b + 2*rank, None, start, site='castpile/gpu/fused/moe_kernels.py:180')
+    _castpile_store_gather(spans, WORLD, None, ranges, 2*WORLD*b + 2*rank + 1, None, pos - start, site='castpile/gpu/fused/moe_kernels.py:181')
     heads = counts_ptrs; heads_shape1 = E + 1
     es = tl.arange(0, triton.next_power_of_2(E))
-    _castpile_store_gather(heads, WORLD, None, counts, es + heads_shape1*rank, (rank >= 0) & (rank < WORLD) & (es >= 0) & (es < heads_shape1), pairs[None, :], es < E)
-    _castpile_store_gather(heads, WORLD, None, counts, E + heads_shape1*rank, (rank >= 0) & (rank < WORLD) & (E >= 0) & (E < heads_shape1), rows)
+    _castpile_store_gather(heads, WORLD, None, counts, es + heads_shape1*rank, (rank >= 0) & (rank < WORLD) & (es >= 0) & (es < heads_shape1), pairs[None, :], es < E, site='castpile/gpu/fused/moe_kernels.py:184')
+    _castpile_store_gather(heads, WORLD, None, counts, E + heads_shape1*rank, (rank >= 0) & (rank < WORLD) & (E >= 0) & (E < heads_shape1), rows, site='castpile/gpu/fused/moe_kernels.py:185')
     barrier(pad, pad_ptrs, rank, WORLD, True)  # block b of every source has sent
     _group(counts, ranges, meta, grouped_rows, slot_positions, expert_counts, expert_offsets, recv_counts, rank, T,
            K, E, WORLD, TB)
@@ -267,7 +267,7 @@ def moe_combine(expert_out, out, slot_positions, sends, meta, ranges, comb, comb
                 )
                 for h0 in range(0, H, HB):
                     cols = h0 + tl.arange(0, HB)
-                    _castpile_store_gather(back, back.numel, back_mask, comb, cols, (cols >= 0) & (cols < H), _partial(expert_out, slot_positions, meta, r, live, cols, H, K), align=16)
+                    _castpile_store_gather(back, back.numel, back_mask, comb, cols, (cols >= 0) & (cols < H), _partial(expert_out, slot_positions, meta, r, live, cols, H, K), align=16, site='castpile/gpu/fused/moe_kernels.py:270')
         j += TB
     barrier(pad, pad_ptrs, rank, WORLD, True)  # block b of every rank has pushed its partials for these tokens
     _sum_partials(comb, sends, out, T, H, ROW, WORLD, TB, HB)
@@ -310,6 +310,18 @@ def _sum_partials(comb, sends, out, T, H: tl.constexpr, ROW: tl.constexpr, WORLD
 # ---- castpile 0.3.0 helpers: generated, called by the rewritten accesses above ----
 import triton
 import triton.language as tl
+
+
+@triton.constexpr_function
+def _castpile_fits(value_shape, target_shape, site):
+    """True when a value of ``value_shape`` broadcasts to ``target_shape`` (P + I); an error naming the
+    store's ``site`` (``"path:line"``) when it does not."""
+    value, target = [int(s) for s in list(value_shape)], [int(s) for s in list(target_shape)]
+    if len(value) > len(target) or any(v not in (1, t) for v, t in zip(value[::-1], target[::-1])):
+        where = "" if site is None else f"{site}: error: "
+        raise ValueError(f"{where}a stored value of shape {tuple(value)} does not broadcast to the shape of "
+                         f"the access, P + I = {tuple(target)}")
+    return True
 
 
 @triton.jit
@@ -374,8 +386,11 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, ali
 
 @triton.jit
 def _castpile_store_gather(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
-                           cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None):
-    """Store ``value`` (broadcast to P + I) with one scatter."""
+                           cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None,
+                           site: tl.constexpr = None):
+    """Store ``value`` (broadcast to P + I) with one scatter; a value that does not broadcast is an error
+    naming the store's ``site``."""
     ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
+    _castpile_fits(tl.cast(value, example.dtype.element_ty).shape, ptrs.shape, site)
     tl.store(ptrs, _castpile_full(value, ptrs, example), mask=valid, cache_modifier=cache_modifier,
              eviction_policy=eviction_policy)

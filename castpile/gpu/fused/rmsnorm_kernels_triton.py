@@ -196,7 +196,7 @@ def low_latency_rmsnorm(buf, ll, ll_ptrs, epochs, partials, arrivals, residual, 
         at = tile // per_row * row_words + tile % per_row * WORDS + tl.arange(0, WORDS)
         ok = tile % per_row * WORDS + tl.arange(0, WORDS) < row_words
         x = tl.load(buf.to(tl.pointer_type(tl.int32)) + at, mask=ok)
-        _castpile_store_loop(lls, WORLD, None, ll, at + m*rank + slot, None, (flag | x.to(tl.uint32).to(tl.int64))[None, :], ok, align=16)
+        _castpile_store_loop(lls, WORLD, None, ll, at + m*rank + slot, None, (flag | x.to(tl.uint32).to(tl.int64))[None, :], ok, align=16, site='castpile/gpu/fused/rmsnorm_kernels.py:199')
         tile += tl.num_programs(0)
     h_rows = residual if HAS_RESIDUAL else out
     tile = tl.program_id(0)
@@ -237,6 +237,25 @@ import triton.language as tl
 def _castpile_leading_ones(shape, r):
     """True when the first ``r`` extents of ``shape`` are all 1."""
     return all(int(s) == 1 for s in list(shape)[:r])
+
+
+@triton.constexpr_function
+def _castpile_fits(value_shape, target_shape, site):
+    """True when a value of ``value_shape`` broadcasts to ``target_shape`` (P + I); an error naming the
+    store's ``site`` (``"path:line"``) when it does not."""
+    value, target = [int(s) for s in list(value_shape)], [int(s) for s in list(target_shape)]
+    if len(value) > len(target) or any(v not in (1, t) for v, t in zip(value[::-1], target[::-1])):
+        where = "" if site is None else f"{site}: error: "
+        raise ValueError(f"{where}a stored value of shape {tuple(value)} does not broadcast to the shape of "
+                         f"the access, P + I = {tuple(target)}")
+    return True
+
+
+@triton.constexpr_function
+def _castpile_stack_shape(positions_shape, index_shape):
+    """P + I from the shape of the stack positions (P + (1,) * len(I)) and I."""
+    positions, index = list(positions_shape), list(index_shape)
+    return tl.constexpr([int(s) for s in positions[: len(positions) - len(index)]] + [int(s) for s in index])
 
 
 @triton.jit
@@ -341,12 +360,15 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
 
 @triton.jit
 def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
-                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None):
-    """Store ``value`` (broadcast to P + I), one buffer at a time."""
+                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None,
+                         site: tl.constexpr = None):
+    """Store ``value`` (broadcast to P + I), one buffer at a time; a value that does not broadcast is an error
+    naming the store's ``site``."""
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
     dtype = example.dtype.element_ty
     value = tl.cast(value, dtype)
+    _castpile_fits(value.shape, _castpile_stack_shape(pos.shape, offs.shape), site)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
         tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, bounds, offs, mask),

@@ -94,7 +94,7 @@ def send_chunk(a, a_peers, first, end, length, K: tl.constexpr, WORLD: tl.conste
     while at < end:
         ahead = at + COPY_BLOCK + lane
         y = tl.load(a + chunk_word(first, ahead, K, K_SEGMENT), mask=chunk_lane(ahead, end, length, K_SEGMENT))
-        _castpile_store_loop(peers, WORLD - 1, None, a, *_castpile_index((chunk_word(first, at + lane, K, K_SEGMENT),), None, (1,)), x[None, :], chunk_lane(at + lane, end, length, K_SEGMENT), align=16
+        _castpile_store_loop(peers, WORLD - 1, None, a, *_castpile_index((chunk_word(first, at + lane, K, K_SEGMENT),), None, (1,)), x[None, :], chunk_lane(at + lane, end, length, K_SEGMENT), align=16, site='castpile/gpu/fused/tp_gemm/all_gather_kernels.py:97'
         )
         x = y
         at += COPY_BLOCK
@@ -324,6 +324,25 @@ def _castpile_leading_ones(shape, r):
     return all(int(s) == 1 for s in list(shape)[:r])
 
 
+@triton.constexpr_function
+def _castpile_fits(value_shape, target_shape, site):
+    """True when a value of ``value_shape`` broadcasts to ``target_shape`` (P + I); an error naming the
+    store's ``site`` (``"path:line"``) when it does not."""
+    value, target = [int(s) for s in list(value_shape)], [int(s) for s in list(target_shape)]
+    if len(value) > len(target) or any(v not in (1, t) for v, t in zip(value[::-1], target[::-1])):
+        where = "" if site is None else f"{site}: error: "
+        raise ValueError(f"{where}a stored value of shape {tuple(value)} does not broadcast to the shape of "
+                         f"the access, P + I = {tuple(target)}")
+    return True
+
+
+@triton.constexpr_function
+def _castpile_stack_shape(positions_shape, index_shape):
+    """P + I from the shape of the stack positions (P + (1,) * len(I)) and I."""
+    positions, index = list(positions_shape), list(index_shape)
+    return tl.constexpr([int(s) for s in positions[: len(positions) - len(index)]] + [int(s) for s in index])
+
+
 @triton.jit
 def _castpile_index(indices, extents, strides):
     """``offs, bounds`` of an access from its indices, each evaluated once by the caller."""
@@ -530,12 +549,15 @@ def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
 
 @triton.jit
 def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
-                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None):
-    """Store ``value`` (broadcast to P + I), one buffer at a time."""
+                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None,
+                         site: tl.constexpr = None):
+    """Store ``value`` (broadcast to P + I), one buffer at a time; a value that does not broadcast is an error
+    naming the store's ``site``."""
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
     dtype = example.dtype.element_ty
     value = tl.cast(value, dtype)
+    _castpile_fits(value.shape, _castpile_stack_shape(pos.shape, offs.shape), site)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
         tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, bounds, offs, mask),
