@@ -68,6 +68,16 @@ signal = _Marker("signal", "Set flags in every addressed buffer (a source-level 
 wait = _Marker("wait", "Spin until every addressed flag holds a value (a source-level marker).")
 
 
+class Multicast:
+    """The annotation of a ``@triton.jit`` parameter that receives a multicast tensor: ``def helper(bufs:
+    castpile.Multicast, offs)``, called as ``helper(bufs, offs)``.  castpile rewrites the parameter into what the
+    binding needs (see docs/language.md); the class is never instantiated."""
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError("castpile.Multicast is a parameter annotation, `def helper(bufs: castpile.Multicast)`; "
+                        "it has no instances")
+
+
 def define_helpers(scope: dict) -> None:
     """Define the helpers appended to the calling transpiled module now (``scope``: its globals), for its
     module-level code that launches kernels before reaching them; see :mod:`castpile.early`."""
@@ -102,6 +112,7 @@ def install_import_hook(*packages, cache_dir=None, strategy="loop"):
 
 __all__ = [
     "Diagnostic",
+    "Multicast",
     "STRATEGIES",
     "TranspileError",
     "define_helpers",
