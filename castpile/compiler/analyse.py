@@ -31,6 +31,7 @@ from .contract import (
     literal_bool,
     literal_int,
 )
+from .passing import Helpers
 from .plan import Access, AugStore, Binding, CallOn, Load, Plan, Reduction, Step, Store
 from .scopes import Scope, collect_scope, dotted
 
@@ -40,7 +41,9 @@ def analyse(module: cst.Module, source: bytes) -> Plan:
     scope = Scope()
     collect_scope(module.body, scope)
     plan = Plan(words=set(re.findall(r"\w+", source.decode("utf-8", errors="replace"))))
-    _ModuleAnalyser(scope, plan).walk(module)
+    helpers = Helpers(module, scope, plan)
+    _ModuleAnalyser(scope, plan, helpers).walk(module)
+    helpers.resolve()
     return plan
 
 
@@ -56,6 +59,10 @@ class _ModuleAnalyser(TargetChecks):
             self.binding_walked = None
             use = self.plan.uses.get(node)
             if isinstance(use, Binding):
+                shadowed = self.bindings.get(use.name)
+                if shadowed is not None and shadowed.param is not None:
+                    self.error(node.targets[0].target, f"'{use.name}' is a Multicast parameter of this function; "
+                                                       "bind the new multicast tensor to a name of its own")
                 self.bindings[use.name] = use
                 del self.ahead[-1][use.name]
             return False
@@ -87,6 +94,9 @@ class _ModuleAnalyser(TargetChecks):
         name = self.resolver.castpile(node.func)
         if name is None and self.bindings is not None:
             self._unresolved(node)
+            callee = self.helpers.callee(node.func, self.resolver)
+            if callee is not None:
+                self.helpers.call(node, callee, self.bindings, self.handled_args)
         if name == "multicast_like":
             if self.bindings is None:
                 self.error(node, "multicast_like is only valid inside a @triton.jit function")
@@ -277,8 +287,13 @@ class _ModuleAnalyser(TargetChecks):
             if isinstance(value, _NOT_INTEGERS) or (isinstance(value, cst.Name) and value.value in ("None", "True", "False")):
                 self.error(value, f"'{_code(value)}' is not an index: index '{binding.name}' with Triton integer scalars or tensors")
         ellipses = [v for v in values if isinstance(v, cst.Ellipsis)]
-        if ellipses:
+        if ellipses and binding.param is not None:
+            self.error(ellipses[0], f"'...' needs the extents of '{binding.name}', which its callers pass: index a "
+                                    "Multicast parameter's element dims explicitly, with tl.arange(...) tensors")
+        elif ellipses:
             self._ellipsis(access, values, ellipses)
+        elif binding.param is not None:
+            self.helpers.check_later(access)
         elif len(node.slice) != binding.ndim:
             what = "shape" if binding.shape is not None else "strides" if binding.strides is not None else "no shape"
             self.error(

@@ -1,0 +1,259 @@
+"""Multicast parameters: jit functions that take multicast tensors, and the calls that pass them.
+
+A parameter annotated ``castpile.Multicast`` (any import form) of a module-level ``@triton.jit``
+function receives a multicast tensor at every call site and is used inside as the binding passed::
+
+    @triton.jit
+    def total(bufs: cp.Multicast, offs):
+        return tl.sum(bufs[offs], axis=0)
+
+    @triton.jit
+    def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
+        bufs = cp.multicast_like(out, table[:W], shape=(n,))
+        tl.store(out + tl.arange(0, BLOCK), total(bufs, tl.arange(0, BLOCK)))
+
+:class:`Helpers` finds those functions before the walk (a call may come before the ``def``), gives
+the walk each parameter's binding (:meth:`Helpers.parameters`) and checks each call
+(:meth:`Helpers.call`); after the walk, :meth:`Helpers.resolve` gives every parameter the element
+dims of the tensors it receives (through other helpers too) and checks the accesses made through it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from .plan import Access, Binding, HelperCall, MulticastParam, Plan
+from .scopes import Resolver, Scope, is_triton_jit
+
+MULTICAST = "castpile.Multicast"
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)
+
+
+@dataclass
+class _Signature:
+    """A module-level jit function: its parameters that take arguments by position, those that take them by
+    keyword only, and its Multicast parameters by name."""
+
+    name: str
+    positional: list[str]
+    keyword_only: list[str]
+    multicast: dict[str, MulticastParam] = field(default_factory=dict)
+
+
+def _parameters(params: cst.Parameters) -> list[cst.Param]:
+    return [*params.posonly_params, *params.params, *params.kwonly_params]
+
+
+class Helpers:
+    """The module's jit functions with Multicast parameters, their calls, and what each parameter receives."""
+
+    def __init__(self, module: cst.Module, module_scope: Scope, plan: Plan):
+        self.plan = plan
+        self.module_resolver = Resolver([module_scope])
+        self.constexpr = _constexpr_spelling(module_scope)
+        self.functions: dict[str, _Signature] = {}
+        self.received: dict[MulticastParam, list[tuple[cst.CSTNode, Binding]]] = {}
+        self.accesses: list[Access] = []  # through Multicast parameters, index counts checked once dims are known
+        defined: dict[str, list[cst.FunctionDef]] = {}
+        for statement in module.body:
+            if isinstance(statement, cst.FunctionDef):
+                defined.setdefault(statement.name.value, []).append(statement)
+        for name, defs in defined.items():
+            bound_otherwise = name in module_scope.imports or name in module_scope.aliases
+            if len(defs) == 1 and not bound_otherwise and any(is_triton_jit(d) for d in defs[0].decorators):
+                self.functions[name] = self._signature(defs[0])
+
+    def _signature(self, func: cst.FunctionDef) -> _Signature:
+        params = func.params
+        signature = _Signature(func.name.value, [p.name.value for p in (*params.posonly_params, *params.params)],
+                               [p.name.value for p in params.kwonly_params])
+        for param in _parameters(params):
+            if is_multicast(param.annotation, self.module_resolver):
+                signature.multicast[param.name.value] = MulticastParam(param, func.name.value, param.name.value,
+                                                                       self.constexpr)
+        return signature
+
+    def error(self, node: cst.CSTNode, message: str) -> None:
+        self.plan.errors.append((node, message))
+
+    # -- definitions ---------------------------------------------------------------------
+
+    def parameters(self, func: cst.FunctionDef, resolver: Resolver, top_level: bool) -> dict[str, Binding]:
+        """The bindings of ``func``'s Multicast parameters (``resolver``: the scopes around it), each planned
+        to be rewritten; a misplaced annotation is an error."""
+        annotated = [p for p in (*_parameters(func.params), func.params.star_arg, func.params.star_kwarg)
+                     if isinstance(p, cst.Param) and is_multicast(p.annotation, resolver)]
+        if not annotated:
+            return {}
+        name = func.name.value
+        if not any(is_triton_jit(d) for d in func.decorators):
+            self.error(annotated[0].annotation, f"'{name}' is not a @triton.jit function, so its parameter "
+                       f"'{annotated[0].name.value}' cannot take a multicast tensor: decorate '{name}' with "
+                       "@triton.jit, or drop the castpile.Multicast annotation")
+            return {}
+        signature = self.functions.get(name)
+        if not top_level or signature is None or annotated[0] not in [p.node for p in signature.multicast.values()]:
+            self.error(annotated[0].annotation, f"'{name}' takes a multicast tensor, so castpile rewrites its calls "
+                       "by name: define it once, at the top level of the module")
+            return {}
+        bindings = {}
+        for param in annotated:
+            if param.star in ("*", "**"):
+                self.error(param, f"'{param.name.value}' cannot take multicast tensors as *args or **kwargs: "
+                                  f"annotate a parameter of its own `bufs: castpile.Multicast` for each")
+            elif param.default is not None:
+                self.error(param.default, f"the Multicast parameter '{param.name.value}' takes no default: "
+                                          "every call passes a multicast tensor")
+            else:
+                record = signature.multicast[param.name.value]
+                self.plan.uses[param] = record
+                self.received.setdefault(record, [])
+                bindings[record.name] = Binding(record.name, param, None, param=record)
+        return bindings
+
+    # -- calls ---------------------------------------------------------------------------
+
+    def callee(self, func: cst.BaseExpression, resolver: Resolver) -> _Signature | None:
+        """The module-level jit function that ``func`` names, unless an inner scope binds the name."""
+        if not isinstance(func, cst.Name) or any(scope.bound(func.value) for scope in resolver.scopes[1:]):
+            return None
+        return self.functions.get(func.value)
+
+    def call(self, node: cst.Call, signature: _Signature, multicast: dict[str, Binding], handled: set) -> None:
+        """Check one call of ``signature``'s function (``multicast``: the tensors in scope at the call); the
+        arguments it judges go into ``handled``."""
+        name = signature.name
+        if any(arg.star for arg in node.args):
+            if signature.multicast:
+                self.error(node, f"'{name}' takes multicast tensors: pass its arguments by position or keyword, "
+                                 "not through * or **")
+            return
+        bound: dict[str, int] = {}
+        for k, arg in enumerate(node.args):
+            if arg.keyword is not None:
+                bound[arg.keyword.value] = k
+            elif k < len(signature.positional):
+                bound[signature.positional[k]] = k
+        passed: dict[int, tuple[MulticastParam, Binding]] = {}
+        ok = True
+        for param, k in bound.items():
+            value = node.args[k].value
+            is_multicast_name = isinstance(value, cst.Name) and value.value in multicast
+            if param not in signature.multicast:
+                if is_multicast_name:
+                    handled.add(value)
+                    self.error(value, f"'{value.value}' is a multicast tensor, but parameter '{param}' of '{name}' is "
+                                      f"not annotated castpile.Multicast: annotate it `{param}: castpile.Multicast`, "
+                                      f"or pass {value.value}[idx]")
+                continue
+            handled.add(value)
+            record = signature.multicast[param]
+            if not is_multicast_name:
+                ok = False
+                self.error(value, f"parameter '{param}' of '{name}' is annotated castpile.Multicast, so it takes a "
+                                  f"multicast tensor: pass a name bound by multicast_like (or a Multicast parameter), "
+                                  f"not '{_code(value)}'")
+                continue
+            binding = multicast[value.value]
+            if binding.remote is not None:
+                ok = False
+                self.error(value, f"'{value.value}' is a remote= binding, which castpile wraps kernel by kernel for "
+                                  f"NVSHMEM: use it in the kernel that binds it, not through '{name}'")
+                continue
+            passed[k] = (record, binding)
+            self.received.setdefault(record, []).append((value, binding))
+        missing = [param for param in signature.multicast if param not in bound]
+        for param in missing:
+            ok = False
+            self.error(node, f"'{name}' takes a multicast tensor for its parameter '{param}' (castpile.Multicast), "
+                             f"but this call passes none: pass one, as in {name}(..., {param}=bufs)")
+        if ok and passed:
+            self.plan.uses[node] = HelperCall(node, passed)
+
+    # -- after the walk ------------------------------------------------------------------
+
+    def check_later(self, access: Access) -> None:
+        """``access`` is made through a Multicast parameter: its index count is checked by :meth:`resolve`."""
+        self.accesses.append(access)
+
+    def resolve(self) -> None:
+        """Every parameter's element dims and ``shaped`` from the tensors it receives (through calls from other
+        helpers too: a call that passes a parameter on takes part once that parameter's are known), then the
+        index counts of the accesses through parameters."""
+        first_access: dict[MulticastParam, Access] = {}
+        for access in self.accesses:
+            first_access.setdefault(access.binding.param, access)
+        known: dict[MulticastParam, tuple[int, bool] | None] = {}
+        for param in self.received:
+            self._layout(param, known, [])
+        for param, layout in known.items():
+            if layout is not None:
+                param.ndim, param.shaped = layout
+            elif param in first_access:  # never passed a tensor: its accesses say how many dims
+                param.ndim = len(first_access[param].subscript.slice)
+        for access in self.accesses:
+            binding = access.binding
+            count = len(access.subscript.slice)
+            if count != binding.ndim:
+                dims = f"{binding.ndim} element dim{'' if binding.ndim == 1 else 's'}"
+                self.error(access.subscript, f"'{binding.name}' takes {binding.ndim} ind{'ex' if binding.ndim == 1 else 'ices'} "
+                                             f"(the multicast tensors passed to it have {dims}) but is indexed with {count}")
+
+    def _layout(self, param: MulticastParam, known: dict, path: list) -> tuple[int, bool] | None:
+        """``(ndim, shaped)`` of the tensors ``param`` receives; ``None`` when it receives none (or only through
+        a cycle of helpers, ``path`` being the parameters on the way)."""
+        if param in known:
+            return known[param]
+        if param in path:
+            return None
+        path.append(param)
+        layouts = []
+        for node, binding in self.received[param]:
+            layout = self._layout(binding.param, known, path) if binding.param is not None else \
+                (binding.ndim, binding.shape is not None)
+            if layout is not None:
+                layouts.append((node, layout))
+        path.pop()
+        found = layouts[0][1] if layouts else None
+        for node, layout in layouts[1:]:
+            if layout != found:
+                self.error(node, f"'{param.name}' of '{param.function}' (castpile.Multicast) receives {_describe(layout)} "
+                                 f"here but {_describe(found)} at another call: every tensor it receives must have the "
+                                 "same element dims, and shape= given to all or to none; write one helper for each")
+                break
+        known[param] = found
+        return found
+
+
+def _describe(layout: tuple[int, bool]) -> str:
+    ndim, shaped = layout
+    return f"a tensor of {ndim} element dim{'' if ndim == 1 else 's'} {'with' if shaped else 'without'} shape="
+
+
+def is_multicast(annotation: cst.Annotation | None, resolver: Resolver) -> bool:
+    """Whether ``annotation`` names ``castpile.Multicast`` (a string annotation that spells it too)."""
+    if annotation is None:
+        return False
+    node = annotation.annotation
+    if isinstance(node, cst.SimpleString):
+        try:
+            node = cst.parse_expression(node.evaluated_value)
+        except (cst.ParserSyntaxError, SyntaxError, ValueError):
+            return False
+    return resolver.qualified(node) == MULTICAST
+
+
+def _constexpr_spelling(module_scope: Scope) -> str:
+    """``tl.constexpr`` as the module can say it when a ``def`` runs: through its name for triton.language or
+    triton, else a string annotation (which Triton reads as the same)."""
+    for meanings, suffix in (("triton.language", "constexpr"), ("triton", "language.constexpr")):
+        names = sorted(n for n, bound in module_scope.imports.items() if bound == {meanings}
+                       and n not in module_scope.aliases and n not in module_scope.other)
+        if names:
+            return f"{'tl' if 'tl' in names else names[0]}.{suffix}"
+    return '"tl.constexpr"'
