@@ -140,6 +140,7 @@ class Lowerer:
 
     def __init__(self, strategy: str, words: set[str], prefix: str, renderer: _Renderer):
         self.strategy = strategy
+        self.words = words
         self.taken = set(words)
         self.prefix = prefix
         self.render = renderer

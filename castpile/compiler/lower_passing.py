@@ -45,13 +45,22 @@ class PassedLowering:
         self._names: dict[MulticastParam, ParamNames] = {}
 
     def names(self, param: MulticastParam) -> ParamNames:
-        """The (cached) names of ``param``'s added parameters, fresh against the module's words."""
+        """The (cached) names of ``param``'s added parameters."""
         if param not in self._names:
-            fresh, base = self.lowerer.fresh, param.name
-            shape = tuple(fresh(f"{base}_shape{d}") for d in range(param.ndim)) if param.shaped else ()
-            self._names[param] = ParamNames(
-                fresh(f"{base}_count"), fresh(f"{base}_smask"), fresh(f"{base}_example"), shape,
-                tuple(fresh(f"{base}_stride{d}") for d in range(param.ndim)), fresh(f"{base}_align"))
+            chosen: set[str] = set()
+
+            def fresh(suffix: str) -> str:
+                """A parameter name no word of the module is (other functions' parameters may share it)."""
+                name = f"{param.name}_{suffix}"
+                while name in self.lowerer.words or name in chosen:
+                    name += "_"
+                chosen.add(name)
+                self.lowerer.taken.add(name)  # no name made later in this function takes it
+                return name
+
+            shape = tuple(fresh(f"shape{d}") for d in range(param.ndim)) if param.shaped else ()
+            self._names[param] = ParamNames(fresh("count"), fresh("smask"), fresh("example"), shape,
+                                            tuple(fresh(f"stride{d}") for d in range(param.ndim)), fresh("align"))
         return self._names[param]
 
     def parameters(self, param: MulticastParam) -> str:
