@@ -135,6 +135,32 @@ KNOWN_MESSAGES = [re.compile(m) for m in [
     r"a name of its own, or bind it before the loop",
     rf"{NAME} holds a table slice, but another assignment of it may reach this binding \(before it, or in a loop "
     r"around it\); bind the slice to a name once before the binding, or pass table\[lo:hi\] itself",
+    # Multicast parameters
+    rf"{NAME} is not a @triton\.jit function, so its parameter {NAME} cannot take a multicast tensor: decorate {NAME} "
+    r"with @triton\.jit, or drop the castpile\.Multicast annotation",
+    rf"{NAME} takes a multicast tensor, so castpile rewrites its calls by name: define it once, at the top level of "
+    r"the module",
+    rf"{NAME} cannot take multicast tensors as \*args or \*\*kwargs: annotate a parameter of its own "
+    r"`bufs: castpile\.Multicast` for each",
+    rf"the Multicast parameter {NAME} takes no default: every call passes a multicast tensor",
+    rf"{NAME} takes multicast tensors: pass its arguments by position or keyword, not through \* or \*\*",
+    rf"{NAME} is a multicast tensor, but parameter {NAME} of {NAME} is not annotated castpile\.Multicast: annotate "
+    r"it `\w+: castpile\.Multicast`, or pass \w+\[idx\]",
+    rf"parameter {NAME} of {NAME} is annotated castpile\.Multicast, so it takes a multicast tensor: pass a name bound "
+    r"by multicast_like \(or a Multicast parameter\), not '.+'",
+    rf"{NAME} takes a multicast tensor for its parameter {NAME} \(castpile\.Multicast\), but this call passes none: "
+    r"pass one, as in \w+\(\.\.\., \w+=bufs\)",
+    rf"{NAME} of {NAME} \(castpile\.Multicast\) receives .+ here but .+ at another call: every tensor it receives "
+    r"must have the same element dims, shape= given to all or to none, and remote= to all or to none; write one "
+    r"helper for each",
+    rf"{NAME} takes \d+ ind(ex|ices) \(the multicast tensors passed to it have \d+ element dims?\) but is indexed "
+    r"with \d+",
+    rf"'\.\.\.' needs the extents of {NAME}, which its callers pass: index a Multicast parameter's element dims "
+    r"explicitly, with tl\.arange\(\.\.\.\) tensors",
+    rf"{NAME} is a Multicast parameter of this function; bind the new multicast tensor to a name of its own",
+    rf"tl\.atomic_\w+ on {NAME}, a remote= binding: NVSHMEM atomics are not among torch's Triton device functions, "
+    r"and a get-modify-put would not be atomic; use castpile\.signal/wait, or a binding without remote= for peers in "
+    r"one NVLink domain",
 ]]
 
 

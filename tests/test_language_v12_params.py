@@ -1,6 +1,7 @@
 """Language v1.2, multicast tensors as helper arguments: kernels whose communication lives in @triton.jit helpers
 taking castpile.Multicast parameters, run on W = 2, 3, 4 simulated ranks (castpile.gpu.sim) under both strategies
-and checked against torch on the same data.  Their sm_90 compiles: tests/test_compile_sm90.py."""
+and checked against torch on the same data.  The sm_90 compiles: tests/test_compile_sm90.py, and here those of the
+remote="nvshmem" kernels (up to linking NVSHMEM, which this CPU machine lacks)."""
 
 from pathlib import Path
 
@@ -9,14 +10,21 @@ import torch
 
 import castpile
 from castpile.gpu import sim
+from compile_sm90 import Job, compile_for_sm90
 from testkit import transpiled_module
 
 KERNELS = Path(__file__).parent / "kernels_v12_params.py"
+REMOTE_KERNELS = Path(__file__).parent / "kernels_v12_params_remote.py"
 
 
 @pytest.fixture(scope="module", params=castpile.STRATEGIES)
 def k(request, tmp_path_factory):
     return transpiled_module(KERNELS, request.param, tmp_path_factory.mktemp(request.param))
+
+
+@pytest.fixture(scope="module")
+def remote(tmp_path_factory):
+    return transpiled_module(REMOTE_KERNELS, "loop", tmp_path_factory.mktemp("remote"))
 
 
 def values(shape, seed):
@@ -77,3 +85,46 @@ def test_strided_columns_and_atomics_through_helpers(k, world):
     assert not counters[0].tensor.any()
     for handle in counters[1:]:
         assert torch.equal(handle.tensor, torch.full((block,), world * (world + 1) // 2, dtype=torch.int32))
+
+
+@pytest.mark.parametrize(("world", "lws"), [(2, 1), (3, 2), (4, 2)])
+def test_remote_bindings_through_helpers(remote, world, lws):
+    """remote="nvshmem" tables passed to helpers: a barrier, a sum and a push all-gather, with the peers on
+    other simulated nodes reached through the NVSHMEM stand-in."""
+    n, block = 6, 8
+    xs = [values((n,), 20 + seed) for seed in range(world)]
+    bufs = sim.symmetric_empty(world, (n,), torch.float32, local_world_size=lws)
+    gathered = sim.symmetric_empty(world, (world, n), torch.float32, local_world_size=lws)
+    for handle in gathered:
+        handle.tensor.fill_(float("nan"))
+
+    def body(rank):
+        mine, rows = bufs[rank], gathered[rank]
+        sums = torch.full((n,), float("nan"))
+        remote.all_reduce_gather_remote[(1,)](xs[rank], mine.tensor, mine.remote_ptrs, mine.signal_pad,
+                                              mine.signal_pad_remote_ptrs, sums, rows.tensor, rows.remote_ptrs, rank,
+                                              n, world, block)
+        return sums
+
+    for sums in sim.run(body, world, timeout=120):
+        assert torch.equal(sums, torch.stack(xs).sum(0))
+    for handle in gathered:
+        assert torch.equal(handle.tensor, torch.stack(xs))
+    for handle in bufs:
+        assert not handle.signal_pad.any(), "the barrier left a signal behind"
+
+
+@pytest.mark.parametrize("strategy", castpile.STRATEGIES)
+def test_remote_kernels_compile_for_sm90_up_to_nvshmem_linking(tmp_path, strategy):
+    module = tmp_path / f"kernels_v12_params_remote_{strategy}.py"
+    module.write_bytes(castpile.transpile(REMOTE_KERNELS.read_bytes(), str(REMOTE_KERNELS), strategy=strategy))
+    pointers = {name: "*fp32" for name in ("x", "buf", "sums", "gathered")}
+    tables = {name: "*i64" for name in ("buf_ptrs", "pad_ptrs", "gathered_ptrs")}
+    signature = {**pointers, **tables, "pad": "*i32", "rank": "i32", "n": "i32", "WORLD": "constexpr",
+                 "BLOCK": "constexpr"}
+    order = ["x", "buf", "buf_ptrs", "pad", "pad_ptrs", "sums", "gathered", "gathered_ptrs", "rank", "n", "WORLD",
+             "BLOCK"]
+    jobs = [Job(module, "all_reduce_gather_remote", {name: signature[name] for name in order},
+                {"WORLD": world, "BLOCK": 16}, name=f"W{world}", nvshmem=True) for world in (2, 3, 4)]
+    failures = {name: r.error for name, r in compile_for_sm90(jobs, tmp_path).items() if not r.ok}
+    assert not failures, "\n\n".join(f"{name}:\n{error}" for name, error in failures.items())

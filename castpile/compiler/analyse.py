@@ -30,6 +30,7 @@ from .contract import (
     constexpr_ok,
     literal_bool,
     literal_int,
+    remote_atomic_error,
 )
 from .passing import Helpers
 from .plan import Access, AugStore, Binding, CallOn, Load, Plan, Reduction, Step, Store
@@ -163,10 +164,10 @@ class _ModuleAnalyser(TargetChecks):
             return
         if access is not None:
             self.own(access)
-            if access.binding.remote is not None and op.startswith("atomic_"):
-                self.error(node, f"tl.{op} on '{access.binding.name}', a remote= binding: NVSHMEM atomics are not among "
-                                 "torch's Triton device functions, and a get-modify-put would not be atomic; use "
-                                 "castpile.signal/wait, or a binding without remote= for peers in one NVLink domain")
+            if access.binding.param is not None and op.startswith("atomic_"):
+                self.helpers.check_later(access, atomic=(node, op))
+            elif access.binding.remote is not None and op.startswith("atomic_"):
+                self.error(node, remote_atomic_error(op, access.binding.name))
                 return
         used = not (isinstance(self.ancestors[-1], cst.Expr) if self.ancestors else False)
         if used and op in ("signal", "wait"):
@@ -293,7 +294,7 @@ class _ModuleAnalyser(TargetChecks):
         elif ellipses:
             self._ellipsis(access, values, ellipses)
         elif binding.param is not None:
-            self.helpers.check_later(access)
+            self.helpers.check_later(access, count=True)
         elif len(node.slice) != binding.ndim:
             what = "shape" if binding.shape is not None else "strides" if binding.strides is not None else "no shape"
             self.error(

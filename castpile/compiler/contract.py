@@ -27,6 +27,13 @@ CALL_PARAMS = {  # positional parameter names after the pointer, per call
     "wait": ("value", "sem", "scope", "reset", "mask"),
     **{name: ("val", "mask", "sem", "scope") for name in ATOMICS},
 }
+def remote_atomic_error(op: str, name: str) -> str:
+    """What ``tl.<op>`` on the remote= binding ``name`` is told: the contract has no remote atomics."""
+    return (f"tl.{op} on '{name}', a remote= binding: NVSHMEM atomics are not among torch's Triton device functions, "
+            "and a get-modify-put would not be atomic; use castpile.signal/wait, or a binding without remote= for "
+            "peers in one NVLink domain")
+
+
 REQUIRED = {"store": ("value",), "atomic_cas": ("cmp", "val"), **{name: ("val",) for name in ATOMICS}}
 BINDING_PARAMS = ("example", "ptr_tile", "shape", "strides", "ptr_mask")
 BINDING_KEYWORDS = BINDING_PARAMS + ("align", "remote")

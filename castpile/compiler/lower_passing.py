@@ -6,7 +6,8 @@
 
 ``bufs`` holds the stack (a table slice's first address, or a tile), then its buffer count, ``ptr_mask``
 (``None`` for none), the example pointer, one extent per element dim when the tensors passed have a
-``shape=``, one stride per element dim (the caller's strides, or contiguous ones) and ``align=``.  A call
+``shape=``, one stride per element dim (the caller's strides, or contiguous ones), ``align=``, and for
+``remote=`` tensors the table (whose header names the scratch for NVSHMEM transfers).  A call
 ``total(bufs, offs)`` passes the binding's values right after it, by position, or by keyword when the tensor
 is passed by keyword.  Triton compiles the helper once per set of constexpr values it is called with.
 """
@@ -29,12 +30,14 @@ class ParamNames:
     shape: tuple[str, ...]
     strides: tuple[str, ...]
     align: str
+    table: str | None  # remote= tensors: the table, whose header names the scratch for NVSHMEM transfers
 
     def constexpr(self) -> set[str]:
         return {self.count, self.align}
 
     def ordered(self) -> list[str]:
-        return [self.count, self.smask, self.example, *self.shape, *self.strides, self.align]
+        return [self.count, self.smask, self.example, *self.shape, *self.strides, self.align,
+                *([self.table] if self.table is not None else [])]
 
 
 class PassedLowering:
@@ -60,7 +63,8 @@ class PassedLowering:
 
             shape = tuple(fresh(f"shape{d}") for d in range(param.ndim)) if param.shaped else ()
             self._names[param] = ParamNames(fresh("count"), fresh("smask"), fresh("example"), shape,
-                                            tuple(fresh(f"stride{d}") for d in range(param.ndim)), fresh("align"))
+                                            tuple(fresh(f"stride{d}") for d in range(param.ndim)), fresh("align"),
+                                            fresh("table") if param.remote is not None else None)
         return self._names[param]
 
     def parameters(self, param: MulticastParam) -> str:
@@ -76,7 +80,7 @@ class PassedLowering:
 
         names = self.names(param)
         return StackText(param.name, names.count, names.smask, names.example, names.shape or None, names.strides,
-                         align=names.align)
+                         table=names.table, align=names.align)
 
     def call(self, use: HelperCall) -> str:
         """The call with each multicast tensor's values after it."""
@@ -91,7 +95,8 @@ class PassedLowering:
             param, binding = use.passed[k]
             stack = self.lowerer.stack(binding)
             values = [stack.count, stack.smask, stack.example, *(stack.shape if param.shaped else ()),
-                      *strides(stack.shape, stack.strides, param.ndim), stack.align or "None"]
+                      *strides(stack.shape, stack.strides, param.ndim), stack.align or "None",
+                      *([stack.table] if param.remote is not None else [])]
             if keyword is None:
                 args += values
             else:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from .contract import remote_atomic_error
 from .plan import Access, Binding, HelperCall, MulticastParam, Plan
 from .scopes import Resolver, Scope, is_triton_jit
 
@@ -58,7 +59,9 @@ class Helpers:
         self.constexpr = _constexpr_spelling(module_scope)
         self.functions: dict[str, _Signature] = {}
         self.received: dict[MulticastParam, list[tuple[cst.CSTNode, Binding]]] = {}
+        self.bindings: dict[MulticastParam, Binding] = {}  # what the accesses inside each function see
         self.accesses: list[Access] = []  # through Multicast parameters, index counts checked once dims are known
+        self.atomics: list[tuple[cst.Call, str, Access]] = []  # refused once a parameter is known to be remote=
         defined: dict[str, list[cst.FunctionDef]] = {}
         for statement in module.body:
             if isinstance(statement, cst.FunctionDef):
@@ -96,6 +99,13 @@ class Helpers:
                        f"'{annotated[0].name.value}' cannot take a multicast tensor: decorate '{name}' with "
                        "@triton.jit, or drop the castpile.Multicast annotation")
             return {}
+        for param in annotated:
+            if param.star in ("*", "**"):
+                self.error(param, f"'{param.name.value}' cannot take multicast tensors as *args or **kwargs: "
+                                  f"annotate a parameter of its own `bufs: castpile.Multicast` for each")
+        annotated = [param for param in annotated if param.star not in ("*", "**")]
+        if not annotated:
+            return {}
         signature = self.functions.get(name)
         if not top_level or signature is None or annotated[0] not in [p.node for p in signature.multicast.values()]:
             self.error(annotated[0].annotation, f"'{name}' takes a multicast tensor, so castpile rewrites its calls "
@@ -103,17 +113,14 @@ class Helpers:
             return {}
         bindings = {}
         for param in annotated:
-            if param.star in ("*", "**"):
-                self.error(param, f"'{param.name.value}' cannot take multicast tensors as *args or **kwargs: "
-                                  f"annotate a parameter of its own `bufs: castpile.Multicast` for each")
-            elif param.default is not None:
+            if param.default is not None:
                 self.error(param.default, f"the Multicast parameter '{param.name.value}' takes no default: "
                                           "every call passes a multicast tensor")
             else:
                 record = signature.multicast[param.name.value]
                 self.plan.uses[param] = record
                 self.received.setdefault(record, [])
-                bindings[record.name] = Binding(record.name, param, None, param=record)
+                bindings[record.name] = self.bindings[record] = Binding(record.name, param, None, param=record)
         return bindings
 
     # -- calls ---------------------------------------------------------------------------
@@ -160,11 +167,6 @@ class Helpers:
                                   f"not '{_code(value)}'")
                 continue
             binding = multicast[value.value]
-            if binding.remote is not None:
-                ok = False
-                self.error(value, f"'{value.value}' is a remote= binding, which castpile wraps kernel by kernel for "
-                                  f"NVSHMEM: use it in the kernel that binds it, not through '{name}'")
-                continue
             passed[k] = (record, binding)
             self.received.setdefault(record, []).append((value, binding))
         missing = [param for param in signature.multicast if param not in bound]
@@ -177,12 +179,16 @@ class Helpers:
 
     # -- after the walk ------------------------------------------------------------------
 
-    def check_later(self, access: Access) -> None:
-        """``access`` is made through a Multicast parameter: its index count is checked by :meth:`resolve`."""
-        self.accesses.append(access)
+    def check_later(self, access: Access, count: bool = False, atomic: tuple[cst.Call, str] | None = None) -> None:
+        """``access`` is made through a Multicast parameter: :meth:`resolve` checks its index ``count``, or that the
+        ``atomic`` call on it (its node and op) does not reach a ``remote=`` binding."""
+        if count:
+            self.accesses.append(access)
+        if atomic is not None:
+            self.atomics.append((*atomic, access))
 
     def resolve(self) -> None:
-        """Every parameter's element dims and ``shaped`` from the tensors it receives (through calls from other
+        """Every parameter's element dims, ``shaped`` and ``remote`` from the tensors it receives (through calls from other
         helpers too: a call that passes a parameter on takes part once that parameter's are known), then the
         index counts of the accesses through parameters."""
         first_access: dict[MulticastParam, Access] = {}
@@ -193,7 +199,8 @@ class Helpers:
             self._layout(param, known, [])
         for param, layout in known.items():
             if layout is not None:
-                param.ndim, param.shaped = layout
+                param.ndim, param.shaped, param.remote = layout
+                self.bindings[param].remote = param.remote
             elif param in first_access:  # never passed a tensor: its accesses say how many dims
                 param.ndim = len(first_access[param].subscript.slice)
         for access in self.accesses:
@@ -203,9 +210,12 @@ class Helpers:
                 dims = f"{binding.ndim} element dim{'' if binding.ndim == 1 else 's'}"
                 self.error(access.subscript, f"'{binding.name}' takes {binding.ndim} ind{'ex' if binding.ndim == 1 else 'ices'} "
                                              f"(the multicast tensors passed to it have {dims}) but is indexed with {count}")
+        for node, op, access in self.atomics:
+            if access.binding.remote is not None:
+                self.error(node, remote_atomic_error(op, access.binding.name))
 
-    def _layout(self, param: MulticastParam, known: dict, path: list) -> tuple[int, bool] | None:
-        """``(ndim, shaped)`` of the tensors ``param`` receives; ``None`` when it receives none (or only through
+    def _layout(self, param: MulticastParam, known: dict, path: list) -> tuple[int, bool, str | None] | None:
+        """``(ndim, shaped, remote)`` of the tensors ``param`` receives; ``None`` when it receives none (or only through
         a cycle of helpers, ``path`` being the parameters on the way)."""
         if param in known:
             return known[param]
@@ -215,7 +225,7 @@ class Helpers:
         layouts = []
         for node, binding in self.received[param]:
             layout = self._layout(binding.param, known, path) if binding.param is not None else \
-                (binding.ndim, binding.shape is not None)
+                (binding.ndim, binding.shape is not None, binding.remote)
             if layout is not None:
                 layouts.append((node, layout))
         path.pop()
@@ -224,15 +234,17 @@ class Helpers:
             if layout != found:
                 self.error(node, f"'{param.name}' of '{param.function}' (castpile.Multicast) receives {_describe(layout)} "
                                  f"here but {_describe(found)} at another call: every tensor it receives must have the "
-                                 "same element dims, and shape= given to all or to none; write one helper for each")
+                                 "same element dims, shape= given to all or to none, and remote= to all or to none; "
+                                 "write one helper for each")
                 break
         known[param] = found
         return found
 
 
-def _describe(layout: tuple[int, bool]) -> str:
-    ndim, shaped = layout
-    return f"a tensor of {ndim} element dim{'' if ndim == 1 else 's'} {'with' if shaped else 'without'} shape="
+def _describe(layout: tuple[int, bool, str | None]) -> str:
+    ndim, shaped, remote = layout
+    text = f"a tensor of {ndim} element dim{'' if ndim == 1 else 's'} {'with' if shaped else 'without'} shape="
+    return text + (f" and remote={remote!r}" if remote is not None else "")
 
 
 def is_multicast(annotation: cst.Annotation | None, resolver: Resolver) -> bool:
