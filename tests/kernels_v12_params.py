@@ -82,3 +82,16 @@ def columns_and_counters(src, table, ctr, ctr_ptrs, out, rank, m, n, WORLD: tl.c
         j += 1
     counters = cp.multicast_like(ctr, ctr_ptrs[1:WORLD], shape=(BLOCK,))
     old = count_into(counters, rows, rank + 1)
+
+
+@triton.jit
+def stamp_next(flags, table, rank, WORLD: tl.constexpr, BLOCK: tl.constexpr):
+    """``rank + 1`` into the next rank's ``flags``: one peer (a rank-0 tile), through a helper defined further on."""
+    following = cp.multicast_like(flags, tl.load(table + (rank + 1) % WORLD))
+    fill(following, rank + 1, BLOCK)
+
+
+@triton.jit
+def fill(one: cp.Multicast, value, BLOCK: tl.constexpr):
+    """``value`` into the first ``BLOCK`` elements of the one buffer."""
+    one[tl.arange(0, BLOCK)] = value

@@ -87,6 +87,22 @@ def test_strided_columns_and_atomics_through_helpers(k, world):
         assert torch.equal(handle.tensor, torch.full((block,), world * (world + 1) // 2, dtype=torch.int32))
 
 
+
+@pytest.mark.parametrize("world", [2, 3, 4])
+def test_one_peer_through_a_helper_defined_after_the_kernel(k, world):
+    block = 8
+    flags = sim.symmetric_empty(world, (block + 2,), torch.int32)
+    for handle in flags:
+        handle.tensor.zero_()
+
+    def body(rank):
+        k.stamp_next[(1,)](flags[rank].tensor, flags[rank].buffer_ptrs, rank, world, block)
+
+    sim.run(body, world, timeout=120)
+    for rank, handle in enumerate(flags):
+        stamped = (rank - 1) % world + 1  # by the rank before it
+        assert handle.tensor.tolist() == [stamped] * block + [0, 0]
+
 @pytest.mark.parametrize(("world", "lws"), [(2, 1), (3, 2), (4, 2)])
 def test_remote_bindings_through_helpers(remote, world, lws):
     """remote="nvshmem" tables passed to helpers: a barrier, a sum and a push all-gather, with the peers on
