@@ -146,3 +146,11 @@ def test_atomics_through_a_parameter_that_receives_a_remote_binding():
                "functions, and a get-modify-put would not be atomic; use castpile.signal/wait, or a binding without "
                "remote= for peers in one NVLink domain"),
     ]
+
+
+def test_a_keyword_the_helper_does_not_take():
+    assert errors(in_kernel("x = total(bufz=bufs, offs=offs)")) == [
+        (BODY, 9, "'total' takes a multicast tensor for its parameter 'bufs' (castpile.Multicast), but this call passes "
+                  "none: pass one, as in total(..., bufs=bufs)"),
+        (BODY, 20, "'bufs' is a multicast tensor and cannot be passed to a function; pass bufs[idx]"),
+    ]

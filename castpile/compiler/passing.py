@@ -148,9 +148,12 @@ class Helpers:
                 bound[signature.positional[k]] = k
         passed: dict[int, tuple[MulticastParam, Binding]] = {}
         ok = True
+        parameters = {*signature.positional, *signature.keyword_only}
         for param, k in bound.items():
             value = node.args[k].value
             is_multicast_name = isinstance(value, cst.Name) and value.value in multicast
+            if param not in parameters:
+                continue  # an unknown keyword: Triton's to report (a multicast tensor there: the walk's)
             if param not in signature.multicast:
                 if is_multicast_name:
                     handled.add(value)
