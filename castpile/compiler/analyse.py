@@ -4,8 +4,9 @@ The result is a :class:`~castpile.compiler.plan.Plan`: for each node that loweri
 replace, what it is (see :mod:`castpile.compiler.plan`), and the problems found, each
 tied to the node it is about.  Nothing is rewritten here.  Bindings are found by
 :mod:`castpile.compiler.bindings`, names resolved by :mod:`castpile.compiler.scopes`; the walk
-keeps its scopes in :mod:`.analysis_scope` and checks targets in :mod:`.analysis_targets`, and
-classifies the uses here::
+keeps its scopes in :mod:`.analysis_scope` and checks targets in :mod:`.analysis_targets`, Multicast
+parameters and the calls that pass multicast tensors are checked by :mod:`.passing`, and the uses are
+classified here::
 
     >>> source = (b"from castpile import multicast_like\\n@triton.jit\\ndef k(out, table, W: tl.constexpr):\\n"
     ...           b"    bufs = multicast_like(out, table[:W])\\n    x = bufs[0]\\n")

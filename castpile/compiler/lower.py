@@ -20,6 +20,7 @@ value and mask is evaluated once, in source order: indices that are not pure
 go through ``*_castpile_index((i, ...), extents, strides)`` in expressions, and
 into fresh names on the statement's own line in stores; so do value arguments with side
 effects written out of the helper's order, in a call that stands alone as a statement.
+Multicast parameters, and the calls that pass them, are lowered by :mod:`.lower_passing`.
 """
 
 from __future__ import annotations
