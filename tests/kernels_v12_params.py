@@ -95,3 +95,20 @@ def stamp_next(flags, table, rank, WORLD: tl.constexpr, BLOCK: tl.constexpr):
 def fill(one: cp.Multicast, value, BLOCK: tl.constexpr):
     """``value`` into the first ``BLOCK`` elements of the one buffer."""
     one[tl.arange(0, BLOCK)] = value
+
+
+@triton.jit
+def window_total(bufs: cp.Multicast, ctr, BLOCK: tl.constexpr):
+    """The buffers' elements from ``*ctr`` on (read by an atomic: an index evaluated once), summed over the buffers."""
+    return tl.sum(bufs[tl.arange(0, BLOCK) + tl.atomic_add(ctr, 0)], axis=0)
+
+
+@triton.jit
+def with_and_without_shape(src, table, ctr, out, n, WORLD: tl.constexpr, BLOCK: tl.constexpr):
+    """Row 0 of ``out``: ``window_total`` of the buffers bound with shape=(n,) (masked to n); row 1: bound without
+    shape= (not masked), through the same helper."""
+    lanes = tl.arange(0, BLOCK)
+    shaped = cp.multicast_like(src, table[:WORLD], shape=(n,))
+    tl.store(out + lanes, window_total(shaped, ctr, BLOCK))
+    flat = cp.multicast_like(src, table[:WORLD])
+    tl.store(out + BLOCK + lanes, window_total(flat, ctr, BLOCK))

@@ -74,13 +74,14 @@ COMPILES = {
         "all_reduce_gather": variants(["fp32"], WORLD=[2, 3, 4], BLOCK=16),
         "columns_and_counters": variants(["fp32"], WORLD=[2, 3, 4], BLOCK=8),
         "stamp_next": variants(["i32"], WORLD=[2, 3, 4], BLOCK=8),
+        "with_and_without_shape": variants(["fp32"], WORLD=[2, 3, 4], BLOCK=8),
     },
 }
 # jit functions that are no kernels: compiled through the kernels that call them.
 CALLED_ONLY = {
     "kernels_v11.py": {"_castpile_load_loop"},
     "kernels_v12_params.py": {"meet", "stack_total", "total_into", "push_row", "column_total", "count_into",
-                              "fill"},
+                              "fill", "window_total"},
 }
 
 

@@ -65,12 +65,12 @@ def test_what_a_call_passes(line, col, message):
 
 
 def test_tensors_of_other_layouts_at_two_calls():
-    """The second call is the one that disagrees; the helper's accesses follow the first."""
+    """The second call is the one that disagrees; the helper's accesses follow the first.  (With and without
+    shape= is fine: tests/test_language_v12_params.py.)"""
     assert errors(in_kernel("x = total(bufs, offs) + total(rows, offs)")) == [
-        (BODY, 35, "'bufs' of 'total' (castpile.Multicast) receives a tensor of 2 element dims with shape= here but "
-                   "a tensor of 1 element dim with shape= at another call: every tensor it receives must have the same "
-                   "element dims, shape= given to all or to none, and remote= to all or to none; write one helper "
-                   "for each"),
+        (BODY, 35, "'bufs' of 'total' (castpile.Multicast) receives a tensor of 2 element dims without remote= here "
+                   "but a tensor of 1 element dim without remote= at another call: every tensor it receives must have "
+                   "the same element dims, and remote= given to all or to none; write one helper for each"),
     ]
 
 
@@ -153,4 +153,14 @@ def test_a_keyword_the_helper_does_not_take():
         (BODY, 9, "'total' takes a multicast tensor for its parameter 'bufs' (castpile.Multicast), but this call passes "
                   "none: pass one, as in total(..., bufs=bufs)"),
         (BODY, 20, "'bufs' is a multicast tensor and cannot be passed to a function; pass bufs[idx]"),
+    ]
+
+
+def test_remote_and_not_at_two_calls():
+    assert errors(in_kernel("x = total(bufs, offs)\n    far = cp.multicast_like(out, table[:W], shape=(n,), "
+                            "remote='nvshmem')\n    y = total(far, offs)")) == [
+        (BODY + 2, 15, "'bufs' of 'total' (castpile.Multicast) receives a tensor of 1 element dim with "
+                       "remote='nvshmem' here but a tensor of 1 element dim without remote= at another call: every "
+                       "tensor it receives must have the same element dims, and remote= given to all or to none; "
+                       "write one helper for each"),
     ]

@@ -151,8 +151,7 @@ KNOWN_MESSAGES = [re.compile(m) for m in [
     rf"{NAME} takes a multicast tensor for its parameter {NAME} \(castpile\.Multicast\), but this call passes none: "
     r"pass one, as in \w+\(\.\.\., \w+=bufs\)",
     rf"{NAME} of {NAME} \(castpile\.Multicast\) receives .+ here but .+ at another call: every tensor it receives "
-    r"must have the same element dims, shape= given to all or to none, and remote= to all or to none; write one "
-    r"helper for each",
+    r"must have the same element dims, and remote= given to all or to none; write one helper for each",
     rf"{NAME} takes \d+ ind(ex|ices) \(the multicast tensors passed to it have \d+ element dims?\) but is indexed "
     r"with \d+",
     rf"'\.\.\.' needs the extents of {NAME}, which its callers pass: index a Multicast parameter's element dims "

@@ -103,6 +103,27 @@ def test_one_peer_through_a_helper_defined_after_the_kernel(k, world):
         stamped = (rank - 1) % world + 1  # by the rank before it
         assert handle.tensor.tolist() == [stamped] * block + [0, 0]
 
+
+@pytest.mark.parametrize("world", [2, 3, 4])
+def test_one_helper_with_and_without_shape(k, world):
+    """A helper that receives a tensor with shape= and one without: the first masked to its extent, the second not,
+    the index (read by an atomic) evaluated once either way."""
+    n, block, start = 5, 8, 2
+    srcs = sim.symmetric_empty(world, (block + start,), torch.float32)
+    for rank, handle in enumerate(srcs):
+        handle.tensor.copy_(values((block + start,), 30 + rank))
+
+    def body(rank):
+        out, ctr = torch.full((2, block), float("nan")), torch.tensor([start], dtype=torch.int32)
+        k.with_and_without_shape[(1,)](srcs[rank].tensor, srcs[rank].buffer_ptrs, ctr, out, n, world, block)
+        return out, ctr
+
+    total = torch.stack([handle.tensor for handle in srcs]).sum(0)[start:]
+    for out, ctr in sim.run(body, world, timeout=120):
+        assert torch.equal(out[0], torch.where(torch.arange(block) + start < n, total, 0.0))
+        assert torch.equal(out[1], total)
+        assert ctr.item() == start
+
 @pytest.mark.parametrize(("world", "lws"), [(2, 1), (3, 2), (4, 2)])
 def test_remote_bindings_through_helpers(remote, world, lws):
     """remote="nvshmem" tables passed to helpers: a barrier, a sum and a push all-gather, with the peers on

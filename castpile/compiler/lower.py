@@ -130,6 +130,7 @@ class StackText:
     statements: list[str] = field(default_factory=list)
     table: str | None = None  # remote= bindings: the table, whose header names the scratch for NVSHMEM
     align: str | None = None
+    shape_optional: bool = False  # a Multicast parameter's extents: None where a caller's tensor has no shape=
 
 
 class Lowerer:
@@ -271,8 +272,12 @@ class Lowerer:
         if pure:
             offs = offsets(tuple(indices), stack.shape, stack.strides)
             bounds = bounds_mask(tuple(indices), stack.shape) if stack.shape is not None else None
+            if bounds is not None and stack.shape_optional:  # Triton evaluates one side of a constexpr condition
+                bounds = f"({bounds}) if {stack.shape[0]} is not None else None"
             return f"{offs}, {bounds or 'None'}"
         extents = _tuple(stack.shape) if stack.shape is not None else "None"
+        if stack.shape is not None and stack.shape_optional:
+            extents = f"{extents} if {stack.shape[0]} is not None else None"
         steps = strides(stack.shape, stack.strides, len(indices))
         return f"*{self._helper(INDEX)}({_tuple(indices)}, {extents}, {_tuple(steps)})"
 

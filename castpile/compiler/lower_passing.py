@@ -6,7 +6,7 @@
 
 ``bufs`` holds the stack (a table slice's first address, or a tile), then its buffer count, ``ptr_mask``
 (``None`` for none), the example pointer, one extent per element dim when the tensors passed have a
-``shape=``, one stride per element dim (the caller's strides, or contiguous ones), ``align=``, and for
+``shape=`` (``None`` from a caller whose tensor has none, when others have), one stride per element dim (the caller's strides, or contiguous ones), ``align=``, and for
 ``remote=`` tensors the table (whose header names the scratch for NVSHMEM transfers).  A call
 ``total(bufs, offs)`` passes the binding's values right after it, by position, or by keyword when the tensor
 is passed by keyword.  Triton compiles the helper once per set of constexpr values it is called with.
@@ -80,7 +80,7 @@ class PassedLowering:
 
         names = self.names(param)
         return StackText(param.name, names.count, names.smask, names.example, names.shape or None, names.strides,
-                         table=names.table, align=names.align)
+                         table=names.table, align=names.align, shape_optional=param.shape_optional)
 
     def call(self, use: HelperCall) -> str:
         """The call with each multicast tensor's values after it."""
@@ -94,7 +94,8 @@ class PassedLowering:
                 continue
             param, binding = use.passed[k]
             stack = self.lowerer.stack(binding)
-            values = [stack.count, stack.smask, stack.example, *(stack.shape if param.shaped else ()),
+            extents = stack.shape or ("None",) * param.ndim  # no shape=: no bounds (shape_optional)
+            values = [stack.count, stack.smask, stack.example, *(extents if param.shaped else ()),
                       *strides(stack.shape, stack.strides, param.ndim), stack.align or "None",
                       *([stack.table] if param.remote is not None else [])]
             if keyword is None:

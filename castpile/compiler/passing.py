@@ -191,18 +191,16 @@ class Helpers:
             self.atomics.append((*atomic, access))
 
     def resolve(self) -> None:
-        """Every parameter's element dims, ``shaped`` and ``remote`` from the tensors it receives (through calls from other
-        helpers too: a call that passes a parameter on takes part once that parameter's are known), then the
-        index counts of the accesses through parameters."""
+        """Every parameter's element dims, extents and ``remote`` from the tensors it receives (see :meth:`_layouts`),
+        then the index counts of the accesses through parameters, and atomics on ``remote=`` tensors."""
         first_access: dict[MulticastParam, Access] = {}
         for access in self.accesses:
             first_access.setdefault(access.binding.param, access)
-        known: dict[MulticastParam, tuple[int, bool] | None] = {}
+        layouts = self._layouts()
         for param in self.received:
-            self._layout(param, known, [])
-        for param, layout in known.items():
-            if layout is not None:
-                param.ndim, param.shaped, param.remote = layout
+            if param in layouts:
+                (param.ndim, param.remote), shapes = layouts[param]
+                param.shaped, param.shape_optional = True in shapes, shapes == {True, False}
                 self.bindings[param].remote = param.remote
             elif param in first_access:  # never passed a tensor: its accesses say how many dims
                 param.ndim = len(first_access[param].subscript.slice)
@@ -217,37 +215,44 @@ class Helpers:
             if access.binding.remote is not None:
                 self.error(node, remote_atomic_error(op, access.binding.name))
 
-    def _layout(self, param: MulticastParam, known: dict, path: list) -> tuple[int, bool, str | None] | None:
-        """``(ndim, shaped, remote)`` of the tensors ``param`` receives; ``None`` when it receives none (or only through
-        a cycle of helpers, ``path`` being the parameters on the way)."""
-        if param in known:
-            return known[param]
-        if param in path:
-            return None
-        path.append(param)
-        layouts = []
-        for node, binding in self.received[param]:
-            layout = self._layout(binding.param, known, path) if binding.param is not None else \
-                (binding.ndim, binding.shape is not None, binding.remote)
-            if layout is not None:
-                layouts.append((node, layout))
-        path.pop()
-        found = layouts[0][1] if layouts else None
-        for node, layout in layouts[1:]:
-            if layout != found:
-                self.error(node, f"'{param.name}' of '{param.function}' (castpile.Multicast) receives {_describe(layout)} "
-                                 f"here but {_describe(found)} at another call: every tensor it receives must have the "
-                                 "same element dims, shape= given to all or to none, and remote= to all or to none; "
-                                 "write one helper for each")
-                break
-        known[param] = found
-        return found
+    def _layouts(self) -> dict[MulticastParam, tuple[tuple[int, str | None], set[bool]]]:
+        """For each parameter that receives a tensor: ``((ndim, remote), shapes)``, ``shapes`` holding whether each
+        tensor has a ``shape=``.  A call that passes a parameter on passes all its parameter receives, so the layouts
+        grow until nothing changes (helpers that call each other included); a tensor whose element dims or
+        ``remote=`` differ from the first one's is an error at its call."""
+        layouts: dict[MulticastParam, tuple[tuple[int, str | None], set[bool]]] = {}
+        refused: set[cst.CSTNode] = set()
+        changed = True
+        while changed:
+            changed = False
+            for param, received in self.received.items():
+                for node, binding in received:
+                    if binding.param is not None:
+                        if binding.param not in layouts:
+                            continue
+                        kind, shapes = layouts[binding.param]
+                    else:
+                        kind, shapes = (binding.ndim, binding.remote), {binding.shape is not None}
+                    if param not in layouts:
+                        layouts[param] = (kind, set(shapes))
+                        changed = True
+                    elif kind != layouts[param][0]:
+                        if node not in refused:
+                            refused.add(node)
+                            self.error(node, f"'{param.name}' of '{param.function}' (castpile.Multicast) receives "
+                                             f"{_describe(kind)} here but {_describe(layouts[param][0])} at another call: "
+                                             "every tensor it receives must have the same element dims, and remote= "
+                                             "given to all or to none; write one helper for each")
+                    elif not shapes <= layouts[param][1]:
+                        layouts[param][1].update(shapes)
+                        changed = True
+        return layouts
 
 
-def _describe(layout: tuple[int, bool, str | None]) -> str:
-    ndim, shaped, remote = layout
-    text = f"a tensor of {ndim} element dim{'' if ndim == 1 else 's'} {'with' if shaped else 'without'} shape="
-    return text + (f" and remote={remote!r}" if remote is not None else "")
+def _describe(kind: tuple[int, str | None]) -> str:
+    ndim, remote = kind
+    text = f"a tensor of {ndim} element dim{'' if ndim == 1 else 's'}"
+    return text + (f" with remote={remote!r}" if remote is not None else " without remote=")
 
 
 def is_multicast(annotation: cst.Annotation | None, resolver: Resolver) -> bool:

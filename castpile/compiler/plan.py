@@ -153,9 +153,9 @@ class SliceAlias:
 @dataclass(eq=False)
 class MulticastParam:
     """``bufs: castpile.Multicast``, a parameter of the jit function ``function`` that receives a multicast tensor
-    at every call site.  ``ndim``, ``shaped`` (whether a ``shape=`` gives extents) and ``remote`` (the ``remote=``
-    backend, or ``None``) are those of every tensor passed; ``constexpr`` is how the module spells ``tl.constexpr``
-    where the function is defined."""
+    at every call site.  ``ndim`` and ``remote`` (the ``remote=`` backend, or ``None``) are those of every tensor
+    passed; ``shaped``: some have a ``shape=``, ``shape_optional``: others have none (their extents arrive as
+    ``None``); ``constexpr`` is how the module spells ``tl.constexpr`` where the function is defined."""
 
     node: cst.Param
     function: str
@@ -163,6 +163,7 @@ class MulticastParam:
     constexpr: str
     ndim: int = 1
     shaped: bool = False
+    shape_optional: bool = False
     remote: str | None = None
 
 

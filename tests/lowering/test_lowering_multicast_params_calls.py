@@ -1,5 +1,6 @@
 """Lowering Multicast parameters, continued: parameters and calls over several lines, string annotations, binding-time
-extents, a 2-D tile's contiguous strides, helpers that call each other.
+extents, a 2-D tile's contiguous strides, helpers that call each other, tensors with and without shape= at one
+parameter.
 
 The cases' form and the parameters a Multicast parameter becomes: tests/lowering/test_lowering_multicast_params.py.
 """
@@ -256,6 +257,68 @@ FILE_CASES = [
             """),
         },
         id='helpers that call each other with a Multicast parameter',
+    ),
+    pytest.param(
+        dedent("""\
+            import triton
+            import triton.language as tl
+            import castpile as cp
+
+
+            @triton.jit
+            def window(bufs: cp.Multicast, ctr, BLOCK: tl.constexpr):
+                a = bufs[tl.arange(0, BLOCK)]
+                b = bufs[tl.atomic_add(ctr, 1)]
+
+
+            @triton.jit
+            def k(out, table, ctr, n, W: tl.constexpr, BLOCK: tl.constexpr):
+                shaped = cp.multicast_like(out, table[:W], shape=(n,))
+                flat = cp.multicast_like(out, table[:W])
+                window(shaped, ctr, BLOCK)
+                window(flat, ctr, BLOCK)
+        """),
+        {
+            "loop": dedent("""\
+                import triton
+                import triton.language as tl
+                import castpile as cp
+
+
+                @triton.jit
+                def window(bufs, bufs_count: tl.constexpr, bufs_smask, bufs_example, bufs_shape0, bufs_stride0, bufs_align: tl.constexpr, ctr, BLOCK: tl.constexpr):
+                    a = _castpile_load_loop(bufs, bufs_count, bufs_smask, bufs_example, tl.arange(0, BLOCK)*bufs_stride0, ((tl.arange(0, BLOCK) >= 0) & (tl.arange(0, BLOCK) < bufs_shape0)) if bufs_shape0 is not None else None, align=bufs_align)
+                    b = _castpile_load_loop(bufs, bufs_count, bufs_smask, bufs_example, *_castpile_index((tl.atomic_add(ctr, 1),), (bufs_shape0,) if bufs_shape0 is not None else None, (bufs_stride0,)), align=bufs_align)
+
+
+                @triton.jit
+                def k(out, table, ctr, n, W: tl.constexpr, BLOCK: tl.constexpr):
+                    shaped = table
+                    flat = table
+                    window(shaped, W, None, out, n, 1, None, ctr, BLOCK)
+                    window(flat, W, None, out, None, 1, None, ctr, BLOCK)
+            """),
+            "gather": dedent("""\
+                import triton
+                import triton.language as tl
+                import castpile as cp
+
+
+                @triton.jit
+                def window(bufs, bufs_count: tl.constexpr, bufs_smask, bufs_example, bufs_shape0, bufs_stride0, bufs_align: tl.constexpr, ctr, BLOCK: tl.constexpr):
+                    a = _castpile_load_gather(bufs, bufs_count, bufs_smask, bufs_example, tl.arange(0, BLOCK)*bufs_stride0, ((tl.arange(0, BLOCK) >= 0) & (tl.arange(0, BLOCK) < bufs_shape0)) if bufs_shape0 is not None else None, align=bufs_align)
+                    b = _castpile_load_gather(bufs, bufs_count, bufs_smask, bufs_example, *_castpile_index((tl.atomic_add(ctr, 1),), (bufs_shape0,) if bufs_shape0 is not None else None, (bufs_stride0,)), align=bufs_align)
+
+
+                @triton.jit
+                def k(out, table, ctr, n, W: tl.constexpr, BLOCK: tl.constexpr):
+                    shaped = table
+                    flat = table
+                    window(shaped, W, None, out, n, 1, None, ctr, BLOCK)
+                    window(flat, W, None, out, None, 1, None, ctr, BLOCK)
+            """),
+        },
+        id='tensors with and without shape= at one parameter: None extents, bounds Triton decides',
     ),
 
 ]
