@@ -204,8 +204,8 @@ FILE_CASES = [
 
 
             @triton.jit
-            def k(out, table, W: tl.constexpr):
-                bufs = cp.multicast_like(out, table[:W], strides=(2,))
+            def k(out, table, n, W: tl.constexpr):
+                bufs = cp.multicast_like(out, table[:W], shape=(n,), strides=(2,))
                 ping(bufs, 3)
         """),
         {
@@ -216,21 +216,21 @@ FILE_CASES = [
 
 
                 @triton.jit
-                def ping(bufs, bufs_count: tl.constexpr, bufs_smask, bufs_example, bufs_stride0, bufs_align: tl.constexpr, i):
+                def ping(bufs, bufs_count: tl.constexpr, bufs_smask, bufs_example, bufs_shape0, bufs_stride0, bufs_align: tl.constexpr, i):
                     if i > 0:
-                        pong(bufs, bufs_count, bufs_smask, bufs_example, bufs_stride0, bufs_align, i)
+                        pong(bufs, bufs_count, bufs_smask, bufs_example, bufs_shape0, bufs_stride0, bufs_align, i)
 
 
                 @triton.jit
-                def pong(bufs, bufs_count: tl.constexpr, bufs_smask, bufs_example, bufs_stride0, bufs_align: tl.constexpr, i):
-                    _castpile_store_loop(bufs, bufs_count, bufs_smask, bufs_example, bufs_stride0*i, None, 1, align=bufs_align)
-                    ping(bufs, bufs_count, bufs_smask, bufs_example, bufs_stride0, bufs_align, i - 1)
+                def pong(bufs, bufs_count: tl.constexpr, bufs_smask, bufs_example, bufs_shape0, bufs_stride0, bufs_align: tl.constexpr, i):
+                    _castpile_store_loop(bufs, bufs_count, bufs_smask, bufs_example, bufs_stride0*i, (i >= 0) & (i < bufs_shape0), 1, align=bufs_align)
+                    ping(bufs, bufs_count, bufs_smask, bufs_example, bufs_shape0, bufs_stride0, bufs_align, i - 1)
 
 
                 @triton.jit
-                def k(out, table, W: tl.constexpr):
+                def k(out, table, n, W: tl.constexpr):
                     bufs = table
-                    ping(bufs, W, None, out, 2, None, 3)
+                    ping(bufs, W, None, out, n, 2, None, 3)
             """),
             "gather": dedent("""\
                 import triton
@@ -239,21 +239,21 @@ FILE_CASES = [
 
 
                 @triton.jit
-                def ping(bufs, bufs_count: tl.constexpr, bufs_smask, bufs_example, bufs_stride0, bufs_align: tl.constexpr, i):
+                def ping(bufs, bufs_count: tl.constexpr, bufs_smask, bufs_example, bufs_shape0, bufs_stride0, bufs_align: tl.constexpr, i):
                     if i > 0:
-                        pong(bufs, bufs_count, bufs_smask, bufs_example, bufs_stride0, bufs_align, i)
+                        pong(bufs, bufs_count, bufs_smask, bufs_example, bufs_shape0, bufs_stride0, bufs_align, i)
 
 
                 @triton.jit
-                def pong(bufs, bufs_count: tl.constexpr, bufs_smask, bufs_example, bufs_stride0, bufs_align: tl.constexpr, i):
-                    _castpile_store_gather(bufs, bufs_count, bufs_smask, bufs_example, bufs_stride0*i, None, 1, align=bufs_align)
-                    ping(bufs, bufs_count, bufs_smask, bufs_example, bufs_stride0, bufs_align, i - 1)
+                def pong(bufs, bufs_count: tl.constexpr, bufs_smask, bufs_example, bufs_shape0, bufs_stride0, bufs_align: tl.constexpr, i):
+                    _castpile_store_gather(bufs, bufs_count, bufs_smask, bufs_example, bufs_stride0*i, (i >= 0) & (i < bufs_shape0), 1, align=bufs_align)
+                    ping(bufs, bufs_count, bufs_smask, bufs_example, bufs_shape0, bufs_stride0, bufs_align, i - 1)
 
 
                 @triton.jit
-                def k(out, table, W: tl.constexpr):
+                def k(out, table, n, W: tl.constexpr):
                     bufs = table
-                    ping(bufs, W, None, out, 2, None, 3)
+                    ping(bufs, W, None, out, n, 2, None, 3)
             """),
         },
         id='helpers that call each other with a Multicast parameter',
