@@ -2,8 +2,8 @@
 
 The interpreter runs every scalar as a NumPy array, so a helper that treats a scalar as a
 block passes there and fails only when Triton compiles it: each kernel of
-tests/kernels_semantics.py and tests/kernels_v11.py is compiled under both strategies, for
-the element types and constexpr values its tests run (one W padded, and W = 1), and a test
+tests/kernels_semantics.py, tests/kernels_v11.py and tests/kernels_v12_params.py is compiled under
+both strategies, for the element types and constexpr values its tests run (one W padded, and W = 1), and a test
 fails when a kernel of those files has no compiles.
 """
 
@@ -18,7 +18,8 @@ from compile_sm90 import Job, compile_for_sm90, signature
 
 HERE = Path(__file__).parent
 # The parameters that are not the buffers' element pointers ("*<dtype>") or i32 scalars.
-TYPES = {"table": "*i64", "ctr": "*i32"}
+TYPES = {"table": "*i64", "ctr": "*i32", "pad": "*i32", "buf_ptrs": "*i64", "pad_ptrs": "*i64", "gathered_ptrs": "*i64",
+         "ctr_ptrs": "*i64", "x": "*fp32", "buf": "*fp32", "sums": "*fp32", "others": "*fp32", "gathered": "*fp32"}
 
 
 def variants(dtypes, addresses="*i64", **constexprs):
@@ -69,9 +70,19 @@ COMPILES = {
         "keywords_in_source_order": variants(["fp32"], W=3, B=16),
         "flags_in_source_order": variants(["i32"], W=[1, 3]),
     },
+    "kernels_v12_params.py": {
+        "all_reduce_gather": variants(["fp32"], WORLD=[2, 3, 4], BLOCK=16),
+        "columns_and_counters": variants(["fp32"], WORLD=[2, 3, 4], BLOCK=8),
+        "stamp_next": variants(["i32"], WORLD=[2, 3, 4], BLOCK=8),
+        "with_and_without_shape": variants(["fp32"], WORLD=[2, 3, 4], BLOCK=8),
+    },
 }
 # jit functions that are no kernels: compiled through the kernels that call them.
-CALLED_ONLY = {"kernels_v11.py": {"_castpile_load_loop"}}
+CALLED_ONLY = {
+    "kernels_v11.py": {"_castpile_load_loop"},
+    "kernels_v12_params.py": {"meet", "stack_total", "total_into", "push_row", "column_total", "count_into",
+                              "fill", "window_total"},
+}
 
 
 def kernels_of(source: str) -> dict[str, str]:

@@ -267,3 +267,22 @@ def test_allreduce_rmsnorm(outdir, strategy, world):
     y = h / torch.sqrt((h * h).mean(-1, keepdim=True) + eps) * weight.double()
     assert torch.equal(mine, h.float())
     torch.testing.assert_close(out.double(), y, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("world", [2, 3, 4])
+def test_fused_rs_rmsnorm_ag(outdir, strategy, world):
+    """Each rank's launch normalises its rows (every world-th) of the rows summed over the ranks and stores them
+    into every rank's out: after all launches every out holds them all, within fp32 rounding of float64 torch."""
+    rows, d, eps = 7, 40, 1e-5
+    xs = [values((rows, d), torch.float32, 20 + w) for w in range(world)]
+    weight = values((d,), torch.float32, 97, 1, 8) / 4
+    outs = [torch.full((rows, d), float("nan")) for _ in range(world)]
+    kernel = sample(outdir, "fused_rs_rmsnorm_ag", strategy).fused_rs_rmsnorm_ag
+    for rank in range(world):
+        kernel[(2,)](xs[rank], address_table(xs), weight, outs[rank], address_table(outs), rank, rows, d, eps,
+                     WORLD=world, BLOCK=64)
+    h = torch.stack(xs).double().sum(0)
+    y = h / torch.sqrt((h * h).mean(-1, keepdim=True) + eps) * weight.double()
+    for out in outs:
+        torch.testing.assert_close(out.double(), y, rtol=1e-5, atol=1e-6)

@@ -4,8 +4,9 @@ The result is a :class:`~castpile.compiler.plan.Plan`: for each node that loweri
 replace, what it is (see :mod:`castpile.compiler.plan`), and the problems found, each
 tied to the node it is about.  Nothing is rewritten here.  Bindings are found by
 :mod:`castpile.compiler.bindings`, names resolved by :mod:`castpile.compiler.scopes`; the walk
-keeps its scopes in :mod:`.analysis_scope` and checks targets in :mod:`.analysis_targets`, and
-classifies the uses here::
+keeps its scopes in :mod:`.analysis_scope` and checks targets in :mod:`.analysis_targets`, Multicast
+parameters and the calls that pass multicast tensors are checked by :mod:`.passing`, and the uses are
+classified here::
 
     >>> source = (b"from castpile import multicast_like\\n@triton.jit\\ndef k(out, table, W: tl.constexpr):\\n"
     ...           b"    bufs = multicast_like(out, table[:W])\\n    x = bufs[0]\\n")
@@ -32,6 +33,7 @@ from .contract import (
     literal_bool,
     literal_int,
 )
+from .passing import Helpers
 from .plan import Access, AugStore, Binding, CallOn, Load, Plan, Reduction, Step, Store
 from .scopes import Scope, collect_scope, dotted
 
@@ -41,7 +43,9 @@ def analyse(module: cst.Module, source: bytes) -> Plan:
     scope = Scope()
     collect_scope(module.body, scope)
     plan = Plan(words=set(re.findall(r"\w+", source.decode("utf-8", errors="replace"))))
-    _ModuleAnalyser(scope, plan).walk(module)
+    helpers = Helpers(module, scope, plan)
+    _ModuleAnalyser(scope, plan, helpers).walk(module)
+    helpers.resolve()
     return plan
 
 
@@ -57,6 +61,9 @@ class _ModuleAnalyser(TargetChecks):
             self.binding_walked = None
             use = self.plan.uses.get(node)
             if isinstance(use, Binding):
+                shadowed = self.bindings.get(use.name)
+                if shadowed is not None and shadowed.param is not None:
+                    self.plan.error(node.targets[0].target, diagnostics.MULTICAST_PARAM_REBOUND, name=use.name)
                 self.bindings[use.name] = use
                 del self.ahead[-1][use.name]
             return False
@@ -88,6 +95,9 @@ class _ModuleAnalyser(TargetChecks):
         name = self.resolver.castpile(node.func)
         if name is None and self.bindings is not None:
             self._unresolved(node)
+            callee = self.helpers.callee(node.func, self.resolver)
+            if callee is not None:
+                self.helpers.call(node, callee, self.bindings, self.handled_args)
         if name == "multicast_like":
             if self.bindings is None:
                 self.plan.error(node, diagnostics.OUTSIDE_JIT, call=name)
@@ -154,7 +164,9 @@ class _ModuleAnalyser(TargetChecks):
             return
         if access is not None:
             self.own(access)
-            if access.binding.remote is not None and op.startswith("atomic_"):
+            if access.binding.param is not None and op.startswith("atomic_"):
+                self.helpers.check_later(access, atomic=(node, op))
+            elif access.binding.remote is not None and op.startswith("atomic_"):
                 self.plan.error(node, diagnostics.REMOTE_ATOMIC, op=op, name=access.binding.name)
                 return
         used = not (isinstance(self.ancestors[-1], cst.Expr) if self.ancestors else False)
@@ -276,8 +288,12 @@ class _ModuleAnalyser(TargetChecks):
             if isinstance(value, _NOT_INTEGERS) or (isinstance(value, cst.Name) and value.value in ("None", "True", "False")):
                 self.plan.error(value, diagnostics.NOT_AN_INDEX, code=_code(value), name=binding.name)
         ellipses = [v for v in values if isinstance(v, cst.Ellipsis)]
-        if ellipses:
+        if ellipses and binding.param is not None:
+            self.plan.error(ellipses[0], diagnostics.MULTICAST_PARAM_ELLIPSIS, name=binding.name)
+        elif ellipses:
             self._ellipsis(access, values, ellipses)
+        elif binding.param is not None:
+            self.helpers.check_later(access, count=True)
         elif len(node.slice) != binding.ndim:
             what = "shape" if binding.shape is not None else "strides" if binding.strides is not None else "no shape"
             self.plan.error(node, diagnostics.INDEX_COUNT, name=binding.name, takes=_indices(binding.ndim), what=what,

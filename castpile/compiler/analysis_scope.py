@@ -13,6 +13,7 @@ import libcst as cst
 from . import diagnostics
 from .bindings import JitBindings
 from .contract import PURE_TL_CALLS
+from .passing import Helpers
 from .plan import Access, Binding, Plan
 from .scopes import Resolver, Scope, collect_scope, is_constexpr_annotation, is_triton_jit
 from .walk import Walker
@@ -21,10 +22,12 @@ from .walk import Walker
 class ScopeModel(Walker):
     """Walks the module keeping the scopes and the multicast bindings of the jit function being walked."""
 
-    def __init__(self, module_scope: Scope, plan: Plan):
+    def __init__(self, module_scope: Scope, plan: Plan, helpers: Helpers):
         super().__init__()
         self.module_scope = module_scope
         self.plan = plan
+        self.helpers = helpers
+        self.handled_args: set[cst.CSTNode] = set()  # arguments of helper calls, judged by Helpers.call
         self.module_constexprs = set()
         self.resolvers: list[Resolver] = [Resolver([module_scope])]
         self.frames: list[dict[str, Binding] | None] = [None]  # bindings of the enclosing jit function, once passed
@@ -75,6 +78,8 @@ class ScopeModel(Walker):
         return local, names
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        top_level = len(self.ancestors) == 1 and isinstance(self.ancestors[0], cst.Module)
+        passed = self.helpers.parameters(node, self.resolver, top_level)
         _, params = self._enter_function(node.params, node.body.body)
         if any(is_triton_jit(d) for d in node.decorators):
             constexprs = self.module_constexprs | {
@@ -85,7 +90,7 @@ class ScopeModel(Walker):
             self.binding_assigns |= found.assigns
             self.binding_loops.update(found.loops)
             self.constexprs = found.constexprs
-            self.frames.append({})
+            self.frames.append(passed)
             self.ahead.append({binding.name: binding.node for binding in found.bindings.values()})
         else:
             self.frames.append(None)

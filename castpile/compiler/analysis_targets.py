@@ -88,7 +88,15 @@ class TargetChecks(ScopeModel):
         self.walk(node.value)
         return False
 
+    def visit_Param(self, node: cst.Param) -> bool:
+        for part in (node.annotation, node.default):  # its name is a definition, not a use
+            if part is not None:
+                self.walk(part)
+        return False
+
     def visit_Arg(self, node: cst.Arg) -> bool:
+        if node.value in self.handled_args:
+            return False
         if self.is_multicast_name(node.value):
             name = node.value.value
             self.plan.error(node.value, diagnostics.PASSED, name=name)

@@ -3,7 +3,8 @@
 A use calls the helper :data:`HELPERS` names for its kind and its *route*: the module's
 strategy (``loop``, ``gather``), or ``remote`` for an access through a ``remote=`` binding
 (buffer by buffer, NVSHMEM for remote buffers).  A reduction's route is its binding's, not
-the strategy's: ``loop`` for a table, ``gather`` for a tile.  The names are the helpers' own
+the strategy's: ``loop`` for a table, ``gather`` for a tile, ``passed`` (either, as the caller's is) for a
+Multicast parameter.  The names are the helpers' own
 (``HELPER_PREFIX`` first), so that a search for a helper finds its caller here; a module
 whose words already start with the prefix gets the helpers renamed.
 """
@@ -25,6 +26,7 @@ HELPERS = {
     ("reduce", "loop"): "_castpile_reduce_loop",
     ("reduce", "gather"): "_castpile_reduce_gather",
     ("reduce", "remote"): "_castpile_reduce_remote",
+    ("reduce", "passed"): "_castpile_reduce_passed",
     ("atomic", "loop"): "_castpile_atomic_loop",
     ("atomic", "gather"): "_castpile_atomic_gather",
     ("atomic_cas", "loop"): "_castpile_atomic_cas_loop",

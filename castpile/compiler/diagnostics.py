@@ -18,6 +18,7 @@ they are about; an id is never renumbered or given to another message (users sea
 * ``E3xx`` indices;
 * ``E4xx`` calls: their arguments, and loads, stores, atomics, ``signal``/``wait`` on accesses;
 * ``E5xx`` names: castpile's calls outside a jit function, missing imports, names bound two ways.
+* ``E6xx`` multicast tensors passed to helpers: ``castpile.Multicast`` parameters and their calls.
 
 Adding a message:
 
@@ -167,3 +168,39 @@ NOT_DEFINED = Message("E502", "'{name}' is not defined", "add `{statement}` to u
 BOUND_TWO_WAYS = Message(
     "E503", "'{head}' is bound to {meaning} and also to something else, so castpile cannot tell what '{call}' calls",
     "bind '{head}' once (an import under `try` with a fallback under `except ImportError` is fine)")
+
+# ---- E6xx multicast tensors passed to helpers (castpile.Multicast parameters) -----------------------
+MULTICAST_PARAM_NOT_JIT = Message(
+    "E601", "'{function}' is not a @triton.jit function, so its parameter '{param}' cannot take a multicast tensor",
+    "decorate '{function}' with @triton.jit, or drop the castpile.Multicast annotation", ": ")
+MULTICAST_PARAM_STARRED = Message(
+    "E602", "'{param}' cannot take multicast tensors as *args or **kwargs",
+    "annotate a parameter of its own `bufs: castpile.Multicast` for each", ": ")
+MULTICAST_HELPER_NOT_TOP_LEVEL = Message(
+    "E603", "'{function}' takes a multicast tensor, so castpile rewrites its calls by name",
+    "define it once, at the top level of the module", ": ")
+MULTICAST_PARAM_DEFAULT = Message(
+    "E604", "the Multicast parameter '{param}' takes no default", "every call passes a multicast tensor", ": ")
+MULTICAST_CALL_STARRED = Message(
+    "E605", "'{function}' takes multicast tensors", "pass its arguments by position or keyword, not through * or **",
+    ": ")
+MULTICAST_TO_PLAIN_PARAM = Message(
+    "E606", "'{name}' is a multicast tensor, but parameter '{param}' of '{function}' is not annotated castpile.Multicast",
+    "annotate it `{param}: castpile.Multicast`, or pass {name}[idx]", ": ")
+NOT_MULTICAST_FOR_PARAM = Message(
+    "E607", "parameter '{param}' of '{function}' is annotated castpile.Multicast, so it takes a multicast tensor",
+    "pass a name bound by multicast_like (or a Multicast parameter), not '{code}'", ": ")
+MULTICAST_PARAM_MISSING = Message(
+    "E608", "'{function}' takes a multicast tensor for its parameter '{param}' (castpile.Multicast), but this call "
+    "passes none", "pass one, as in {function}(..., {param}=bufs)", ": ")
+MULTICAST_PARAM_INDEX_COUNT = Message(
+    "E609", "'{name}' takes {takes} (the multicast tensors passed to it have {dims}) but is indexed with {given}")
+MULTICAST_PARAM_LAYOUTS = Message(
+    "E610", "'{param}' of '{function}' (castpile.Multicast) receives {here} here but {there} at another call",
+    "every tensor it receives must have the same element dims, and remote= given to all or to none; write one helper "
+    "for each", ": ")
+MULTICAST_PARAM_REBOUND = Message(
+    "E611", "'{name}' is a Multicast parameter of this function", "bind the new multicast tensor to a name of its own")
+MULTICAST_PARAM_ELLIPSIS = Message(
+    "E612", "'...' needs the extents of '{name}', which its callers pass",
+    "index a Multicast parameter's element dims explicitly, with tl.arange(...) tensors", ": ")

@@ -173,6 +173,11 @@ def _replace_uses(module: cst.Module, plan: Plan, lowering: Lowering,
         if name is None:
             return updated
         replacement = lowering.replacements[original]
+        if isinstance(original, cst.Param):  # a Multicast parameter: the parameters it becomes, its comma kept
+            bare = original.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            breaks = len(_LINE_BREAK.findall(module.code_for_node(bare)))
+            texts[name] = replacement[0] + (newline * breaks + _CLOSER if breaks else "")
+            return original.with_changes(name=cst.Name(name), annotation=None)
         if isinstance(plan.uses[original], STATEMENTS):
             texts[name] = _statements(replacement, lines(original), newline)
             return cst.Expr(cst.Name(name), semicolon=original.semicolon)

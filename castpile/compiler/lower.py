@@ -20,6 +20,7 @@ value and mask is evaluated once, in source order: indices that are not pure
 go through ``*_castpile_index((i, ...), extents, strides)`` in expressions, and
 into fresh names on the statement's own line in stores; so do value arguments with side
 effects written out of the helper's order, in a call that stands alone as a statement.
+Multicast parameters, and the calls that pass them, are lowered by :mod:`.lower_passing`.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from .algebra import bounds_mask, offsets, simplify, strides
 from .calling import (DEFAULTS, HELPER_PREFIX, HELPERS, IN_ORDER, INDEX, OPTIONS, SITE_WORD, SPAN, TRAILING,
                       VALUE_ARGUMENTS, WAIT_FLAGS)
 from .contract import ATOMICS
-from .plan import Access, AugStore, Binding, CallOn, Load, Plan, Reduction, SliceAlias, Store
+from .lower_passing import PassedLowering
+from .plan import Access, AugStore, Binding, CallOn, HelperCall, Load, MulticastParam, Plan, Reduction, SliceAlias, Store
 from .walk import names_in, paths_to, rebuild
 
 _EMPTY = cst.Module(body=[])
@@ -127,6 +129,8 @@ class StackText:
     strides: tuple[str, ...] | None
     statements: list[str] = field(default_factory=list)
     table: str | None = None  # remote= bindings: the table, whose header names the scratch for NVSHMEM
+    align: str | None = None
+    shape_optional: bool = False  # a Multicast parameter's extents: None where a caller's tensor has no shape=
 
 
 class Lowerer:
@@ -140,6 +144,7 @@ class Lowerer:
 
     def __init__(self, strategy: str, words: set[str], prefix: str, renderer: _Renderer):
         self.strategy = strategy
+        self.words = words
         self.taken = set(words)
         self.prefix = prefix
         self.site = prefix + SITE_WORD
@@ -147,6 +152,7 @@ class Lowerer:
         self.helpers: set[str] = set()
         self._stacks: dict[Binding, StackText] = {}
         self._temporaries = itertools.count()
+        self.passing = PassedLowering(self)
 
     def use(self, use) -> list[str]:
         """The statements, or the one expression, that replace ``use``."""
@@ -162,6 +168,10 @@ class Lowerer:
             return self.augmented_store(use)
         if isinstance(use, Reduction):
             return [self.reduction(use)]
+        if isinstance(use, MulticastParam):
+            return [self.passing.parameters(use)]
+        if isinstance(use, HelperCall):
+            return [self.passing.call(use)]
         return self.call_on(use)
 
     def fresh(self, base: str) -> str:
@@ -182,7 +192,8 @@ class Lowerer:
     def stack(self, binding: Binding) -> StackText:
         """The (cached) names and statements of one binding."""
         if binding not in self._stacks:
-            self._stacks[binding] = self._build_stack(binding)
+            self._stacks[binding] = self._build_stack(binding) if binding.param is None else \
+                self.passing.stack(binding.param)
         return self._stacks[binding]
 
     def _hoisted(self, binding: Binding, node: cst.BaseExpression, suffix: str, statements: list[str]) -> str:
@@ -237,7 +248,8 @@ class Lowerer:
             statements += [*arguments, stack]
         else:
             statements += [stack, *arguments]
-        return StackText(binding.name, count, smask, example, shape, strides_, statements, table)
+        align = None if binding.align is None else str(binding.align)
+        return StackText(binding.name, count, smask, example, shape, strides_, statements, table, align)
 
     def slice_alias(self, alias: SliceAlias) -> list[str]:
         """``tile = table[lo:hi]`` becomes ``tile = table + lo``: the start of the slice."""
@@ -263,8 +275,12 @@ class Lowerer:
         if pure:
             offs = offsets(tuple(indices), stack.shape, stack.strides)
             bounds = bounds_mask(tuple(indices), stack.shape) if stack.shape is not None else None
+            if bounds is not None and stack.shape_optional:  # Triton evaluates one side of a constexpr condition
+                bounds = f"({bounds}) if {stack.shape[0]} is not None else None"
             return f"{offs}, {bounds or 'None'}"
         extents = _tuple(stack.shape) if stack.shape is not None else "None"
+        if stack.shape is not None and stack.shape_optional:
+            extents = f"{extents} if {stack.shape[0]} is not None else None"
         steps = strides(stack.shape, stack.strides, len(indices))
         return f"*{self._helper(INDEX)}({_tuple(indices)}, {extents}, {_tuple(steps)})"
 
@@ -301,9 +317,8 @@ class Lowerer:
         rendered = [*args, *(f"{key}={value}" for key, value in keywords.items() if value is not None)]
         return f"{self._helper(helper)}({', '.join(rendered)})"
 
-    @staticmethod
-    def _align(access: Access) -> str | None:
-        return None if access.binding.align is None else str(access.binding.align)
+    def _align(self, access: Access) -> str | None:
+        return self.stack(access.binding).align
 
     @staticmethod
     def _reordered(names: tuple[str, ...], positions: dict[str, int], impure: frozenset[str]) -> bool:
@@ -368,6 +383,8 @@ class Lowerer:
         given = self._arguments(use.load, use.load_positions) if use.load is not None else {}
         if access.binding.remote is not None:
             route = "remote"
+        elif access.binding.param is not None:  # a table or a tile, whichever the caller passes
+            route = "passed"
         else:
             route = "loop" if access.binding.table is not None else "gather"
         steps = operands = None

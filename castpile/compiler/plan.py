@@ -6,7 +6,9 @@ lowering needs to know about it, so lowering works from the plan alone:
 * :class:`Binding`, :class:`SliceAlias`: statements that name a stack;
 * :class:`Load`, :class:`Store`, :class:`AugStore`: an access read, written or updated;
 * :class:`CallOn`: ``tl.load/store/atomic_*`` or ``castpile.signal/wait`` on an access;
-* :class:`Reduction`: ``tl.sum/max/min(..., axis=0)`` of an access.
+* :class:`Reduction`: ``tl.sum/max/min(..., axis=0)`` of an access;
+* :class:`MulticastParam`, :class:`HelperCall`: a parameter annotated ``castpile.Multicast``, and a call
+  that passes multicast tensors to such parameters.
 """
 
 from __future__ import annotations
@@ -37,10 +39,13 @@ class Binding:
     remote: str | None = None  # remote="nvshmem": remote peers through NVSHMEM (table form only)
     rebound: frozenset[str] = frozenset()  # names the arguments use that are assigned at or after the binding
     constexpr_rebound: frozenset[str] = frozenset()  # those of them that are constexpr
+    param: "MulticastParam | None" = None  # a Multicast parameter: the binding of whatever tensor is passed
 
     @property
     def ndim(self) -> int:
         """How many indices an access takes."""
+        if self.param is not None:
+            return self.param.ndim
         if self.shape is not None:
             return len(self.shape)
         if self.strides is not None:
@@ -147,7 +152,33 @@ class SliceAlias:
     lo: cst.BaseExpression | None
 
 
-Use = Binding | SliceAlias | Load | Store | AugStore | CallOn | Reduction
+@dataclass(eq=False)
+class MulticastParam:
+    """``bufs: castpile.Multicast``, a parameter of the jit function ``function`` that receives a multicast tensor
+    at every call site.  ``ndim`` and ``remote`` (the ``remote=`` backend, or ``None``) are those of every tensor
+    passed; ``shaped``: some have a ``shape=``, ``shape_optional``: others have none (their extents arrive as
+    ``None``); ``constexpr`` is how the module spells ``tl.constexpr`` where the function is defined."""
+
+    node: cst.Param
+    function: str
+    name: str
+    constexpr: str
+    ndim: int = 1
+    shaped: bool = False
+    shape_optional: bool = False
+    remote: str | None = None
+
+
+@dataclass(eq=False)
+class HelperCall:
+    """``helper(bufs, ...)``: a call that passes multicast tensors to Multicast parameters; ``passed`` maps the
+    position in ``node.args`` of each such argument to the parameter and the binding passed."""
+
+    node: cst.Call
+    passed: dict[int, tuple[MulticastParam, Binding]]
+
+
+Use = Binding | SliceAlias | Load | Store | AugStore | CallOn | Reduction | MulticastParam | HelperCall
 """What a planned node is: each record's ``node`` is the node it replaces."""
 
 STATEMENTS = (Binding, SliceAlias, Store, AugStore)

@@ -4,7 +4,8 @@ Each module of this package is real Triton (it imports and runs as it is) and,
 function by function, is copied after the last line of every transpiled module
 (only the helpers a module uses, with the helpers they call, whichever family
 they are in): :mod:`.common` (offsets, masks, atomics), :mod:`.reduction` (a
-reduction's steps and fold), :mod:`.loop`, :mod:`.gather` and :mod:`.remote`.
+reduction's steps and fold), :mod:`.loop`, :mod:`.gather`, :mod:`.passed` (through a
+Multicast parameter) and :mod:`.remote`.
 The compiler never imports them: :mod:`castpile.compiler.emit` reads their text.
 
 Every access helper takes the *stack* first, in one of two forms that castpile's
