@@ -109,8 +109,8 @@ CASES = [
     ),
     (  # remote= with a tensor tile: the scratch is named by the table's header
         "bufs = multicast_like(out, tl.load(table + offs), remote='nvshmem')\n",
-        [(0, 62, "remote= needs a table slice ptr_tile (table[lo:hi] of a remote_ptrs table): its header names "
-                 "the scratch for NVSHMEM transfers")],
+        [(0, 62, "remote= needs a table slice or entry as ptr_tile (table[lo:hi] or table[r] of a remote_ptrs "
+                 "table): its header names the scratch for NVSHMEM transfers")],
     ),
     (  # atomics on a remote binding: at the call
         "bufs = multicast_like(out, table[:W], remote='nvshmem')\nx = tl.atomic_add(bufs[offs], 1)\n",
@@ -136,9 +136,11 @@ CASES = [
         "bufs = multicast_like(out, table[:W])\ntl.store(bufs[offs])\n",
         [(1, 5, "store: missing argument 'value'")],
     ),
-    (  # ptr_mask with a table slice
-        "bufs = multicast_like(out, table[:W], ptr_mask=offs < W)\n",
-        [(0, 52, "ptr_mask applies to a tensor ptr_tile; a table slice has no entries to mask")],
+    (  # an access mask with one flag per buffer (v1.2): at the mask
+        "bufs = multicast_like(out, table[:W])\nx = tl.load(bufs[offs], mask=tl.arange(0, W) != 0)\n",
+        [(1, 34, "this mask= of load on 'bufs' is built from tl.arange(0, W), which spans the stack of 'bufs' (one flag "
+                 "per buffer), but an access's mask is over its elements (shape I); mark the buffers with "
+                 "multicast_like(..., ptr_mask=...) instead")],
     ),
     (  # ... not last
         "bufs = multicast_like(out, table[:W], shape=(W, BLOCK))\nx = bufs[..., 0]\n",

@@ -117,7 +117,6 @@ KNOWN_MESSAGES = [re.compile(m) for m in [
     rf"{NAME} is a multicast tensor and may only be subscripted, as in \w+\[idx\]",
     rf"{NAME} is a multicast tensor and cannot be passed to a function; pass \w+\[idx\]",
     rf"{NAME} is already bound by multicast_like in this function \(one binding per name\)",
-    r"ptr_mask applies to a tensor ptr_tile; a table slice has no entries to mask",
     r"(shape|strides)= must be a non-empty tuple literal such as \(n,\) or \(m, n\)",
     r"strides= has \d+ entries but shape= has \d+",
     r"align= must be a power-of-two integer literal \(bytes\), or None",
@@ -133,8 +132,18 @@ KNOWN_MESSAGES = [re.compile(m) for m in [
     r"tl\.\w+ of a multicast access: .+",
     rf"{NAME} is used .+, so from the second pass on it would be the multicast tensor; bind the multicast tensor to "
     r"a name of its own, or bind it before the loop",
-    rf"{NAME} holds a table slice, but another assignment of it may reach this binding \(before it, or in a loop "
-    r"around it\); bind the slice to a name once before the binding, or pass table\[lo:hi\] itself",
+    rf"{NAME} holds a table (slice|entry), but another assignment of it may reach this binding \(before it, or in a "
+    r"loop around it\); bind the (slice|entry) to a name once before the binding, or pass table\[(lo:hi|r)\] itself",
+    r"table\[r\] takes one index, the table entry of the one peer: table\[r\], or a slice table\[lo:hi\] for several",
+    r"'.+' is not a table entry: table\[r\] takes an integer scalar r \(run time or constexpr\)",
+    r"multicast_like's example is a pointer \(the buffers have its element type\) or an element type such as "
+    r"tl\.bfloat16, not a pointer type",
+    rf"this mask= of \w+ on {NAME} is built from tl\.arange\(.*\), which spans the stack of {NAME} \(one flag per "
+    r"buffer\), but an access's mask is over its elements \(shape I\); mark the buffers with "
+    r"multicast_like\(\.\.\., ptr_mask=\.\.\.\) instead",
+    rf"(tl\.atomic_cas|castpile\.signal with wait_for=) on {NAME}: its binding's example is a dtype and its tile a "
+    r"tensor, which names no memory for the compare-and-swap's masked-off lanes \(they swap a value for itself at "
+    r"the example\); pass a pointer of that type as example, or bind table\[r\] or table\[lo:hi\]",
 ]]
 
 

@@ -11,6 +11,23 @@ def _castpile_leading_ones(shape, r):
 
 
 @triton.jit
+def _castpile_table_entry(table, r):
+    """The address in entry ``r`` of ``table``: one peer's buffer, ``table[r]`` (a rank-0 tile, P = ())."""
+    return tl.load(table + r)
+
+
+@triton.jit
+def _castpile_typed(anchor, dtype: tl.constexpr):
+    """The example pointer of a binding whose example is ``dtype``: a pointer to ``dtype`` at ``anchor`` (the
+    binding's table, or address 0 for a tensor tile).  Accesses read only its type, except that a
+    compare-and-swap points its masked-off lanes at it to swap a value for itself, which changes nothing."""
+    if anchor is None:
+        return tl.full((), 0, tl.int64).to(tl.pointer_type(dtype))
+    else:
+        return anchor.to(tl.pointer_type(dtype))
+
+
+@triton.jit
 def _castpile_index(indices, extents, strides):
     """``offs, bounds`` of an access from its indices, each evaluated once by the caller."""
     offs = _castpile_offsets(indices[0]) * strides[0]
@@ -72,6 +89,20 @@ def _castpile_positions(src, count: tl.constexpr, offs):
     for _ in tl.static_range(len(offs.shape)):
         pos = tl.expand_dims(pos, len(pos.shape))
     return pos
+
+
+@triton.jit
+def _castpile_entry_valid(smask, p: tl.constexpr):
+    """Whether stack entry ``p`` is valid: entry ``p`` of ``smask`` (the ``ptr_mask``: of the tile's shape, entry
+    ``p`` in row-major order; of a table slice's padded extent; a scalar for one buffer), or true without one."""
+    if smask is None:
+        valid = True
+    elif len(smask.shape) == 0:
+        valid = smask
+    else:
+        pos = tl.reshape(tl.arange(0, smask.numel), smask.shape)
+        valid = tl.sum(tl.where(pos == p, smask.to(tl.int32), 0)) != 0
+    return valid
 
 
 @triton.jit
