@@ -44,6 +44,10 @@ KERNELS = [
      {"keys": "*i32", "n": I32, "dev_ptrs": P, "NBINS": I32, "WORLD": 4, "BLOCK": 256}),
     ("atomics", "peak", {"x": "*fp32", "n": I32, "dev_ptrs": P, "WORLD": 8, "BLOCK": 256}),
     ("atomics", "claim", {"owners_out": "*i32", "dev_ptrs": P, "slot": I32, "ticket": I32, "WORLD": 4}),
+    ("ring_allreduce", "ring_allreduce", {"x": "*bf16", "buf_ptrs": P, "pad_ptrs": P, "flags": "*i32", "rank": I32,
+                                          "chunk": I32, "WORLD": 4, "BLOCK": 1024}),
+    ("ring_allreduce", "ring_allreduce", {"x": "*fp32", "buf_ptrs": P, "pad_ptrs": P, "flags": "*i32", "rank": I32,
+                                          "chunk": I32, "WORLD": 3, "BLOCK": 256}),
 ]
 
 
