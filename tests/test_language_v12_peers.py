@@ -171,6 +171,37 @@ def test_notify_every_other_rank(k, w):
     assert run_ranks(w, k.notify_others, padded(w), (padded(w),)) == [[0] * padded(w)] * w
 
 
+MASK_OF_AN_EXTENT = """\
+import triton
+import triton.language as tl
+from castpile import multicast_like
+
+
+@triton.jit
+def k(res, table, W: tl.constexpr, M: tl.constexpr):
+    bufs = multicast_like(res, table[:W], ptr_mask=tl.arange(0, M) < 2)
+    offs = tl.arange(0, 4)
+    tl.store(res + offs, tl.sum(bufs[offs], axis=0))
+"""
+WRONG_EXTENT = "ptr_mask= must be a boolean scalar or a boolean tensor of the slice"
+
+
+@pytest.mark.parametrize("strategy", castpile.STRATEGIES)
+def test_a_slice_ptr_mask_of_another_extent_fails_when_triton_compiles_it(tmp_path, strategy):
+    module = transpiled(tmp_path, MASK_OF_AN_EXTENT, f"mask_extent_{strategy}", strategy=strategy)
+    bufs = ints(3, 4, seed=1)
+    res = torch.zeros(4, dtype=torch.int32)
+    module.k[(1,)](res, address_table(bufs), 3, 4)  # the padded extent of 3: buffers 0 and 1
+    assert torch.equal(res, bufs[0] + bufs[1])
+    with pytest.raises(Exception, match=WRONG_EXTENT):
+        module.k[(1,)](res, address_table(bufs), 3, 8)
+    path = tmp_path / f"mask_extent_{strategy}.py"
+    sig = {"res": "*i32", "table": "*i64", "W": "constexpr", "M": "constexpr"}
+    results = compile_for_sm90([Job(path, "k", sig, {"W": 3, "M": m}, name=f"M={m}") for m in (4, 8)], tmp_path)
+    assert results["M=4"].ok, results["M=4"].error
+    assert not results["M=8"].ok and WRONG_EXTENT in results["M=8"].error
+
+
 # -- a dtype as the example -------------------------------------------------------------------------
 
 

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from .algebra import bounds_mask, offsets, simplify, strides
-from .calling import (DEFAULTS, ENTRY, HELPER_PREFIX, HELPERS, IN_ORDER, INDEX, OPTIONS, SPAN, TRAILING, TYPED,
-                      VALUE_ARGUMENTS, WAIT_FLAGS)
+from .calling import (DEFAULTS, ENTRY, HELPER_PREFIX, HELPERS, IN_ORDER, INDEX, OPTIONS, SLICE_MASK, SPAN,
+                      TRAILING, TYPED, VALUE_ARGUMENTS, WAIT_FLAGS)
 from .contract import ATOMICS
 from .plan import Access, AugStore, Binding, CallOn, Load, Plan, Reduction, SliceAlias, Store
 from .walk import names_in, paths_to, rebuild
@@ -238,7 +238,10 @@ class Lowerer:
         if binding.strides is not None:
             strides_ = tuple(self._hoisted(binding, n, f"stride{d}", arguments) for d, n in enumerate(binding.strides))
         if binding.ptr_mask is not None:
-            smask = self._evaluated(binding, self.render.text(binding.ptr_mask), "mask", arguments)
+            mask = self.render.text(binding.ptr_mask)
+            if binding.table is not None:
+                mask = f"{self._helper(SLICE_MASK)}({mask}, {count})"
+            smask = self._evaluated(binding, mask, "mask", arguments)
         table = None
         if binding.remote:
             table = self._hoisted(binding, binding.table if binding.peer is None else binding.peer_table, "table",

@@ -29,7 +29,7 @@ KERNEL_CASES = [
                 x = _castpile_load_gather(one, 1, None, out, offs, (offs >= 0) & (offs < n))
             """),
         },
-        id='one peer at a run-time rank: its address loaded once, at the binding; P = ()',
+        id="one peer at a run-time rank: its address loaded once, at the binding; P = ()",
     ),
     pytest.param(
         dedent("""\
@@ -49,7 +49,7 @@ KERNEL_CASES = [
                 _castpile_atomic_gather(one, 1, None, out, 0, (0 < n), "add", 1, keep_old=False)
             """),
         },
-        id='one peer at a constexpr rank: a store and an atomic, no stack dim',
+        id="one peer at a constexpr rank: a store and an atomic, no stack dim",
     ),
     pytest.param(
         dedent("""\
@@ -72,7 +72,7 @@ KERNEL_CASES = [
                 x = _castpile_load_gather(one, 1, None, out, offs, None)
             """),
         },
-        id='a name bound to table[r] first: the address loaded where the name is bound',
+        id="a name bound to table[r] first: the address loaded where the name is bound",
     ),
     pytest.param(
         dedent("""\
@@ -105,7 +105,7 @@ KERNEL_CASES = [
             _castpile_signal(one, 1, None, out, j, None, 2)
             _castpile_wait(one, 1, None, out, j + 1, None)
         """),
-        id='signal and wait on one peer',
+        id="signal and wait on one peer",
     ),
     pytest.param(
         dedent("""\
@@ -128,7 +128,7 @@ KERNEL_CASES = [
                 _castpile_store_gather(one, 1, None, out, offs, None, v)
             """),
         },
-        id='the table and the rank rebound after the binding change nothing: the address is loaded already',
+        id="the table and the rank rebound after the binding change nothing: the address is loaded already",
     ),
     pytest.param(
         dedent("""\
@@ -138,17 +138,17 @@ KERNEL_CASES = [
         """),
         {
             "loop": dedent("""\
-                bufs = table; bufs_mask = tl.arange(0, 4) != i
+                bufs = table; bufs_mask = _castpile_slice_mask(tl.arange(0, 4) != i, W)
                 x = _castpile_load_loop(bufs, W, bufs_mask, out, offs, (offs >= 0) & (offs < n))
                 s = _castpile_reduce_loop(bufs, W, bufs_mask, out, offs, (offs >= 0) & (offs < n), "sum")
             """),
             "gather": dedent("""\
-                bufs = table; bufs_mask = tl.arange(0, 4) != i
+                bufs = table; bufs_mask = _castpile_slice_mask(tl.arange(0, 4) != i, W)
                 x = _castpile_load_gather(bufs, W, bufs_mask, out, offs, (offs >= 0) & (offs < n))
                 s = _castpile_reduce_loop(bufs, W, bufs_mask, out, offs, (offs >= 0) & (offs < n), "sum")
             """),
         },
-        id='ptr_mask= on a table slice: evaluated at the binding, passed as the stack mask',
+        id="ptr_mask= on a table slice: evaluated and checked at the binding, passed as the stack mask",
     ),
     pytest.param(
         dedent("""\
@@ -161,17 +161,17 @@ KERNEL_CASES = [
             "loop": dedent("""\
                 part = table + 1
                 live = tl.arange(0, 2) < i
-                bufs = part; bufs_mask = live
+                bufs = part; bufs_mask = _castpile_slice_mask(live, W - 1)
                 _castpile_store_loop(bufs, W - 1, bufs_mask, out, offs, None, v)
             """),
             "gather": dedent("""\
                 part = table + 1
                 live = tl.arange(0, 2) < i
-                bufs = part; bufs_mask = live
+                bufs = part; bufs_mask = _castpile_slice_mask(live, W - 1)
                 _castpile_store_gather(bufs, W - 1, bufs_mask, out, offs, None, v)
             """),
         },
-        id='ptr_mask= held in a name, on a named slice',
+        id="ptr_mask= held in a name, on a named slice",
     ),
     pytest.param(
         dedent("""\
@@ -188,7 +188,7 @@ KERNEL_CASES = [
                 x = _castpile_atomic_cas_gather(bufs, W, None, bufs_example, offs, (offs >= 0) & (offs < n), 0, 1)
             """),
         },
-        id='a dtype as example: a typed pointer at the table stands in for it',
+        id="a dtype as example: a typed pointer at the table stands in for it",
     ),
     pytest.param(
         dedent("""\
@@ -205,7 +205,7 @@ KERNEL_CASES = [
                 x = _castpile_load_gather(one, 1, None, one_example, offs, None)
             """),
         },
-        id='a dtype through triton.language, on one peer: the pointer at the table',
+        id="a dtype through triton.language, on one peer: the pointer at the table",
     ),
     pytest.param(
         dedent("""\
@@ -222,7 +222,7 @@ KERNEL_CASES = [
                 x = _castpile_load_gather(one, one.numel, None, one_example, offs, None)
             """),
         },
-        id='a dtype with a tensor tile: a typed pointer at address 0 (only its type is read)',
+        id="a dtype with a tensor tile: a typed pointer at address 0 (only its type is read)",
     ),
 ]
 
@@ -236,7 +236,7 @@ REMOTE_CASES = [
             one = _castpile_table_entry(table, i)
             x = _castpile_load_remote(one, 1, None, out, offs, (offs >= 0) & (offs < n), table)
         """),
-        id='remote= on one peer: the table passed for its scratch header',
+        id="remote= on one peer: the table passed for its scratch header",
     ),
     pytest.param(
         dedent("""\
@@ -244,10 +244,10 @@ REMOTE_CASES = [
             bufs[offs] = v
         """),
         dedent("""\
-            bufs = table; bufs_mask = tl.arange(0, 4) != i
+            bufs = table; bufs_mask = _castpile_slice_mask(tl.arange(0, 4) != i, W)
             _castpile_store_remote(bufs, W, bufs_mask, out, offs, None, table, v)
         """),
-        id='remote= on a slice with ptr_mask=',
+        id="remote= on a slice with ptr_mask=",
     ),
 ]
 

@@ -27,6 +27,24 @@ def _castpile_typed(anchor, dtype: tl.constexpr):
         return anchor.to(tl.pointer_type(dtype))
 
 
+@triton.constexpr_function
+def _castpile_fits_extent(shape, extent):
+    """Whether a mask of ``shape`` is a scalar or has exactly the shape ``extent``."""
+    return len(shape) == 0 or [int(s) for s in shape] == [int(s) for s in extent]
+
+
+@triton.jit
+def _castpile_slice_mask(mask, count: tl.constexpr):
+    """A table slice's ``ptr_mask`` (a boolean scalar, or a tensor of the padded extent of ``count`` entries),
+    checked when Triton compiles, as a tensor of that extent whose entries past ``count`` are false."""
+    rows = tl.arange(0, triton.next_power_of_2(count))
+    mask = tl.full((), 1, tl.int1) & mask  # a Python bool (a tl.constexpr) becomes a scalar
+    tl.static_assert(_castpile_fits_extent(mask.shape, rows.shape),
+                     "castpile: a table slice's ptr_mask= must be a boolean scalar or a boolean tensor of the slice's "
+                     "padded extent (hi - lo rounded up to a power of two)")
+    return (rows < count) & mask
+
+
 @triton.jit
 def _castpile_index(indices, extents, strides):
     """``offs, bounds`` of an access from its indices, each evaluated once by the caller."""
