@@ -1,8 +1,9 @@
 """Semantic fuzzing: random multicast kernels (:class:`Case`) and what the contract says they do, in torch.
 
 A :class:`Case` describes one kernel: the stack of buffers (a table slice, named or
-not; a 1-D or 2-D tile of addresses with a ptr_mask; one peer ``table[r]`` or a
-rank-0 tile, P = (); or, for ``wait``, a plain pointer), the element shape and
+not, with or without a ptr_mask of its padded extent; a 1-D or 2-D tile of addresses
+with a ptr_mask; one peer ``table[r]`` or a rank-0 tile, P = (); or, for ``wait``, a
+plain pointer; the example a pointer or a dtype), the element shape and
 strides (any integers: zero, repeated, overlapping, negative), one index per element
 dim (a scalar, or ``c + arange`` / ``c - arange`` along one axis of I, so indices
 broadcast), the access context and how its source is spelled.  The contexts are
@@ -101,6 +102,8 @@ FEATURES = {
                          "parameters (castpile.signal(f[i], mask=m(), value=v()))",
     "peer_index": "one peer table[r], r run-time or constexpr: P = () (v1.2)",
     "peer_tile": "one peer as a rank-0 tile tl.load(table + r): P = () (v1.2)",
+    "slice_ptr_mask": "ptr_mask= on a table slice, of its padded extent, entries past the slice true or false (v1.2)",
+    "dtype_example": "the binding's example a dtype (tl.float32, ...) instead of a pointer (v1.2)",
     "scalar_flags": "castpile.wait on a plain pointer (flag + pid, or a vector), scalar program_id indices",
     "mask_forms": "mask=None, a run-time scalar mask; signal with a mask",
     "constexpr_masks": "mask=EVEN, a tl.constexpr",
@@ -162,6 +165,10 @@ class Case:
     # -- the binding
     rank: int = 0  # peer, peer0d: the table entry of the one buffer
     rank_constexpr: bool = False  # peer, peer0d: the rank is the constexpr R, else the run-time r
+    count: int = 0  # slices: hi - lo (0: every entry before the padding is a buffer)
+    slice_mask: bool = False  # slices: a ptr_mask (entries None before ``count`` are masked off)
+    pm_padding: bool = False  # slice_mask: the ptr_mask's entries past ``count`` are true (and ignored)
+    dtype_example: bool = False  # the binding's example is ``tl.<dtype>``, not the pointer ``example``
     strides_names: bool = False  # strides=(t0, t1, ...), run-time arguments
     binding_order: tuple[str, ...] = ()  # keywords of the binding in written order (empty: shape, strides, ptr_mask)
     binding_positional: int = 0  # how many of shape, strides, ptr_mask are passed by position
@@ -196,6 +203,11 @@ class Case:
     @property
     def nbuf(self) -> int:
         return sum(e is not None for e in self.entries)
+
+    @property
+    def slice_count(self) -> int:
+        """A table slice's ``hi - lo``."""
+        return self.count or self.nbuf
 
     @property
     def ishape(self) -> tuple[int, ...]:
@@ -341,9 +353,15 @@ def cases(draw, contexts=tuple(CONTEXTS), features=frozenset()) -> Case:
     world = draw(st.integers(1, 8))
     lo = draw(st.integers(1, 3)) if tile == "slice_lo" else 0
     rank, rank_constexpr = 0, False
+    count, slice_mask, pm_padding = 0, False, False
     if tile in ("slice", "slice_lo", "slice_named"):
         ptile = (p2(world),)
         entries = list(range(world)) + [None] * (p2(world) - world)
+        if on("slice_ptr_mask") and draw(st.booleans()):
+            valid = draw(st.lists(st.booleans(), min_size=world, max_size=world))
+            numbers = iter(range(world))
+            entries = [next(numbers) if v else None for v in valid] + [None] * (p2(world) - world)
+            count, slice_mask, pm_padding = world, True, draw(st.booleans())
     elif tile in ("peer", "peer0d", "plain"):
         ptile, entries = (), [0]
         rank, rank_constexpr = draw(st.integers(0, 3)), draw(st.booleans())
@@ -396,8 +414,12 @@ def cases(draw, contexts=tuple(CONTEXTS), features=frozenset()) -> Case:
         tile=tile, ptile=ptile, entries=entries, lo=lo, dtype=dtype, shape=shape, strides=strides,
         explicit_strides=explicit, indices=indices, irank=irank, context=context, op=op, value=value,
         use_mask=False, importer="alias", seed=draw(st.integers(0, 2**31 - 1)), cmp=draw(st.integers(-2, 2)),
-        rank=rank, rank_constexpr=rank_constexpr, inline_indices=inline,
+        rank=rank, rank_constexpr=rank_constexpr, inline_indices=inline, count=count, slice_mask=slice_mask,
+        pm_padding=pm_padding,
     )
+    # a dtype example: not where a compare-and-swap of a tensor tile needs memory at the example (an error)
+    if on("dtype_example") and tile != "plain" and draw(st.booleans()):
+        case.dtype_example = tile not in ("tile1", "tile2", "peer0d") or context not in ("cas", "signal")
     if context == "reduce":
         case.op = draw(st.sampled_from(REDUCTIONS))
         reduced = REDUCED + (REDUCED_MORE if on("reduce_keywords") else [])
@@ -535,7 +557,7 @@ def _effects(draw, case: Case, on) -> tuple[str, ...]:
 
 
 def has_ptr_mask(case: Case) -> bool:
-    return case.tile in ("tile1", "tile2") and any(e is None for e in case.entries)
+    return (case.tile in ("tile1", "tile2") and any(e is None for e in case.entries)) or case.slice_mask
 
 
 # -- data and the model --------------------------------------------------------------------
@@ -663,7 +685,8 @@ def make_data(case: Case) -> dict:
         "bufs": bufs,
         "poison": poison,
         "table": table,
-        "pm": torch.tensor([e is not None for e in case.entries], dtype=torch.int32),
+        "pm": torch.tensor([e is not None or (case.pm_padding and p >= case.slice_count) for p, e in enumerate(case.entries)],
+                           dtype=torch.int32),
         "mk": mk,
         "ctr": torch.zeros(1, dtype=torch.int32),
         "vals": small((math.prod(case.full_shape) if case.value == "full" else max(math.prod(case.ishape), 1),)),

@@ -73,6 +73,7 @@ def check(case: Case, strategy: str, directory: Path) -> bytes:
             raced[element] = True
         assert torch.equal(got[~raced], model[~raced]), f"buffer {b} differs: got {got.tolist()} want {model.tolist()}\n{where}"
     assert torch.equal(after["poison"], before["poison"]), f"a masked/padded stack entry was written\n{where}"
+    assert torch.equal(after["table"], before["table"]), f"the table of addresses was written\n{where}"
     got = after["res"]
     assert torch.equal(got[want.defined], want.res[want.defined]), (
         f"result differs:\ngot  {got.reshape(case.result_shape).tolist()}\nwant {want.res.reshape(case.result_shape).tolist()}\n{where}"

@@ -48,11 +48,11 @@ def _binding(case: Case, body: list[str]) -> str | None:
     if case.tile == "plain":
         return None
     if case.tile == "slice":
-        tile = f"table[:{case.nbuf}]"
+        tile = f"table[:{case.slice_count}]"
     elif case.tile == "slice_lo":
-        tile = f"table[LO:LO + {case.nbuf}]"
+        tile = f"table[LO:LO + {case.slice_count}]"
     elif case.tile == "slice_named":
-        body.append(f"tile = table[:{case.nbuf}]")
+        body.append(f"tile = table[:{case.slice_count}]")
         tile = "tile"
     elif case.tile == "peer":
         tile = f"table[{'R' if case.rank_constexpr else 'r'}]"
@@ -61,9 +61,9 @@ def _binding(case: Case, body: list[str]) -> str | None:
         tile = "tile"
     else:
         body.append(f"tile = tl.load(table + {_flat(P)})")
-        if has_ptr_mask(case):
-            body.append(f"pmask = tl.load(pm + {_flat(P)}) != 0")
         tile = "tile"
+    if has_ptr_mask(case):
+        body.append(f"pmask = tl.load(pm + {_flat(P)}) != 0")
     ndim = len(case.indices)
     texts = {}
     if case.shape is not None:
@@ -74,7 +74,8 @@ def _binding(case: Case, body: list[str]) -> str | None:
     if has_ptr_mask(case):
         texts["ptr_mask"] = "pmask"
     order = case.binding_order or tuple(k for k in ("shape", "strides", "ptr_mask") if k in texts)
-    args = ["example", tile] + [texts[k] if i < case.binding_positional else f"{k}={texts[k]}" for i, k in enumerate(order)]
+    example = f"tl.{case.dtype}" if case.dtype_example else "example"
+    args = [example, tile] + [texts[k] if i < case.binding_positional else f"{k}={texts[k]}" for i, k in enumerate(order)]
     statement = f"{case.bound_name} = {mcl}({', '.join(args)})"
     body.append(statement)
     poison = poison_slot(case)
@@ -83,7 +84,7 @@ def _binding(case: Case, body: list[str]) -> str | None:
         "t": [f"t{d} = t{d} + 1" for d in range(ndim)],
         "example": [f"example = example.to(tl.pointer_type(tl.{SAME_SIZE[case.dtype]}))"],
         "tile": [f"tile = tile * 0 + tl.load(table + {poison})" if P else f"tile = tl.load(table + {poison})"],
-        "pmask": ["pmask = tile == tile"],
+        "pmask": ["pmask = pmask == pmask"],
         "table": ["table = table + 1"],
         "r": ["r = r + 1"],
     }

@@ -203,7 +203,7 @@ def test_what_a_loop_makes_of_rebinding_is_a_located_error_that_says_how_to_writ
     assert diagnostics_of(source, dedent=True) == [
         (9, 30, "E208", {"name": "out"}),
         (12, 13, "E209", {"name": "bufs"}),
-        (16, 39, "E107", {"name": "tile"}),
+        (16, 39, "E107", {"name": "tile", "what": "slice", "spelled": "table[lo:hi]"}),
     ]
 
 

@@ -33,17 +33,11 @@ from fuzz_source import constexprs, signature, source
 EXAMPLES = int(os.environ.get("CASTPILE_FUZZ_EXAMPLES", "500"))
 SAMPLED_EVERY = 3  # every third generated kernel of a context is compiled for sm_90 (strategies alternating)
 
-OPEN_FEATURES: dict[str, str] = {
-    "peer_index": "issue 24 (language v1.2, one peer at a run-time rank): table[r] as ptr_tile (P = ()) is not "
-                  "lowered yet",
-}
+OPEN_FEATURES: dict[str, str] = {}
 """Spellings the generator leaves out while a bug in them is open: feature -> issue item (each has a
 regression test in ``OPEN``)."""
 
-OPEN: dict[str, str] = {
-    "I22-table-rank": OPEN_FEATURES["peer_index"],
-    "I22-table-constexpr-rank": OPEN_FEATURES["peer_index"],
-}
+OPEN: dict[str, str] = {}
 """Open bugs: regression name -> reason."""
 
 
@@ -170,6 +164,14 @@ REGRESSIONS = {
                                   "loop"),
     "I22-table-rank": (_case(tile="peer", ptile=(), entries=[0], rank=2), "loop"),
     "I22-table-constexpr-rank": (_case(tile="peer", ptile=(), entries=[0], rank=1, rank_constexpr=True, context="store"), "gather"),
+    # Language v1.2's peer forms.
+    "slice-ptr-mask-padding-true": (_case(ptile=(4,), entries=[0, None, 1, None], count=3, slice_mask=True, pm_padding=True,
+                                          context="reduce", op="max", shift=-10), "loop"),
+    "named-slice-ptr-mask-store": (_case(tile="slice_named", ptile=(4,), entries=[None, 0, 1, None], count=3,
+                                         slice_mask=True, context="store", value="row"), "gather"),
+    "dtype-example-cas-padded-slice": (_case(ptile=(4,), entries=[0, 1, 2, None], context="cas", dtype_example=True), "loop"),
+    "dtype-example-peer-signal": (_case(tile="peer", ptile=(), entries=[0], rank=2, context="signal", dtype_example=True,
+                                        wait_for=0), "gather"),
     "I22-constexpr-mask-reduce": (_case(ptile=(4,), entries=[0, 1, 2, None], context="reduce", op="max", reduced="tl_load",
                                         use_mask=True, mask_form="constexpr", shift=-10), "gather"),
     "I22-backslash-aug": (_case(context="aug", op="+", shape=None, breaks=(3,), backslashes=True), "loop"),

@@ -411,7 +411,7 @@ def k(out, table, n, W: tl.constexpr):
     z = c[1.5]
 """
     assert diagnostics_of(source) == [
-        (9, 29, "E107", {"name": "tile"}),
+        (9, 29, "E107", {"name": "tile", "what": "slice", "spelled": "table[lo:hi]"}),
         (10, 29, "E111", {"count": 0}),
         (12, 11, "E303", {"code": "None", "name": "c"}),
         (13, 11, "E303", {"code": '"a"', "name": "c"}),

@@ -47,6 +47,10 @@ KERNELS = [
     ("fused_rs_rmsnorm_ag", "fused_rs_rmsnorm_ag", {"x": "*bf16", "x_ptrs": P, "weight": "*bf16", "out": "*bf16",
                                                    "out_ptrs": P, "rank": I32, "M": I32, "D": I32, "eps": "fp32",
                                                    "WORLD": 3, "BLOCK": 4096}),
+    ("ring_allreduce", "ring_allreduce", {"x": "*bf16", "buf_ptrs": P, "pad_ptrs": P, "flags": "*i32", "rank": I32,
+                                          "chunk": I32, "WORLD": 4, "BLOCK": 1024}),
+    ("ring_allreduce", "ring_allreduce", {"x": "*fp32", "buf_ptrs": P, "pad_ptrs": P, "flags": "*i32", "rank": I32,
+                                          "chunk": I32, "WORLD": 3, "BLOCK": 256}),
 ]
 # jit functions that are no kernels (their parameters take multicast tensors): compiled through their callers.
 CALLED_ONLY = {("fused_rs_rmsnorm_ag", "reduce_row"), ("fused_rs_rmsnorm_ag", "broadcast_row")}

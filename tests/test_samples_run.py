@@ -18,6 +18,7 @@ import pytest
 import torch
 
 import castpile
+from castpile.gpu import sim
 from testkit import address_table, import_file
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
@@ -286,3 +287,25 @@ def test_fused_rs_rmsnorm_ag(outdir, strategy, world):
     y = h / torch.sqrt((h * h).mean(-1, keepdim=True) + eps) * weight.double()
     for out in outs:
         torch.testing.assert_close(out.double(), y, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("world", [2, 3, 4])
+def test_ring_allreduce(outdir, strategy, world):
+    chunk, block = 10, 4
+    n, programs = world * chunk, -(-chunk // block)  # 3 programs, the last partly masked
+    inputs = [values((n,), torch.float32, seed=w) for w in range(world)]
+    xs = [sim.shared_empty((n + TAIL,), torch.float32) for _ in range(world)]
+    pads = [sim.shared_empty((programs * world,), torch.int32) for _ in range(world)]
+    for x, given, pad in zip(xs, inputs, pads):
+        x[:n], x[n:] = given, 99
+        pad.zero_()
+    kernel = sample(outdir, "ring_allreduce", strategy).ring_allreduce
+    buf_ptrs, pad_ptrs = address_table(xs), address_table(pads)
+    sim.run(lambda rank: kernel[(programs,)](xs[rank], buf_ptrs, pad_ptrs, pads[rank], rank, chunk, world, block),
+            world, timeout=120)
+    total = torch.stack(inputs).sum(0)
+    for rank, x in enumerate(xs):
+        assert torch.equal(x[:n], total), rank
+    assert_tails(xs, n)
+    assert all(not pad.any() for pad in pads), "the pads are zero again"

@@ -164,6 +164,8 @@ class _ModuleAnalyser(TargetChecks):
             return
         if access is not None:
             self.own(access)
+            if not self._element_mask(access, node, positions, op) or not self._owned_memory(access, node, positions, op):
+                return
             if access.binding.param is not None and op.startswith("atomic_"):
                 self.helpers.check_later(access, atomic=(node, op))
             elif access.binding.remote is not None and op.startswith("atomic_"):
@@ -178,8 +180,9 @@ class _ModuleAnalyser(TargetChecks):
 
     def _reduction(self, node: cst.Call, op: str, method: bool) -> None:
         """``tl.sum/max/min(X, axis=0)`` or ``X.sum/max/min(axis=0)``, X an access or a ``tl.load`` of one taken
-        through elementwise steps (see :meth:`_stack_operand`): a stack reduction; anything else is an ordinary
-        reduction.  The reduction's other arguments go to the helper as given."""
+        through elementwise steps (see :meth:`_stack_operand`): a stack reduction; anything else, and any
+        reduction of a one-peer access (``table[r]``: P = ()), is an ordinary reduction.  The reduction's other
+        arguments go to the helper as given."""
         params = REDUCTION_PARAMS[op][1:] if method else REDUCTION_PARAMS[op]
         positions, problems = argument_positions(node, params, 0)
         given = {name: node.args[k].value for name, k in positions.items()}
@@ -191,7 +194,12 @@ class _ModuleAnalyser(TargetChecks):
         if problems or "axis" not in given or literal_int(given["axis"]) != 0:
             return
         access, load, load_positions, steps = operand
+        if access.binding.peer is not None:  # one peer, P = (): axis 0 is an element dim, an ordinary reduction
+            return
         self.own(access)
+        if load is not None and not self._element_mask(access, load, load_positions, "load"):
+            self.owned.add(load)
+            return
         if load is not None:
             self.owned.add(load)
         impure = self._impure_arguments(load, load_positions) if load is not None else frozenset()
@@ -255,6 +263,34 @@ class _ModuleAnalyser(TargetChecks):
         if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
             node = node.expression
         return isinstance(node, (cst.Integer, cst.Float)) or constexpr_ok(node, self.constexprs)
+
+    def _element_mask(self, access: Access, call: cst.Call, positions: dict[str, int], op: str) -> bool:
+        """Whether the ``mask=`` of ``call`` on ``access`` (if any) is not one flag per buffer (see
+        :mod:`castpile.compiler.stack_masks`); else an error."""
+        if "mask" not in positions:
+            return True
+        mask = call.args[positions["mask"]].value
+        indices = [element.slice.value for element in access.subscript.slice if isinstance(element.slice, cst.Index)]
+        arange = self.arange_frames[-1].per_buffer(access.binding, indices, mask)
+        if arange is None:
+            return True
+        name = access.binding.name
+        self.plan.error(mask, diagnostics.PER_BUFFER_MASK, op=op, name=name, arange=arange)
+        return False
+
+    def _owned_memory(self, access: Access, call: cst.Call, positions: dict[str, int], op: str) -> bool:
+        """Whether a compare-and-swap on ``access`` (``tl.atomic_cas``, ``castpile.signal`` with ``wait_for``) has
+        memory for its masked-off lanes to swap a value for itself: not when the example is a dtype and the tile a
+        tensor (no table); else an error."""
+        binding = access.binding
+        wait_for = op == "signal" and "wait_for" in positions and not (
+            isinstance(value := call.args[positions["wait_for"]].value, cst.Name) and value.value == "None")
+        if binding.dtype is None or binding.table is not None or binding.peer is not None or not (
+                op == "atomic_cas" or wait_for):
+            return True
+        what = "tl.atomic_cas" if op == "atomic_cas" else "castpile.signal with wait_for="
+        self.plan.error(call, diagnostics.DTYPE_TILE_CAS, what=what, name=binding.name)
+        return False
 
     def _impure_arguments(self, call: cst.Call, positions: dict[str, int]) -> frozenset[str]:
         """The parameters of ``call`` whose argument is not pure (see :meth:`_pure`)."""

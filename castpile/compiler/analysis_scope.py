@@ -16,6 +16,7 @@ from .contract import PURE_TL_CALLS
 from .passing import Helpers
 from .plan import Access, Binding, Plan
 from .scopes import Resolver, Scope, collect_scope, is_constexpr_annotation, is_triton_jit
+from .stack_masks import Aranges
 from .walk import Walker
 
 
@@ -32,6 +33,7 @@ class ScopeModel(Walker):
         self.resolvers: list[Resolver] = [Resolver([module_scope])]
         self.frames: list[dict[str, Binding] | None] = [None]  # bindings of the enclosing jit function, once passed
         self.ahead: list[dict[str, cst.Assign]] = [{}]  # bindings the walk has not passed yet, by name
+        self.arange_frames: list[Aranges | None] = [None]  # what the jit function's expressions reach
         self.binding_loops: dict[cst.Assign, frozenset[cst.CSTNode]] = {}
         self.binding_walked: cst.Assign | None = None  # the binding whose arguments are being walked
         self.binding_assigns: set[cst.Assign] = set()
@@ -92,9 +94,11 @@ class ScopeModel(Walker):
             self.constexprs = found.constexprs
             self.frames.append(passed)
             self.ahead.append({binding.name: binding.node for binding in found.bindings.values()})
+            self.arange_frames.append(Aranges(self.resolver, found.values))
         else:
             self.frames.append(None)
             self.ahead.append({})
+            self.arange_frames.append(None)
         return True
 
     def _remote_kernel(self, node: cst.FunctionDef, bindings: dict[str, Binding]) -> None:
@@ -112,11 +116,13 @@ class ScopeModel(Walker):
         self.resolvers.pop()
         self.frames.pop()
         self.ahead.pop()
+        self.arange_frames.pop()
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
         self._enter_function(node.params, [cst.Expr(node.body)])
         self.frames.append(None)
         self.ahead.append({})
+        self.arange_frames.append(None)
         return True
 
     def leave_Lambda(self, original_node: cst.Lambda) -> None:

@@ -2,9 +2,10 @@
 
 One :class:`JitBindings` per ``@triton.jit`` function: each
 ``name = multicast_like(...)`` becomes a :class:`~castpile.compiler.plan.Binding` in the
-plan (table or tile form), a name bound once to a table slice
-(``tile = dev_ptrs[:W]``) passed as ``ptr_tile`` becomes a
-:class:`~castpile.compiler.plan.SliceAlias`, and every problem a located error.  The
+plan (table slice, one peer ``table[r]``, or tile form; the example a pointer or a dtype),
+a name bound once to a table slice or entry (``tile = dev_ptrs[:W]``, ``tile = dev_ptrs[r]``)
+passed as ``ptr_tile`` becomes a :class:`~castpile.compiler.plan.SliceAlias`, and every
+problem a located error.  The
 function's constexpr names grow by its ``tl.static_range`` loop variables and
 its names annotated ``tl.constexpr``.
 
@@ -22,7 +23,7 @@ import libcst as cst
 
 from . import diagnostics
 from .algebra import simplify
-from .contract import BINDING_KEYWORDS, REMOTE_BACKENDS, argument_positions, constexpr_ok, literal_int
+from .contract import BINDING_KEYWORDS, REMOTE_BACKENDS, TRITON_DTYPES, argument_positions, constexpr_ok, literal_int
 from .plan import Binding, Plan, SliceAlias
 from .scopes import Resolver, is_constexpr_annotation
 from .walk import Walker, names_in
@@ -43,6 +44,21 @@ def table_slice(tile: cst.BaseExpression) -> cst.Slice | None:
     return None
 
 
+def table_entry(tile: cst.BaseExpression) -> cst.Index | None:
+    """The index of ``table[r]`` (one peer), or the first of ``table[a, b]`` (which the binding refuses), else
+    ``None`` (``x[None, :]`` is a tensor with a dim added, not a table entry)."""
+    if not isinstance(tile, cst.Subscript) or not all(isinstance(e.slice, cst.Index) for e in tile.slice):
+        return None
+    first = tile.slice[0].slice
+    if any(isinstance(e.slice.value, cst.Name) and e.slice.value.value == "None" for e in tile.slice):
+        return None
+    return first
+
+
+_NOT_A_RANK = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Float, cst.Imaginary, cst.Ellipsis,
+               cst.Tuple, cst.List, cst.Dict, cst.Set)
+
+
 class JitBindings:
     """The bindings of one jit function (``bindings`` by name, their statements in ``assigns``, the loops
     around each in ``loops``)."""
@@ -51,8 +67,10 @@ class JitBindings:
         finder = _BindingFinder(resolver)
         finder.walk(func.body)
         self.plan = plan
+        self.resolver = resolver
         self.constexprs = constexprs | finder.constexprs
         self.assigns = set(finder.found)
+        self.values = finder.values
         self.bindings: dict[str, Binding] = {}
         self.loops = {assign: finder.sites[assign].loops for assign in finder.found}
         self._finder = finder
@@ -83,28 +101,32 @@ class JitBindings:
         if problems or "example" not in args or "ptr_tile" not in args:
             return None
         binding = Binding(name, assign, args["example"])
-        ok = True
+        ok = self._example(binding)
         tile = args["ptr_tile"]
         alias = None
         if isinstance(tile, cst.Name) and tile.value in self._finder.slice_names:
             alias = self._finder.only_slice_reaching(tile.value, assign)
             if alias is None:
-                self.plan.error(tile, diagnostics.SLICE_NAME_REACHED, name=tile.value)
+                what, spelled = ("entry", "table[r]") if tile.value in self._finder.entry_names else ("slice", "table[lo:hi]")
+                self.plan.error(tile, diagnostics.SLICE_NAME_REACHED, name=tile.value, what=what, spelled=spelled)
                 return None
         if alias is not None:
             tile = alias.value
-        slice_ = table_slice(tile)
+        slice_, entry = table_slice(tile), table_entry(tile)
         if slice_ is not None:
-            ok = self._table_form(binding, tile, slice_)
+            ok = self._table_form(binding, tile, slice_) and ok
             if ok and alias is not None:
                 self.plan.uses[alias] = SliceAlias(alias, binding.table, binding.lo)
                 binding.start = args["ptr_tile"]
-            if "ptr_mask" in args:
-                self.plan.error(args["ptr_mask"], diagnostics.PTR_MASK_WITH_SLICE)
-                ok = False
+        elif entry is not None:
+            ok = self._peer_form(binding, tile, entry) and ok
+            if ok and alias is not None:
+                self.plan.uses[alias] = SliceAlias(alias, binding.peer_table, None, binding.peer)
+                binding.start = args["ptr_tile"]
         else:
             binding.tile = tile
-            binding.ptr_mask = args.get("ptr_mask")
+        if "ptr_mask" in args and not _is_none(args["ptr_mask"]):
+            binding.ptr_mask = args["ptr_mask"]
         for key in ("shape", "strides"):
             if key in args:
                 value = args[key]
@@ -135,13 +157,36 @@ class JitBindings:
         binding.constexpr_rebound = binding.rebound & self.constexprs
         return binding if ok else None
 
+    def _example(self, binding: Binding) -> bool:
+        """A pointer, or (v1.2) a dtype of ``triton.language`` through any of its names: the buffers' element type."""
+        example = binding.example
+        module, _, member = (self.resolver.qualified(example) or "").rpartition(".")
+        if module == "triton.language" and member in TRITON_DTYPES:
+            binding.dtype = example
+        elif isinstance(example, cst.Call) and self.resolver.triton_language(example.func) == "pointer_type":
+            self.plan.error(example, diagnostics.EXAMPLE_POINTER_TYPE)
+            return False
+        return True
+
+    def _peer_form(self, binding: Binding, tile: cst.Subscript, entry: cst.Index) -> bool:
+        """``table[r]``: one peer, the buffer whose address is entry ``r`` of the table (v1.2)."""
+        if len(tile.slice) != 1 or entry.star is not None:
+            self.plan.error(tile, diagnostics.ENTRY_INDICES)
+            return False
+        value = entry.value
+        if isinstance(value, _NOT_A_RANK) or (isinstance(value, cst.Name) and value.value in ("True", "False")):
+            self.plan.error(value, diagnostics.NOT_AN_ENTRY, code=_code(value))
+            return False
+        binding.peer_table, binding.peer = tile.value, value
+        return True
+
     def _remote(self, binding: Binding, value: cst.BaseExpression) -> bool:
-        """``remote="nvshmem"``: a string literal naming a backend, on a table slice."""
+        """``remote="nvshmem"``: a string literal naming a backend, on a table slice or entry."""
         name = value.evaluated_value if isinstance(value, cst.SimpleString) else None
         if name not in REMOTE_BACKENDS:
             self.plan.error(value, diagnostics.REMOTE_BACKEND, backends=" or ".join(map(repr, REMOTE_BACKENDS)))
             return False
-        if binding.table is None:
+        if binding.table is None and binding.peer_table is None:
             self.plan.error(value, diagnostics.REMOTE_NEEDS_TABLE)
             return False
         binding.remote = name
@@ -190,7 +235,8 @@ class _Site:
 class _BindingFinder(Walker):
     """What a jit function's body binds: multicast_like assignments, table-slice names, constexpr names.
 
-    ``sites`` places every assignment statement, ``assignments`` every name's assignments and
+    ``sites`` places every assignment statement, ``assignments`` every name's assignments (``values``:
+    the expressions assigned to it, an augmented assignment's operand among them) and
     ``mentions`` every other occurrence of a name (a name bound to ``table[lo:hi]`` may stand
     for that slice where no other assignment reaches); ``constexprs`` holds ``tl.static_range``
     loop variables and names annotated ``tl.constexpr``.  Nested functions are not entered.
@@ -200,9 +246,11 @@ class _BindingFinder(Walker):
         super().__init__()
         self.resolver = resolver
         self.found: list[cst.Assign] = []
-        self.slice_names: set[str] = set()
+        self.slice_names: set[str] = set()  # names assigned a table slice or entry
+        self.entry_names: set[str] = set()  # names assigned a table entry
         self.sites: dict[cst.CSTNode, _Site] = {}
         self.assignments: dict[str, list[tuple[cst.CSTNode, _Site]]] = {}
+        self.values: dict[str, list[cst.BaseExpression]] = {}
         self.mentions: dict[str, list[_Site]] = {}
         self.constexprs: set[str] = set()
         self._order = 0
@@ -229,6 +277,9 @@ class _BindingFinder(Walker):
         if isinstance(target, cst.Name):
             self.assignments.setdefault(target.value, []).append((statement, self.sites[statement]))
             self._targets.add(target)
+            value = getattr(statement, "value", None)
+            if isinstance(value, cst.BaseExpression):
+                self.values.setdefault(target.value, []).append(value)
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
                 self._count(element.value, statement)
@@ -285,6 +336,8 @@ class _BindingFinder(Walker):
             self.found.append(node)
         elif _slice_assignment(node):
             self.slice_names.add(node.targets[0].target.value)
+            if table_slice(node.value) is None:
+                self.entry_names.add(node.targets[0].target.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._place(node)
@@ -318,6 +371,6 @@ class _BindingFinder(Walker):
 
 
 def _slice_assignment(node: cst.Assign) -> bool:
-    """``name = table[lo:hi]``."""
+    """``name = table[lo:hi]`` or ``name = table[r]``."""
     single = len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)
-    return single and table_slice(node.value) is not None
+    return single and (table_slice(node.value) is not None or table_entry(node.value) is not None)

@@ -45,6 +45,9 @@ SPAN = "_castpile_span"  # what a trailing ``...`` stands for, one dim
 TRAILING = "_castpile_trailing"  # an explicit index before ``...``
 IN_ORDER = "_castpile_in_order"  # values evaluated in the order written, handed over in the helper's
 WAIT_FLAGS = "_castpile_wait_flags"  # castpile.wait on plain pointers
+ENTRY = "_castpile_table_entry"  # the address of one peer, table[r], loaded at the binding
+TYPED = "_castpile_typed"  # the example pointer of a binding whose example is a dtype
+SLICE_MASK = "_castpile_slice_mask"  # a table slice's ptr_mask, checked, at the binding
 REMOTE_KERNEL = "_castpile_remote_kernel"  # wraps a kernel with remote= bindings for NVSHMEM
 
 # The user's arguments that carry values, in the order the helpers take them; each is

@@ -32,6 +32,11 @@ CALL_PARAMS = {  # positional parameter names after the pointer, per call
 REQUIRED = {"store": ("value",), "atomic_cas": ("cmp", "val"), **{name: ("val",) for name in ATOMICS}}
 BINDING_PARAMS = ("example", "ptr_tile", "shape", "strides", "ptr_mask")
 BINDING_KEYWORDS = BINDING_PARAMS + ("align", "remote")
+TRITON_DTYPES = (
+    "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32",
+    "float64", "float8e5", "float8e5b16", "float8e4nv", "float8e4b8", "float8e4b15",
+)
+"""The element types of ``triton.language`` that a binding's ``example`` may name instead of a pointer (v1.2)."""
 REMOTE_BACKENDS = ("nvshmem",)
 """What ``multicast_like(..., remote=...)`` may name: how accesses reach buffers that loads and stores cannot."""
 

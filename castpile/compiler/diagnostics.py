@@ -102,21 +102,25 @@ BOUND_TWICE = Message("E102", "'{name}' is already bound by multicast_like in th
 NOT_A_TUPLE = Message("E103", "{keyword}= must be a non-empty tuple literal", "such as (n,) or (m, n)", " ")
 STRIDES_LENGTH = Message("E104", "strides= has {strides} entries but shape= has {shape}", "give one stride per dimension")
 ALIGN = Message("E105", "align= must be a power-of-two integer literal (bytes), or None")
-PTR_MASK_WITH_SLICE = Message("E106", "ptr_mask applies to a tensor ptr_tile; a table slice has no entries to mask",
-                              "leave ptr_mask= out")
 SLICE_NAME_REACHED = Message(
-    "E107", "'{name}' holds a table slice, but another assignment of it may reach this binding (before it, or in a "
-    "loop around it)", "bind the slice to a name once before the binding, or pass table[lo:hi] itself")
+    "E107", "'{name}' holds a table {what}, but another assignment of it may reach this binding (before it, or in a "
+    "loop around it)", "bind the {what} to a name once before the binding, or pass {spelled} itself")
 SLICE_STEP = Message("E108", "a table slice takes no step", "write table[lo:hi]")
 SLICE_UNBOUNDED = Message("E109", "a table slice needs an upper bound", "table[:WORLD] or table[lo:hi]", ": ")
 SLICE_NOT_CONSTEXPR = Message("E110", "table slice bounds must be constexpr", "integer literals, tl.constexpr parameters "
                               "or names, tl.static_range loop variables, and + - * // % of those", ": ")
 SLICE_EMPTY = Message("E111", "empty table slice: it selects {count} buffers", "give it an upper bound above its lower bound")
 REMOTE_BACKEND = Message("E112", "remote= must be the string literal {backends}")
-REMOTE_NEEDS_TABLE = Message("E113", "remote= needs a table slice ptr_tile (table[lo:hi] of a remote_ptrs table): its "
-                             "header names the scratch for NVSHMEM transfers")
+REMOTE_NEEDS_TABLE = Message("E113", "remote= needs a table slice or entry as ptr_tile (table[lo:hi] or table[r] of a "
+                             "remote_ptrs table): its header names the scratch for NVSHMEM transfers")
 REMOTE_KERNEL_NESTED = Message("E114", "'{kernel}' has a remote= binding, so it is a kernel that castpile wraps for "
                                "NVSHMEM by name", "define it at the top level of the module", ": ")
+EXAMPLE_POINTER_TYPE = Message("E115", "multicast_like's example is a pointer (the buffers have its element type) or an "
+                               "element type such as tl.bfloat16, not a pointer type")
+ENTRY_INDICES = Message("E116", "table[r] takes one index, the table entry of the one peer",
+                        "table[r], or a slice table[lo:hi] for several", ": ")
+NOT_AN_ENTRY = Message("E117", "'{code}' is not a table entry", "table[r] takes an integer scalar r (run time or constexpr)",
+                       ": ")
 
 # ---- E2xx where a multicast tensor or access may stand ---------------------------------------------
 _LOOP_FIX = "bind the multicast tensor to a name of its own, or bind it before the loop"
@@ -161,6 +165,14 @@ REMOTE_ATOMIC = Message(
     "E410", "tl.{op} on '{name}', a remote= binding: NVSHMEM atomics are not among torch's Triton device functions, "
     "and a get-modify-put would not be atomic", "use castpile.signal/wait, or a binding without remote= for peers in "
     "one NVLink domain")
+PER_BUFFER_MASK = Message(
+    "E411", "this mask= of {op} on '{name}' is built from tl.{arange}, which spans the stack of '{name}' (one flag per "
+    "buffer), but an access's mask is over its elements (shape I)", "mark the buffers with multicast_like(..., "
+    "ptr_mask=...) instead")
+DTYPE_TILE_CAS = Message(
+    "E412", "{what} on '{name}': its binding's example is a dtype and its tile a tensor, which names no memory for the "
+    "compare-and-swap's masked-off lanes (they swap a value for itself at the example)", "pass a pointer of that type "
+    "as example, or bind table[r] or table[lo:hi]")
 
 # ---- E5xx names ------------------------------------------------------------------------------------
 OUTSIDE_JIT = Message("E501", "{call} is only valid inside a @triton.jit function")

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from .algebra import bounds_mask, offsets, simplify, strides
-from .calling import (DEFAULTS, HELPER_PREFIX, HELPERS, IN_ORDER, INDEX, OPTIONS, SITE_WORD, SPAN, TRAILING,
-                      VALUE_ARGUMENTS, WAIT_FLAGS)
+from .calling import (DEFAULTS, ENTRY, HELPER_PREFIX, HELPERS, IN_ORDER, INDEX, OPTIONS, SITE_WORD, SLICE_MASK, SPAN,
+                      TRAILING, TYPED, VALUE_ARGUMENTS, WAIT_FLAGS)
 from .contract import ATOMICS
 from .lower_passing import PassedLowering
 from .plan import Access, AugStore, Binding, CallOn, HelperCall, Load, MulticastParam, Plan, Reduction, SliceAlias, Store
@@ -223,27 +223,43 @@ class Lowerer:
         """The binding's statements: its arguments evaluated, the stack in the bound name (last, when an
         argument reads the name it rebinds)."""
         statements: list[str] = []
-        example = self._hoisted(binding, binding.example, "example", statements)
         smask = "None"
+        anchor = "None"  # memory a dtype example's pointer may point at (see _castpile_typed)
         if binding.table is not None:
             lo = code(binding.lo) if binding.lo is not None else "0"
             count = simplify(f"({code(binding.hi)}) - ({lo})")
             if names_in(binding.lo, binding.hi) & binding.rebound:
                 count = self._evaluated(binding, count, "count", statements, constexpr=True)
-            start = code(binding.start) if binding.start is not None else self._start(binding.table, binding.lo)
+            start = anchor = code(binding.start) if binding.start is not None else self._start(binding.table, binding.lo)
             stack = f"{binding.name} = {start}"
+        elif binding.peer is not None:
+            anchor = self.render.text(binding.peer_table)
+            entry = code(binding.start) if binding.start is not None else self._entry(binding.peer_table, binding.peer)
+            stack = f"{binding.name} = {entry}"
+            count = "1"
         else:
             stack = f"{binding.name} = {self.render.text(binding.tile)}"
             count = f"{binding.name}.numel"
+        if binding.dtype is not None:
+            example = self._evaluated(binding, f"{self._helper(TYPED)}({anchor}, {code(binding.dtype)})", "example",
+                                      statements)
+        else:
+            example = self._hoisted(binding, binding.example, "example", statements)
         arguments: list[str] = []
         shape = strides_ = None
         if binding.shape is not None:
             shape = tuple(self._hoisted(binding, n, f"shape{d}", arguments) for d, n in enumerate(binding.shape))
         if binding.strides is not None:
             strides_ = tuple(self._hoisted(binding, n, f"stride{d}", arguments) for d, n in enumerate(binding.strides))
-        if binding.tile is not None and binding.ptr_mask is not None:
-            smask = self._evaluated(binding, self.render.text(binding.ptr_mask), "mask", arguments)
-        table = self._hoisted(binding, binding.table, "table", arguments) if binding.remote else None
+        if binding.ptr_mask is not None:
+            mask = self.render.text(binding.ptr_mask)
+            if binding.table is not None:
+                mask = f"{self._helper(SLICE_MASK)}({mask}, {count})"
+            smask = self._evaluated(binding, mask, "mask", arguments)
+        table = None
+        if binding.remote:
+            table = self._hoisted(binding, binding.table if binding.peer is None else binding.peer_table, "table",
+                                  arguments)
         if binding.name in binding.rebound:
             statements += [*arguments, stack]
         else:
@@ -251,9 +267,17 @@ class Lowerer:
         align = None if binding.align is None else str(binding.align)
         return StackText(binding.name, count, smask, example, shape, strides_, statements, table, align)
 
+    def _entry(self, table: cst.BaseExpression, peer: cst.BaseExpression) -> str:
+        """The address in entry ``peer`` of a table, loaded."""
+        return f"{self._helper(ENTRY)}({self.render.text(table)}, {self.render.text(peer)})"
+
     def slice_alias(self, alias: SliceAlias) -> list[str]:
-        """``tile = table[lo:hi]`` becomes ``tile = table + lo``: the start of the slice."""
-        return [f"{code(alias.node.targets[0].target)} = {self._start(alias.table, alias.lo)}"]
+        """``tile = table[lo:hi]`` becomes ``tile = table + lo``, the start of the slice; ``tile = table[r]`` becomes
+        ``tile = _castpile_table_entry(table, r)``, the address in that entry."""
+        target = code(alias.node.targets[0].target)
+        if alias.peer is not None:
+            return [f"{target} = {self._entry(alias.table, alias.peer)}"]
+        return [f"{target} = {self._start(alias.table, alias.lo)}"]
 
     # -- indices -------------------------------------------------------------------------
 

@@ -27,10 +27,13 @@ class Binding:
     name: str
     node: cst.Assign
     example: cst.BaseExpression
+    dtype: cst.BaseExpression | None = None  # the example is a dtype (tl.bfloat16): the buffers' element type
     table: cst.BaseExpression | None = None  # table form: table[lo:hi]
     lo: cst.BaseExpression | None = None
     hi: cst.BaseExpression | None = None
-    start: cst.Name | None = None  # a named slice (tile = table[lo:hi]): the name holding its first address
+    start: cst.Name | None = None  # a named slice or peer (tile = table[lo:hi], tile = table[r]): the name holding it
+    peer_table: cst.BaseExpression | None = None  # one peer: table[peer], P = ()
+    peer: cst.BaseExpression | None = None
     tile: cst.BaseExpression | None = None  # tile form
     ptr_mask: cst.BaseExpression | None = None
     shape: list[cst.BaseExpression] | None = None
@@ -145,11 +148,13 @@ class Reduction:
 
 @dataclass(eq=False)
 class SliceAlias:
-    """``tile = table[lo:hi]``, a name bound once to a table slice and passed as a ``ptr_tile``."""
+    """``tile = table[lo:hi]`` (or ``tile = table[r]``: ``peer`` is ``r``), a name bound once to a table slice
+    (or one table entry) and passed as a ``ptr_tile``."""
 
     node: cst.Assign
     table: cst.BaseExpression
     lo: cst.BaseExpression | None
+    peer: cst.BaseExpression | None = None
 
 
 @dataclass(eq=False)

@@ -7,11 +7,12 @@ from testkit.lowering import head_and_helpers, kernel_module, transpile
 
 
 # Which helpers get appended: those called, with the helpers they call (castpile's helpers.py), no others.
-LOAD_LOOP = {"load_loop", "offsets", "positions", "zeros", "prepend", "peer", "lane_mask"}
+LOAD_LOOP = {"load_loop", "offsets", "positions", "zeros", "prepend", "peer", "entry_valid", "lane_mask"}
 LOAD_GATHER = {"load_gather", "pointers", "offsets", "prepend"}
-STORE_LOOP = {"store_loop", "offsets", "positions", "peer", "slice", "leading_ones", "lane_mask", "fits", "stack_shape"}
+STORE_LOOP = {"store_loop", "offsets", "positions", "peer", "entry_valid", "slice", "leading_ones", "lane_mask", "fits",
+              "stack_shape"}
 STORE_GATHER = {"store_gather", "pointers", "full", "offsets", "prepend", "fits"}
-REDUCE_LOOP = {"reduce_loop", "offsets", "peer", "lane_mask", "apply", "apply_one", "step_count", "step", "operand",
+REDUCE_LOOP = {"reduce_loop", "offsets", "peer", "entry_valid", "lane_mask", "apply", "apply_one", "step_count", "step", "operand",
                "accumulator", "fold", "identity", "folded", "keeps_zero"}
 HELPERS = [
     ("x = bufs[offs]\n", LOAD_LOOP, LOAD_GATHER),
@@ -31,7 +32,7 @@ HELPERS = [
     ),
     (
         "x = tl.atomic_cas(bufs[offs], 0, v)\n",
-        {"atomic_cas_loop", "offsets", "positions", "zeros", "prepend", "peer", "cas", "full", "lane_mask", "slice",
+        {"atomic_cas_loop", "offsets", "positions", "zeros", "prepend", "peer", "entry_valid", "cas", "full", "lane_mask", "slice",
          "leading_ones"},
         {"atomic_cas_gather", "pointers", "cas", "full", "offsets", "prepend"},
     ),

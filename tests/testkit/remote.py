@@ -10,13 +10,14 @@ LEFT_OUT = {"atomics", "tile_2d", "tile_1d_sum"}  # refused with remote= (atomic
 
 
 def remote_source(path: Path = SEMANTIC_KERNELS, drop=LEFT_OUT) -> str:
-    """``path``'s kernels with ``remote="nvshmem"`` on every table binding, ``drop`` left out."""
+    """``path``'s kernels with ``remote="nvshmem"`` on every table binding (a slice ``table[lo:hi]`` or one entry
+    ``table[r]``), ``drop`` left out."""
     tree = ast.parse(path.read_text())
     tree.body = [n for n in tree.body if not (isinstance(n, ast.FunctionDef) and n.name in drop)]
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "multicast_like":
             tile = node.args[1]
-            if isinstance(tile, ast.Subscript) and isinstance(tile.slice, ast.Slice):
+            if isinstance(tile, ast.Subscript):
                 node.keywords.append(ast.keyword("remote", ast.Constant("nvshmem")))
     return ast.unparse(tree) + "\n"
 

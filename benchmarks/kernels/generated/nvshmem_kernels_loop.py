@@ -130,6 +130,20 @@ def _castpile_positions(src, count: tl.constexpr, offs):
 
 
 @triton.jit
+def _castpile_entry_valid(smask, p: tl.constexpr):
+    """Whether stack entry ``p`` is valid: entry ``p`` of ``smask`` (the ``ptr_mask``: of the tile's shape, entry
+    ``p`` in row-major order; of a table slice's padded extent; a scalar for one buffer), or true without one."""
+    if smask is None:
+        valid = True
+    elif len(smask.shape) == 0:
+        valid = smask
+    else:
+        pos = tl.reshape(tl.arange(0, smask.numel), smask.shape)
+        valid = tl.sum(tl.where(pos == p, smask.to(tl.int32), 0)) != 0
+    return valid
+
+
+@triton.jit
 def _castpile_lane_mask(valid, mask, offs, user_mask=None):
     """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element masks.
 
@@ -456,8 +470,12 @@ def _castpile_unflat(x, like):
 
 @triton.jit
 def _castpile_remote_entry(src, p: tl.constexpr):
-    """Table entry ``p``: its address (48 bits) and its PE, -1 for a load/store reachable buffer."""
-    entry = tl.load(src + p)
+    """Table entry ``p`` (``src`` points at the entries, or is one peer's entry, ``table[r]``): its address
+    (48 bits) and its PE, -1 for a load/store reachable buffer."""
+    if src.dtype.is_ptr():
+        entry = tl.load(src + p)
+    else:
+        entry = src
     return entry & 0xFFFFFFFFFFFF, (entry >> 48).to(tl.int32) - 1
 
 
@@ -562,19 +580,20 @@ def _castpile_reduce_remote(src, count: tl.constexpr, smask, example, offs, boun
     """``tl.sum``/``max``/``min`` over a table's buffers, one at a time (remote ones fetched by NVSHMEM gets), as
     :func:`_castpile_reduce_loop` does."""
     offs = _castpile_offsets(offs)
-    lanes = _castpile_lane_mask(True, bounds, offs, mask)
     fill = 0 if other is None else other
     acc = None  # the fold starts at buffer 0
     at = None
     seen = None
     for p in tl.static_range(count):
         addr, pe = _castpile_remote_entry(src, p)
+        valid = _castpile_entry_valid(smask, p)
+        lanes = _castpile_lane_mask(valid, bounds, offs, mask)
         if pe < 0:  # `x`, not `v`: a name both branches define keeps one type across the unrolled buffers
             x = tl.load(_castpile_address(addr, example, align) + offs, mask=lanes, other=fill,
                         cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
         else:
             x = _castpile_remote_get(addr, pe, example, table, offs, lanes, fill)
-        acc, at, seen = _castpile_fold(p, x, True, acc, at, seen, OP, steps, operands, dtype, return_indices)
+        acc, at, seen = _castpile_fold(p, x, valid, acc, at, seen, OP, steps, operands, dtype, return_indices)
     return _castpile_folded(acc, at, seen, bounds, other, steps, keep_dims, return_indices)
 
 
@@ -588,10 +607,10 @@ def _castpile_store_remote(src, count: tl.constexpr, smask, example, offs, bound
     pos = _castpile_positions(src, count, offs)
     value = tl.cast(value, example.dtype.element_ty)
     _castpile_fits(value.shape, _castpile_stack_shape(pos.shape, offs.shape), site)
-    lanes = _castpile_lane_mask(True, bounds, offs, mask)
     remote = False
     for p in tl.static_range(count):
         addr, pe = _castpile_remote_entry(src, p)
+        lanes = _castpile_lane_mask(_castpile_entry_valid(smask, p), bounds, offs, mask)
         part = _castpile_slice(value, pos, p, offs)
         if pe < 0:
             tl.store(_castpile_address(addr, example, align) + offs, part, mask=lanes,
@@ -613,10 +632,11 @@ def _castpile_signal_remote(src, count: tl.constexpr, smask, example, offs, boun
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
     dtype = example.dtype.element_ty
-    lanes = _castpile_flat(_castpile_lane_mask(True, bounds, offs, mask))  # flat: a spin needs a 1-D tensor to reduce
     flat = _castpile_flat(offs)
     for p in tl.static_range(count):
         addr, pe = _castpile_remote_entry(src, p)
+        # flat: a spin needs a 1-D tensor to reduce
+        lanes = _castpile_flat(_castpile_lane_mask(_castpile_entry_valid(smask, p), bounds, offs, mask))
         part = _castpile_flat(_castpile_full(_castpile_slice(tl.cast(value, dtype), pos, p, offs), offs, example))
         if pe < 0:
             ptrs = _castpile_address(addr, example, align) + flat

@@ -123,6 +123,20 @@ def _castpile_prepend(x, r: tl.constexpr):
 
 
 @triton.jit
+def _castpile_entry_valid(smask, p: tl.constexpr):
+    """Whether stack entry ``p`` is valid: entry ``p`` of ``smask`` (the ``ptr_mask``: of the tile's shape, entry
+    ``p`` in row-major order; of a table slice's padded extent; a scalar for one buffer), or true without one."""
+    if smask is None:
+        valid = True
+    elif len(smask.shape) == 0:
+        valid = smask
+    else:
+        pos = tl.reshape(tl.arange(0, smask.numel), smask.shape)
+        valid = tl.sum(tl.where(pos == p, smask.to(tl.int32), 0)) != 0
+    return valid
+
+
+@triton.jit
 def _castpile_lane_mask(valid, mask, offs, user_mask=None):
     """The mask of one buffer's lanes: ``valid`` (the buffer) ANDed with the element masks.
 
@@ -181,6 +195,8 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, ali
     if src.dtype.is_ptr():
         rows = tl.arange(0, triton.next_power_of_2(count))
         valid = rows < count
+        if smask is not None:  # a table slice's ptr_mask, of its padded extent
+            valid = valid & smask
         tile = tl.load(src + rows, mask=valid, other=0)
     else:
         tile = src
@@ -245,24 +261,17 @@ def _castpile_atomic_gather(src, count: tl.constexpr, smask, example, offs, boun
 
 @triton.jit
 def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
-    """Typed pointer to buffer ``p`` of the stack (``align`` bytes aligned if given), and whether it is valid."""
+    """Typed pointer to buffer ``p`` of the stack (``align`` bytes aligned if given), and whether it is valid
+    (:func:`_castpile_entry_valid`)."""
     ptr_ty = tl.pointer_type(example.dtype.element_ty)
     if src.dtype.is_ptr():
         ptr = tl.load(src + p).to(ptr_ty)
-        valid = True
     elif len(src.shape) == 0:  # a rank-0 tile: the one buffer (a reduction of a scalar does not compile)
         ptr = src.to(ptr_ty)
-        if smask is None:
-            valid = True
-        else:
-            valid = smask
     else:
         pos = tl.reshape(tl.arange(0, src.numel), src.shape)
         ptr = tl.sum(tl.where(pos == p, src, 0)).to(ptr_ty)
-        if smask is None:
-            valid = True
-        else:
-            valid = tl.sum(tl.where(pos == p, smask.to(tl.int32), 0)) != 0
+    valid = _castpile_entry_valid(smask, p)
     if align is not None:
         ptr = tl.multiple_of(ptr, align)
     return ptr, valid

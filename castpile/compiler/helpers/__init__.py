@@ -12,12 +12,15 @@ Every access helper takes the *stack* first, in one of two forms that castpile's
 binding produces:
 
 * table form: ``src`` is a pointer to ``count`` int64 addresses (the sugar
-  ``table[lo:hi]``, with ``lo`` already added), ``smask`` is ``None``;
+  ``table[lo:hi]``, with ``lo`` already added), ``smask`` is ``None`` or the
+  ``ptr_mask``, a boolean tensor of the padded extent (or a scalar) marking valid entries;
 * tile form: ``src`` is an integer tensor of addresses of any rank P (rank 0:
-  one buffer, P = ()), ``count`` is ``src.numel`` and ``smask`` is ``None`` or a
+  one buffer, P = (), as for one peer ``table[r]``, whose address the binding loaded),
+  ``count`` is ``src.numel`` (1 for ``table[r]``) and ``smask`` is ``None`` or a
   boolean tensor of the same shape marking valid entries.
 
-then ``example`` (a pointer whose element type the buffers have), ``offs`` (the
+then ``example`` (a pointer whose element type the buffers have; for a dtype example,
+:func:`~.common._castpile_typed` made it), ``offs`` (the
 element offsets, shape I) and ``bounds`` (the bounds mask, shape I, or ``None``),
 then the arguments of the user's call in the contract's order, the user's ``mask``
 among them.  Results have shape P + I, with P padded to powers of two; padded or

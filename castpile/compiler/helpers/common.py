@@ -30,6 +30,41 @@ def _castpile_stack_shape(positions_shape, index_shape):
 
 
 @triton.jit
+def _castpile_table_entry(table, r):
+    """The address in entry ``r`` of ``table``: one peer's buffer, ``table[r]`` (a rank-0 tile, P = ())."""
+    return tl.load(table + r)
+
+
+@triton.jit
+def _castpile_typed(anchor, dtype: tl.constexpr):
+    """The example pointer of a binding whose example is ``dtype``: a pointer to ``dtype`` at ``anchor`` (the
+    binding's table, or address 0 for a tensor tile).  Accesses read only its type, except that a
+    compare-and-swap points its masked-off lanes at it to swap a value for itself, which changes nothing."""
+    if anchor is None:
+        return tl.full((), 0, tl.int64).to(tl.pointer_type(dtype))
+    else:
+        return anchor.to(tl.pointer_type(dtype))
+
+
+@triton.constexpr_function
+def _castpile_fits_extent(shape, extent):
+    """Whether a mask of ``shape`` is a scalar or has exactly the shape ``extent``."""
+    return len(shape) == 0 or [int(s) for s in shape] == [int(s) for s in extent]
+
+
+@triton.jit
+def _castpile_slice_mask(mask, count: tl.constexpr):
+    """A table slice's ``ptr_mask`` (a boolean scalar, or a tensor of the padded extent of ``count`` entries),
+    checked when Triton compiles, as a tensor of that extent whose entries past ``count`` are false."""
+    rows = tl.arange(0, triton.next_power_of_2(count))
+    mask = tl.full((), 1, tl.int1) & mask  # a Python bool (a tl.constexpr) becomes a scalar
+    tl.static_assert(_castpile_fits_extent(mask.shape, rows.shape),
+                     "castpile: a table slice's ptr_mask= must be a boolean scalar or a boolean tensor of the slice's "
+                     "padded extent (hi - lo rounded up to a power of two)")
+    return (rows < count) & mask
+
+
+@triton.jit
 def _castpile_index(indices, extents, strides):
     """``offs, bounds`` of an access from its indices, each evaluated once by the caller."""
     offs = _castpile_offsets(indices[0]) * strides[0]
@@ -91,6 +126,20 @@ def _castpile_positions(src, count: tl.constexpr, offs):
     for _ in tl.static_range(len(offs.shape)):
         pos = tl.expand_dims(pos, len(pos.shape))
     return pos
+
+
+@triton.jit
+def _castpile_entry_valid(smask, p: tl.constexpr):
+    """Whether stack entry ``p`` is valid: entry ``p`` of ``smask`` (the ``ptr_mask``: of the tile's shape, entry
+    ``p`` in row-major order; of a table slice's padded extent; a scalar for one buffer), or true without one."""
+    if smask is None:
+        valid = True
+    elif len(smask.shape) == 0:
+        valid = smask
+    else:
+        pos = tl.reshape(tl.arange(0, smask.numel), smask.shape)
+        valid = tl.sum(tl.where(pos == p, smask.to(tl.int32), 0)) != 0
+    return valid
 
 
 @triton.jit

@@ -4,32 +4,25 @@ import triton
 import triton.language as tl
 
 from .common import (
-    _castpile_atomic_op, _castpile_cas, _castpile_fits, _castpile_lane_mask, _castpile_offsets, _castpile_positions,
-    _castpile_prepend, _castpile_slice, _castpile_stack_shape, _castpile_zeros,
+    _castpile_atomic_op, _castpile_cas, _castpile_entry_valid, _castpile_fits, _castpile_lane_mask, _castpile_offsets,
+    _castpile_positions, _castpile_prepend, _castpile_slice, _castpile_stack_shape, _castpile_zeros,
 )
 from .reduction import _castpile_fold, _castpile_folded
 
 
 @triton.jit
 def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
-    """Typed pointer to buffer ``p`` of the stack (``align`` bytes aligned if given), and whether it is valid."""
+    """Typed pointer to buffer ``p`` of the stack (``align`` bytes aligned if given), and whether it is valid
+    (:func:`_castpile_entry_valid`)."""
     ptr_ty = tl.pointer_type(example.dtype.element_ty)
     if src.dtype.is_ptr():
         ptr = tl.load(src + p).to(ptr_ty)
-        valid = True
     elif len(src.shape) == 0:  # a rank-0 tile: the one buffer (a reduction of a scalar does not compile)
         ptr = src.to(ptr_ty)
-        if smask is None:
-            valid = True
-        else:
-            valid = smask
     else:
         pos = tl.reshape(tl.arange(0, src.numel), src.shape)
         ptr = tl.sum(tl.where(pos == p, src, 0)).to(ptr_ty)
-        if smask is None:
-            valid = True
-        else:
-            valid = tl.sum(tl.where(pos == p, smask.to(tl.int32), 0)) != 0
+    valid = _castpile_entry_valid(smask, p)
     if align is not None:
         ptr = tl.multiple_of(ptr, align)
     return ptr, valid

@@ -10,8 +10,8 @@ import triton
 import triton.language as tl
 
 from .common import (
-    _castpile_cas, _castpile_fits, _castpile_full, _castpile_lane_mask, _castpile_offsets, _castpile_positions, _castpile_prepend,
-    _castpile_slice, _castpile_stack_shape, _castpile_wait_flags, _castpile_zeros,
+    _castpile_cas, _castpile_entry_valid, _castpile_fits, _castpile_full, _castpile_lane_mask, _castpile_offsets,
+    _castpile_positions, _castpile_prepend, _castpile_slice, _castpile_stack_shape, _castpile_wait_flags, _castpile_zeros,
 )
 from .reduction import _castpile_fold, _castpile_folded
 
@@ -87,8 +87,12 @@ def _castpile_unflat(x, like):
 
 @triton.jit
 def _castpile_remote_entry(src, p: tl.constexpr):
-    """Table entry ``p``: its address (48 bits) and its PE, -1 for a load/store reachable buffer."""
-    entry = tl.load(src + p)
+    """Table entry ``p`` (``src`` points at the entries, or is one peer's entry, ``table[r]``): its address
+    (48 bits) and its PE, -1 for a load/store reachable buffer."""
+    if src.dtype.is_ptr():
+        entry = tl.load(src + p)
+    else:
+        entry = src
     return entry & 0xFFFFFFFFFFFF, (entry >> 48).to(tl.int32) - 1
 
 
@@ -195,9 +199,9 @@ def _castpile_load_remote(src, count: tl.constexpr, smask, example, offs, bounds
     res = _castpile_zeros(pos, offs, dtype)
     if other is not None:
         res = res + tl.cast(other, dtype)
-    lanes = _castpile_lane_mask(True, bounds, offs, mask)
     for p in tl.static_range(count):
         addr, pe = _castpile_remote_entry(src, p)
+        lanes = _castpile_lane_mask(_castpile_entry_valid(smask, p), bounds, offs, mask)
         if pe < 0:
             v = tl.load(_castpile_address(addr, example, align) + offs, mask=lanes, other=other,
                         cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
@@ -217,19 +221,20 @@ def _castpile_reduce_remote(src, count: tl.constexpr, smask, example, offs, boun
     """``tl.sum``/``max``/``min`` over a table's buffers, one at a time (remote ones fetched by NVSHMEM gets), as
     :func:`_castpile_reduce_loop` does."""
     offs = _castpile_offsets(offs)
-    lanes = _castpile_lane_mask(True, bounds, offs, mask)
     fill = 0 if other is None else other
     acc = None  # the fold starts at buffer 0
     at = None
     seen = None
     for p in tl.static_range(count):
         addr, pe = _castpile_remote_entry(src, p)
+        valid = _castpile_entry_valid(smask, p)
+        lanes = _castpile_lane_mask(valid, bounds, offs, mask)
         if pe < 0:  # `x`, not `v`: a name both branches define keeps one type across the unrolled buffers
             x = tl.load(_castpile_address(addr, example, align) + offs, mask=lanes, other=fill,
                         cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
         else:
             x = _castpile_remote_get(addr, pe, example, table, offs, lanes, fill)
-        acc, at, seen = _castpile_fold(p, x, True, acc, at, seen, OP, steps, operands, dtype, return_indices)
+        acc, at, seen = _castpile_fold(p, x, valid, acc, at, seen, OP, steps, operands, dtype, return_indices)
     return _castpile_folded(acc, at, seen, bounds, other, steps, keep_dims, return_indices)
 
 
@@ -243,10 +248,10 @@ def _castpile_store_remote(src, count: tl.constexpr, smask, example, offs, bound
     pos = _castpile_positions(src, count, offs)
     value = tl.cast(value, example.dtype.element_ty)
     _castpile_fits(value.shape, _castpile_stack_shape(pos.shape, offs.shape), site)
-    lanes = _castpile_lane_mask(True, bounds, offs, mask)
     remote = False
     for p in tl.static_range(count):
         addr, pe = _castpile_remote_entry(src, p)
+        lanes = _castpile_lane_mask(_castpile_entry_valid(smask, p), bounds, offs, mask)
         part = _castpile_slice(value, pos, p, offs)
         if pe < 0:
             tl.store(_castpile_address(addr, example, align) + offs, part, mask=lanes,
@@ -268,10 +273,11 @@ def _castpile_signal_remote(src, count: tl.constexpr, smask, example, offs, boun
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
     dtype = example.dtype.element_ty
-    lanes = _castpile_flat(_castpile_lane_mask(True, bounds, offs, mask))  # flat: a spin needs a 1-D tensor to reduce
     flat = _castpile_flat(offs)
     for p in tl.static_range(count):
         addr, pe = _castpile_remote_entry(src, p)
+        # flat: a spin needs a 1-D tensor to reduce
+        lanes = _castpile_flat(_castpile_lane_mask(_castpile_entry_valid(smask, p), bounds, offs, mask))
         part = _castpile_flat(_castpile_full(_castpile_slice(tl.cast(value, dtype), pos, p, offs), offs, example))
         if pe < 0:
             ptrs = _castpile_address(addr, example, align) + flat
@@ -301,18 +307,19 @@ def _castpile_wait_remote(src, count: tl.constexpr, smask, example, offs, bounds
                           sem: tl.constexpr = tl.constexpr("acquire"), scope: tl.constexpr = tl.constexpr("sys"),
                           align: tl.constexpr = None):
     """``castpile.wait`` one buffer at a time; a remote flag is polled by gets and reset by a put."""
-    lanes = _castpile_flat(_castpile_lane_mask(True, bounds, _castpile_offsets(offs), mask))
-    offs = _castpile_flat(_castpile_offsets(offs))  # flat: a spin needs a 1-D tensor to reduce
+    offs = _castpile_offsets(offs)
+    flat = _castpile_flat(offs)  # flat: a spin needs a 1-D tensor to reduce
     dtype = example.dtype.element_ty
     for p in tl.static_range(count):
         addr, pe = _castpile_remote_entry(src, p)
+        lanes = _castpile_flat(_castpile_lane_mask(_castpile_entry_valid(smask, p), bounds, offs, mask))
         if pe < 0:
-            _castpile_wait_flags(_castpile_address(addr, example, align) + offs, value, reset, lanes, sem, scope)
+            _castpile_wait_flags(_castpile_address(addr, example, align) + flat, value, reset, lanes, sem, scope)
         else:
             pending = lanes
             while tl.sum(pending.to(tl.int32)) > 0:
-                seen = _castpile_remote_get(addr, pe, example, table, offs, pending, None)
+                seen = _castpile_remote_get(addr, pe, example, table, flat, pending, None)
                 arrived = pending & (seen == tl.cast(value, dtype))
-                _castpile_remote_put(addr, pe, example, table, offs, arrived, reset)
+                _castpile_remote_put(addr, pe, example, table, flat, arrived, reset)
                 pending = pending & ~arrived
             _castpile_nvshmem.quiet()

@@ -356,6 +356,8 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, ali
     if src.dtype.is_ptr():
         rows = tl.arange(0, triton.next_power_of_2(count))
         valid = rows < count
+        if smask is not None:  # a table slice's ptr_mask, of its padded extent
+            valid = valid & smask
         tile = tl.load(src + rows, mask=valid, other=0)
     else:
         tile = src
