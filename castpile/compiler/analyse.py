@@ -26,10 +26,13 @@ from .contract import (
     REDUCTION_PARAMS,
     REDUCTIONS,
     REQUIRED,
+    SIGNAL_OPS,
+    WAIT_COMPARISONS,
     argument_positions,
     constexpr_ok,
     literal_bool,
     literal_int,
+    literal_string,
 )
 from .plan import Access, AugStore, Binding, CallOn, Load, Plan, Reduction, Step, Store
 from .scopes import Scope, collect_scope, dotted
@@ -149,6 +152,8 @@ class _ModuleAnalyser(TargetChecks):
         if access is None and op != "wait":
             self.error(node.args[0].value, f"castpile.{op} takes a multicast access such as bufs[idx]")
             return
+        if op in ("signal", "wait") and not self._flag_keywords(node, op, positions, access):
+            problems.append(op)
         if problems:
             return
         if access is not None:
@@ -164,6 +169,35 @@ class _ModuleAnalyser(TargetChecks):
             return
         impure = self._impure_arguments(node, positions)
         self.plan.uses[node] = CallOn(node, op, access, positions, result_used=used, impure=impure)
+
+    def _flag_keywords(self, node: cst.Call, op: str, positions: dict[str, int], access: Access | None) -> bool:
+        """Whether ``castpile.wait``'s ``cmp=`` and ``castpile.signal``'s ``op=`` are string literals among the
+        allowed ones (Triton takes them as constexprs), and ``op="add"`` comes without ``wait_for=`` and not on a
+        ``remote=`` binding; each problem reported."""
+        keyword, allowed = ("cmp", WAIT_COMPARISONS) if op == "wait" else ("op", SIGNAL_OPS)
+        if keyword not in positions:
+            return True
+        value = node.args[positions[keyword]].value
+        given = literal_string(value)
+        if given not in allowed:
+            spelled = ", ".join(f'"{name}"' for name in allowed)
+            hint = ' (the flag on the left: cmp="ge" waits until flag >= value)' if op == "wait" else ""
+            self.error(value, f"castpile.{op}: {keyword}= must be one of the string literals {spelled}{hint}")
+            return False
+        if given != "add":
+            return True
+        if "wait_for" in positions:
+            self.error(node.args[positions["wait_for"]].value,
+                       'castpile.signal: op="add" takes no wait_for= (an add never waits for a value); signal with '
+                       'op="set" and wait_for=, or let the waiting side wait with cmp="ge" on a count')
+            return False
+        if access is not None and access.binding.remote is not None:
+            self.error(value, f'castpile.signal(op="add") on \'{access.binding.name}\', a remote= binding: NVSHMEM\'s '
+                              "signal_op adds to 64-bit words only and castpile's flags have the binding's type "
+                              "(signal pads are int32), and a get-add-put would not be atomic; use op=\"set\", or a "
+                              "binding without remote= for peers in one NVLink domain")
+            return False
+        return True
 
     def _reduction(self, node: cst.Call, op: str, method: bool) -> None:
         """``tl.sum/max/min(X, axis=0)`` or ``X.sum/max/min(axis=0)``, X an access or a ``tl.load`` of one taken
