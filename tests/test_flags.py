@@ -14,8 +14,9 @@ import castpile
 from castpile.compiler.contract import WAIT_COMPARISONS
 from castpile.gpu import sim
 from compile_sm90 import Job, compile_for_sm90, signature
-from testkit.flags import (BLOCK, KERNELS, SLOTS, check_counter_barrier, check_epoch_flags_read_by_several_ranks,
-                           check_every_comparison, kernels)
+from testkit.flags import (BLOCK, KERNELS, REMOTE_KERNELS, SLOTS, check_counter_barrier,
+                           check_epoch_flags_read_by_several_ranks, check_every_comparison, check_remote_epoch_barrier,
+                           check_remote_wait_with_a_reset, kernels, remote_kernels)
 
 HANG = 6.0  # seconds after which a run that must hang is called hung
 FORMS = {0: "scalar_pointer", 1: "pointer_tensor", 2: "multicast_access"}
@@ -45,6 +46,18 @@ def test_epoch_flags_read_by_several_ranks(world, root, late, strategy, tmp_path
     check_epoch_flags_read_by_several_ranks(kernels(strategy, tmp_path), world, epochs=4, root=root, late=late)
 
 
+# remote="nvshmem": every peer remote (local_world_size 1) or mixed (2), through the NVSHMEM simulator.
+@pytest.mark.parametrize("strategy", castpile.STRATEGIES)
+@pytest.mark.parametrize(("world", "lws", "late"), [(2, 1, 0), (3, 2, 2), (4, 1, 1), (4, 2, 3)])
+def test_remote_epoch_flags_read_over_nvshmem(world, lws, late, strategy, tmp_path):
+    check_remote_epoch_barrier(remote_kernels(strategy, tmp_path), world, 3, local_world_size=lws, late=late)
+
+
+@pytest.mark.parametrize(("world", "lws"), [(2, 1), (3, 2), (4, 1)])
+def test_remote_wait_with_a_comparison_and_a_reset(world, lws, tmp_path):
+    check_remote_wait_with_a_reset(remote_kernels("loop", tmp_path), world, local_world_size=lws)
+
+
 # -- the checks fail when a helper is broken --------------------------------------------------
 
 GE_IS_EQ = ("_castpile_holds", "return flags >= value", "return flags == value")
@@ -70,6 +83,17 @@ def test_a_reset_none_that_resets_hangs_the_other_readers(tmp_path):
                                                 timeout=HANG)
 
 
+REMOTE_KEEP_RESETS = ("_castpile_wait_remote",
+                      "if reset is not None:\n                    _castpile_remote_put(addr, pe, example, table, offs, arrived, reset)",
+                      "if True:\n                    _castpile_remote_put(addr, pe, example, table, offs, arrived, 0)")
+
+
+def test_a_remote_reset_none_that_resets_fails_the_epoch_barrier(tmp_path):
+    with pytest.raises((AssertionError, sim.RankTimeout)):
+        check_remote_epoch_barrier(remote_kernels("loop", tmp_path, REMOTE_KEEP_RESETS), 2, 2, local_world_size=1,
+                                   late=1, timeout=HANG)
+
+
 # -- what these tests run compiles for sm_90 ----------------------------------------------------------
 
 TYPES = {"out": "*fp32", "data": "*fp32", "src": "*fp32", "buf_ptrs": "*i64", "pad": "*i32", "pad_ptrs": "*i64"}
@@ -82,6 +106,12 @@ COMPILES = {
                        for keep in (False, True)] for cmp in WAIT_COMPARISONS},
 }
 INT_OUT = {"counter_rounds": {"out": "*i32", "data": "*i32"}}
+REMOTE_TYPES = {"out": "*i32", "data": "*i32", "data_table": "*i64", "pad": "*i32", "pad_table": "*i64"}
+REMOTE_COMPILES = {
+    "epoch_barrier_remote": [{"W": w, "SLOTS": sim.SIM_PAD_SLOTS} for w in (2, 3)],
+    "wait_all_remote": [{"W": 3, "SLOTS": sim.SIM_PAD_SLOTS}],
+    "set_own_flag": [{"SLOTS": sim.SIM_PAD_SLOTS}],
+}
 
 
 @pytest.mark.parametrize("strategy", castpile.STRATEGIES)
@@ -92,6 +122,12 @@ def test_the_kernels_compile_for_sm90(strategy, tmp_path):
     jobs = [Job(path, kernel, signature(KERNELS, kernel, {**TYPES, **INT_OUT.get(kernel, {})}), constexprs,
                 name=f"{kernel} {constexprs}")
             for kernel, variants in COMPILES.items() for constexprs in variants]
+    remote = tmp_path / f"flags_remote_kernels_{strategy}.py"
+    remote.write_bytes(castpile.transpile(REMOTE_KERNELS.encode(), str(remote), strategy=strategy))
+    assert sorted(REMOTE_COMPILES) == sorted(re.findall(r"^def (\w+)\(", REMOTE_KERNELS, re.M))
+    jobs += [Job(remote, kernel, signature(REMOTE_KERNELS, kernel, REMOTE_TYPES), constexprs,
+                 name=f"{kernel} {constexprs}", nvshmem=True)
+             for kernel, variants in REMOTE_COMPILES.items() for constexprs in variants]
     results = compile_for_sm90(jobs, tmp_path, processes=2)
     failures = {name: r.error for name, r in results.items() if not r.ok}
     assert not failures, "\n\n".join(f"{name}:\n{error}" for name, error in failures.items())

@@ -135,6 +135,9 @@ KNOWN_MESSAGES = [re.compile(m) for m in [
     r"a name of its own, or bind it before the loop",
     rf"{NAME} holds a table slice, but another assignment of it may reach this binding \(before it, or in a loop "
     r"around it\); bind the slice to a name once before the binding, or pass table\[lo:hi\] itself",
+    r"castpile\.(wait|signal): (cmp|op)= must be one of the string literals .+",
+    r'castpile\.signal: op="add" takes no wait_for= .+',
+    rf'castpile\.signal\(op="add"\) on {NAME}, a remote= binding: .+',
 ]]
 
 

@@ -114,6 +114,50 @@ def epoch_broadcast(out, data, src, buf_ptrs, pad, pad_ptrs, rank, root, epoch_s
         e += 1
 ''' + "".join(_wait_kernel(cmp) for cmp in WAIT_COMPARISONS)
 
+REMOTE_KERNELS = '''
+import triton
+import triton.language as tl
+
+import castpile as cp
+
+
+@triton.jit
+def epoch_barrier_remote(out, data, data_table, pad, pad_table, rank, slot, epochs, W: tl.constexpr,
+                         SLOTS: tl.constexpr):
+    """``epochs`` epochs of: write 10 * e + rank into this rank's ``data[0]``, raise this rank's epoch flag to
+    2e - 1, wait until every rank's flag (read over NVSHMEM where remote, never reset) is at least that, sum
+    every rank's ``data[0]`` into ``out[e - 1]``, raise the flag to 2e and wait for every rank's again."""
+    rows = cp.multicast_like(data, data_table[:W], shape=(1,), remote="nvshmem")
+    flags = cp.multicast_like(pad, pad_table[:W], shape=(SLOTS,), remote="nvshmem")
+    mine = cp.multicast_like(pad, tl.load(pad_table + rank), shape=(SLOTS,))
+    e = 1
+    while e <= epochs:
+        tl.store(data, 10 * e + rank)
+        tl.debug_barrier()
+        cp.signal(mine[slot], 2 * e - 1)
+        cp.wait(flags[slot], 2 * e - 1, cmp="ge", reset=None)
+        tl.debug_barrier()
+        tl.store(out + e - 1, tl.sum(rows[0], axis=0))
+        tl.debug_barrier()
+        cp.signal(mine[slot], 2 * e)
+        cp.wait(flags[slot], 2 * e, cmp="ge", reset=None)
+        e += 1
+
+
+@triton.jit
+def wait_all_remote(pad, pad_table, slot, value, W: tl.constexpr, SLOTS: tl.constexpr):
+    """Wait until every rank's flag ``slot`` is above ``value``, resetting each to 0 (a put where remote)."""
+    flags = cp.multicast_like(pad, pad_table[:W], shape=(SLOTS,), remote="nvshmem")
+    cp.wait(flags[slot], value, cmp="gt", reset=0)
+
+
+@triton.jit
+def set_own_flag(pad, pad_table, rank, slot, value, SLOTS: tl.constexpr):
+    """Set this rank's flag ``slot`` to ``value``."""
+    mine = cp.multicast_like(pad, tl.load(pad_table + rank), shape=(SLOTS,))
+    cp.signal(mine[slot], value)
+'''
+
 # Per comparison: (start, value, final): the flags start where `flag cmp value` fails (at the boundary where
 # there is one), and the signal sets them where it holds, but never to `value` where "eq" would hold too.
 CMP_FLAGS = {"eq": (0, 3, 3), "ne": (3, 3, -1), "ge": (2, 3, 4), "gt": (3, 3, 4), "le": (4, 3, 2), "lt": (3, 3, 2)}
@@ -123,6 +167,11 @@ RESET = 7  # where a wait that resets leaves its flag
 def kernels(strategy: str, directory, broken: tuple[str, str, str] | None = None):
     """The transpiled kernels; ``broken`` = (helper, old, new) replaces ``old`` by ``new`` inside that helper first."""
     return transpiled(directory, KERNELS, f"flags_kernels_{strategy}", broken, strategy=strategy)
+
+
+def remote_kernels(strategy: str, directory, broken: tuple[str, str, str] | None = None):
+    """The transpiled remote="nvshmem" kernels (``broken``: as for :func:`kernels`)."""
+    return transpiled(directory, REMOTE_KERNELS, f"flags_remote_kernels_{strategy}", broken, strategy=strategy)
 
 
 def _late(rank: int, late: int) -> None:
@@ -216,3 +265,45 @@ def check_epoch_flags_read_by_several_ranks(k, world, epochs, *, root, late, tim
         if rank == root:
             expected[epoch_slot], expected[ack_slot] = epochs, epochs * (world - 1)
         assert torch.equal(p.tensor, expected), f"rank {rank}'s flags end at {p.tensor.tolist()}"
+
+
+def check_remote_epoch_barrier(k, world, epochs, *, local_world_size, late, timeout=TIMEOUT):
+    """``epoch_barrier_remote`` over simulated nodes of ``local_world_size`` ranks, rank ``late`` late: every
+    rank's sums are those of every rank's epoch values, and every rank's flag ends at 2 * epochs."""
+    data = sim.symmetric_empty(world, (1,), torch.int32, local_world_size=local_world_size)
+    slot = 2
+
+    def body(rank):
+        h = data[rank]
+        _late(rank, late)
+        out = torch.full((epochs,), -1, dtype=torch.int32)
+        k.epoch_barrier_remote[(1,)](out, h.tensor, h.remote_ptrs, h.signal_pad, h.signal_pad_remote_ptrs, rank, slot,
+                                     epochs, world, sim.SIM_PAD_SLOTS)
+        return out
+
+    outs = sim.run(body, world, timeout=timeout)
+    sums = torch.tensor([sum(10 * e + r for r in range(world)) for e in range(1, epochs + 1)], dtype=torch.int32)
+    for rank, out in enumerate(outs):
+        assert torch.equal(out, sums), f"rank {rank} summed {out.tolist()}, not {sums.tolist()}"
+    expected = torch.zeros(sim.SIM_PAD_SLOTS, dtype=torch.int32)
+    expected[slot] = 2 * epochs
+    for rank, h in enumerate(data):
+        assert torch.equal(h.signal_pad, expected), f"rank {rank}'s flags end at {h.signal_pad.tolist()}"
+
+
+def check_remote_wait_with_a_reset(k, world, *, local_world_size, timeout=TIMEOUT):
+    """Ranks 1.. (late) set their own flag to 5; rank 0 sets its own, then waits for every flag > 0 with
+    reset=0 (the remote ones reset by a put): it returns, and every flag ends at 0."""
+    handles = sim.symmetric_empty(world, (1,), torch.int32, local_world_size=local_world_size)
+    slot = 4
+
+    def body(rank):
+        h = handles[rank]
+        _late(rank, 1)
+        k.set_own_flag[(1,)](h.signal_pad, h.signal_pad_remote_ptrs, rank, slot, 5, sim.SIM_PAD_SLOTS)
+        if rank == 0:
+            k.wait_all_remote[(1,)](h.signal_pad, h.signal_pad_remote_ptrs, slot, 0, world, sim.SIM_PAD_SLOTS)
+
+    sim.run(body, world, timeout=timeout)
+    for rank, h in enumerate(handles):
+        assert not h.signal_pad.any(), f"rank {rank}'s flags end at {h.signal_pad.tolist()}"
