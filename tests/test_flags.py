@@ -7,13 +7,17 @@ reset=None that resets): the check must then fail, by an assertion or by the sim
 """
 
 import re
+import time
+from pathlib import Path
 
 import pytest
+import torch
 
 import castpile
 from castpile.compiler.contract import WAIT_COMPARISONS
 from castpile.gpu import sim
 from compile_sm90 import Job, compile_for_sm90, signature
+from testkit import import_file
 from testkit.flags import (BLOCK, KERNELS, REMOTE_KERNELS, SLOTS, check_counter_barrier,
                            check_epoch_flags_read_by_several_ranks, check_every_comparison, check_remote_epoch_barrier,
                            check_remote_wait_with_a_reset, kernels, remote_kernels)
@@ -56,6 +60,45 @@ def test_remote_epoch_flags_read_over_nvshmem(world, lws, late, strategy, tmp_pa
 @pytest.mark.parametrize(("world", "lws"), [(2, 1), (3, 2), (4, 1)])
 def test_remote_wait_with_a_comparison_and_a_reset(world, lws, tmp_path):
     check_remote_wait_with_a_reset(remote_kernels("loop", tmp_path), world, local_world_size=lws)
+
+
+# samples/epoch_queue.py: rank 0 sends `count` rows to each other rank through a ring of Q slots.
+EPOCH_QUEUE = Path(__file__).resolve().parents[1] / "samples" / "epoch_queue.py"
+
+
+@pytest.mark.parametrize("strategy", castpile.STRATEGIES)
+@pytest.mark.parametrize(("world", "late"), [(2, 1), (3, 2), (4, 1)])
+def test_the_epoch_queue_sample_delivers_every_row_in_order(world, late, strategy, tmp_path):
+    path = tmp_path / f"epoch_queue_{strategy}.py"
+    path.write_bytes(castpile.transpile(EPOCH_QUEUE.read_bytes(), str(EPOCH_QUEUE), strategy=strategy))
+    queue = import_file(path, f"epoch_queue_{strategy}")
+    q, count, n, block = 2, 5, 6, 8
+    rings = sim.symmetric_scratch(world, (q, n), torch.float32)
+    pads = sim.symmetric_scratch(world, (q + world,), torch.int32)
+    rows = {c: torch.arange(count * n, dtype=torch.float32).reshape(count, n) + 100 * c for c in range(1, world)}
+
+    def body(rank):
+        ring, pad = rings[rank], pads[rank]
+        if rank == late:
+            time.sleep(0.3)
+        if rank == 0:
+            for consumer in range(1, world):
+                queue.produce[(1,)](rows[consumer], ring.tensor, ring.ptrs, pad.tensor, pad.ptrs, consumer, count, n,
+                                    q, block)
+            return None
+        out = torch.full((count, n), float("nan"))
+        queue.consume[(1,)](out, ring.tensor, pad.tensor, pad.ptrs, 0, rank, count, n, q, block)
+        return out
+
+    outs = sim.run(body, world, timeout=90)
+    for consumer in range(1, world):
+        assert torch.equal(outs[consumer], rows[consumer]), f"rank {consumer} received {outs[consumer].tolist()}"
+        epochs = torch.zeros(q + world, dtype=torch.int32)
+        epochs[:q] = torch.tensor([len(range(slot, count, q)) for slot in range(q)])
+        assert torch.equal(pads[consumer].tensor, epochs), f"rank {consumer}'s flags: {pads[consumer].tensor.tolist()}"
+    acks = torch.zeros(q + world, dtype=torch.int32)
+    acks[q + 1:] = count
+    assert torch.equal(pads[0].tensor, acks), f"the producer's flags: {pads[0].tensor.tolist()}"
 
 
 # -- the checks fail when a helper is broken --------------------------------------------------

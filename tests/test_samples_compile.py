@@ -44,6 +44,10 @@ KERNELS = [
      {"keys": "*i32", "n": I32, "dev_ptrs": P, "NBINS": I32, "WORLD": 4, "BLOCK": 256}),
     ("atomics", "peak", {"x": "*fp32", "n": I32, "dev_ptrs": P, "WORLD": 8, "BLOCK": 256}),
     ("atomics", "claim", {"owners_out": "*i32", "dev_ptrs": P, "slot": I32, "ticket": I32, "WORLD": 4}),
+    ("epoch_queue", "produce", {"src": "*fp32", "ring": "*fp32", "ring_ptrs": P, "pad": "*i32", "pad_ptrs": P,
+                                "consumer": I32, "count": I32, "n": I32, "Q": 4, "BLOCK": 256}),
+    ("epoch_queue", "consume", {"out": "*bf16", "ring": "*bf16", "pad": "*i32", "pad_ptrs": P, "producer": I32,
+                                "rank": I32, "count": I32, "n": I32, "Q": 2, "BLOCK": 512}),
 ]
 
 
