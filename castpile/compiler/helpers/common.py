@@ -219,7 +219,8 @@ def _castpile_wait_flags(ptrs, value=1, reset=0, mask=None, cmp: tl.constexpr = 
         seen = tl.atomic_add(ptrs, tl.zeros(ptrs.shape, dtype), mask=pending, sem=sem, scope=scope)
         arrived = pending & _castpile_holds(seen, cmp, value)
         if reset is not None:
-            fresh = tl.cast(reset, dtype) + tl.zeros(ptrs.shape, dtype)
-            old = tl.atomic_cas(targets, tl.where(arrived, seen, fresh), fresh, sem=sem, scope=scope)
-            arrived = arrived & (old == seen)
+            if _castpile_any(arrived):  # polls that see nothing new touch the flags once, not twice
+                fresh = tl.cast(reset, dtype) + tl.zeros(ptrs.shape, dtype)
+                old = tl.atomic_cas(targets, tl.where(arrived, seen, fresh), fresh, sem=sem, scope=scope)
+                arrived = arrived & (old == seen)
         pending = pending & ~arrived
