@@ -70,13 +70,16 @@ CALL_PARAMS = {
     "tl_store": ("value", "mask"),
     "atomic": ("val", "mask", "sem", "scope"),
     "cas": ("cmp", "val", "sem", "scope"),
-    "signal": ("value", "wait_for", "sem", "scope", "mask"),
-    "wait": ("value", "sem", "scope", "reset", "mask"),
+    "signal": ("value", "wait_for", "sem", "scope", "mask", "op"),
+    "wait": ("value", "cmp", "sem", "scope", "reset", "mask"),
 }
 EXTRAS = {"tl_load": ("eviction_policy", "cache_modifier", "volatile"), "tl_store": ("eviction_policy", "cache_modifier")}
 SEMS = {"atomic": ("relaxed", "acq_rel"), "cas": ("relaxed", "acq_rel"), "signal": ("release", "relaxed"),
         "wait": ("acquire", "relaxed")}
 MASKED_SLOTS = ("mask", "other", "value", "val", "cmp", "wait_for", "reset")  # slots an effect may sit in
+# wait's cmp=: where each comparison holds, as an offset from value= (the flags are preset there): at the
+# boundary where equality satisfies it.
+WAIT_HOLDS = {"eq": 0, "ne": 3, "ge": 0, "gt": 2, "le": 0, "lt": -1}
 
 # The spellings beyond v1's that the generator can use, by name: cases(features=...) takes a set of
 # these keys (tests/test_fuzz_semantics.py leaves out those with an open bug).
@@ -108,6 +111,8 @@ FEATURES = {
     "mask_forms": "mask=None, a run-time scalar mask; signal with a mask",
     "constexpr_masks": "mask=EVEN, a tl.constexpr",
     "signal_wait_for": "castpile.signal with wait_for= (flags set to wait_for first)",
+    "flag_ops": "castpile.wait with cmp= (flags preset where the comparison holds) and reset=None (flags left as "
+                "they are); castpile.signal with op=\"set\" or op=\"add\" (v1.2)",
     "continued": "statements continued inside brackets (with comments), joined with ';'",
     "backslashes": "statements continued with a backslash: bufs[i] += \\ and the value on the next line",
 }
@@ -161,6 +166,8 @@ class Case:
     shift: int = 0  # added to every buffer's values: all negative or all positive, a max or min shows any stray 0
     flag: int | None = None  # wait: ``value=`` (None: the default, 1)
     reset: int | None = None  # wait: ``reset=`` (None: the default, 0)
+    wait_cmp: str | None = None  # wait: ``cmp=`` (None: the default, "eq")
+    reset_none: bool = False  # wait: ``reset=None`` written (the flags are left as they are)
     data: dict = field(default_factory=dict, repr=False)
     # -- the binding
     rank: int = 0  # peer, peer0d: the table entry of the one buffer
@@ -181,6 +188,7 @@ class Case:
     scope: str | None = None
     signal_value: int | None = 7  # signal: ``value=`` (None: the default, 1)
     wait_for: int | None = None  # signal: ``wait_for=``
+    signal_op: str | None = None  # signal: ``op=`` (None: the default, "set")
     effects: tuple[str, ...] = ()  # slots (MASKED_SLOTS, "index<d>") holding ``tl.atomic_add(ctr, 1)``
     mask_form: str = "tensor"  # "tensor", "constexpr" (EVEN), "none" (mask=None), "scalar" (ms != 0)
     mask_on: bool = True  # constexpr, scalar: the mask's value
@@ -264,9 +272,11 @@ def _call_slots(draw, case: Case, on) -> None:
     if kind == "signal":
         present |= {"value"} if case.signal_value is not None else set()
         present |= {"wait_for"} if case.wait_for is not None else set()
+        present |= {"op"} if case.signal_op is not None else set()
     if kind == "wait":
         present |= {"value"} if case.flag is not None else set()
-        present |= {"reset"} if case.reset is not None else set()
+        present |= {"cmp"} if case.wait_cmp is not None else set()
+        present |= {"reset"} if case.reset is not None or case.reset_none else set()
     if on("keyword_orders") and kind in SEMS:
         if draw(st.booleans()):
             case.sem = draw(st.sampled_from(SEMS[kind]))
@@ -300,8 +310,10 @@ def _v1_call(case: Case, kind: str) -> tuple[tuple[str, ...], int]:
     if kind == "cas":
         return ("cmp", "val"), 2
     if kind == "signal":
-        return tuple(s for s, v in (("value", case.signal_value), ("wait_for", case.wait_for)) if v is not None) + mask, 0
-    return tuple(s for s, v in (("value", case.flag), ("reset", case.reset)) if v is not None) + mask, 0
+        given = (("value", case.signal_value), ("wait_for", case.wait_for), ("op", case.signal_op))
+        return tuple(s for s, v in given if v is not None) + mask, 0
+    given = (("value", case.flag), ("cmp", case.wait_cmp), ("reset", True if case.reset_none else case.reset))
+    return tuple(s for s, v in given if v is not None) + mask, 0
 
 
 def call_form(case: Case) -> tuple[tuple[str, ...], int]:
@@ -435,10 +447,15 @@ def cases(draw, contexts=tuple(CONTEXTS), features=frozenset()) -> Case:
     elif context == "wait":
         case.flag = draw(st.sampled_from([None, 5, -3]))
         case.reset = draw(st.sampled_from([None, 2]))
+        if on("flag_ops"):
+            case.wait_cmp = draw(st.sampled_from([None, *WAIT_HOLDS]))
+            case.reset_none = case.reset is None and draw(st.booleans())
     elif context == "signal":
         case.signal_value = draw(st.sampled_from([7, None])) if on("keyword_orders") else 7
         if on("signal_wait_for") and draw(st.booleans()):
             case.wait_for = draw(st.sampled_from([0, -2]))
+        if on("flag_ops") and case.wait_for is None:
+            case.signal_op = draw(st.sampled_from([None, "set", "add"]))
     takes_mask = context in ("tl_load", "tl_store") or (context == "reduce" and case.reduced == "tl_load")
     takes_mask = takes_mask or (context in ("atomic", "wait") and draw(st.booleans()))
     takes_mask = takes_mask or (context == "signal" and on("mask_forms") and draw(st.booleans()))
@@ -545,7 +562,9 @@ def _effects(draw, case: Case, on) -> tuple[str, ...]:
     effects_reordered, call arguments with effects are written in the call's parameter order."""
     slots = [] if case.tile == "plain" else [f"index{d}" for d in range(len(case.indices))]
     args = call_form(case)[0] if _is_call(case) else ()
-    args = [s for s in args if s in MASKED_SLOTS and not (s == "mask" and case.mask_form != "tensor")]
+    literal = {"cmp"} if case.context == "wait" else set()  # wait's cmp= is a string literal
+    literal |= {"reset"} if case.reset_none else set()
+    args = [s for s in args if s in MASKED_SLOTS and s not in literal and not (s == "mask" and case.mask_form != "tensor")]
     if case.context in ("store", "aug"):
         slots.append("value")
     chosen = [s for s in slots + args if draw(st.integers(0, 3)) == 0][:3]
@@ -678,7 +697,10 @@ def make_data(case: Case) -> dict:
     k = effect_positions(case)
     if case.context == "wait" or case.wait_for is not None:
         offs, bounds, user = _lanes(case, mk)
-        preset = case.flag_value + k.get("value", 0) if case.context == "wait" else case.wait_for + k.get("wait_for", 0)
+        if case.context == "wait":
+            preset = case.flag_value + k.get("value", 0) + WAIT_HOLDS[case.wait_cmp or "eq"]
+        else:
+            preset = case.wait_for + k.get("wait_for", 0)
         for buf in bufs:
             buf[base + offs[bounds & user]] = preset
     return {
@@ -780,6 +802,7 @@ def expected(case: Case, data: dict) -> Expected:
     res = torch.full(full, other, dtype=dt).reshape(len(case.entries), -1)
     defined = torch.full_like(res, case.context in ("load", "tl_load"), dtype=torch.bool)
     cmp = case.cmp + k.get("cmp", 0)
+    adds = (case.context == "atomic" and case.op != "xchg") or (case.context == "signal" and case.signal_op == "add")
     lanes = flat_inb.nonzero().reshape(-1)
     where = base + flat_offs[lanes]
     for p, e in enumerate(case.entries):
@@ -794,10 +817,12 @@ def expected(case: Case, data: dict) -> Expected:
             continue
         for element in where.unique().tolist():
             at = (where == element).nonzero().reshape(-1)
-            if case.context == "atomic" and case.op != "xchg":  # commutative: every lane's operand applies
+            if adds:  # commutative: every lane's operand applies
+                operands = v[p, lanes] if case.context == "atomic" else new - old
                 value = old[at[0]]
                 for lane in at.tolist():
-                    value = _apply(case.op, value.reshape(1), v[p, lanes][lane].reshape(1))[0]
+                    value = _apply(case.op if case.context == "atomic" else "add", value.reshape(1),
+                                   operands[lane].reshape(1))[0]
                 bufs[e][element] = value
             else:
                 admissible = {x.item() for x in new[at]}
@@ -822,7 +847,7 @@ def _stored(case: Case, old: torch.Tensor, v: torch.Tensor, cmp: int, k: dict[st
         return torch.where(old == cmp, v, old)
     if c == "signal":
         value = 1 if case.signal_value is None else case.signal_value
-        return torch.full_like(old, value + k.get("value", 0))
-    if c == "wait":
+        return (old if case.signal_op == "add" else torch.zeros_like(old)) + value + k.get("value", 0)
+    if c == "wait" and not case.reset_none:
         return torch.full_like(old, case.reset_value + k.get("reset", 0))
     return None

@@ -186,9 +186,11 @@ def _access(case: Case, body: list[str]) -> str:
     if c == "signal":
         texts["value"] = _with_effect(case, "value", str(case.signal_value))
         texts["wait_for"] = _with_effect(case, "wait_for", str(case.wait_for))
+        texts["op"] = f'"{case.signal_op}"'
     if c == "wait":
         texts["value"] = _with_effect(case, "value", str(case.flag))
-        texts["reset"] = _with_effect(case, "reset", str(case.reset))
+        texts["cmp"] = f'"{case.wait_cmp}"'
+        texts["reset"] = "None" if case.reset_none else _with_effect(case, "reset", str(case.reset))
     if c == "load":
         return f"x = {idx}"
     if c == "store":

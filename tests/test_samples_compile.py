@@ -51,6 +51,10 @@ KERNELS = [
                                           "chunk": I32, "WORLD": 4, "BLOCK": 1024}),
     ("ring_allreduce", "ring_allreduce", {"x": "*fp32", "buf_ptrs": P, "pad_ptrs": P, "flags": "*i32", "rank": I32,
                                           "chunk": I32, "WORLD": 3, "BLOCK": 256}),
+    ("epoch_queue", "produce", {"src": "*fp32", "ring": "*fp32", "ring_ptrs": P, "pad": "*i32", "pad_ptrs": P,
+                                "consumer": I32, "count": I32, "n": I32, "Q": 4, "BLOCK": 256}),
+    ("epoch_queue", "consume", {"out": "*bf16", "ring": "*bf16", "pad": "*i32", "pad_ptrs": P, "producer": I32,
+                                "rank": I32, "count": I32, "n": I32, "Q": 2, "BLOCK": 512}),
 ]
 # jit functions that are no kernels (their parameters take multicast tensors): compiled through their callers.
 CALLED_ONLY = {("fused_rs_rmsnorm_ag", "reduce_row"), ("fused_rs_rmsnorm_ag", "broadcast_row")}

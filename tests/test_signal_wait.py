@@ -48,7 +48,7 @@ def test_two_signals_in_a_row_with_wait_for_are_both_received(strategy, scalar, 
 SIGNAL_DOES_NOTHING = ("_castpile_signal", '    """Set every', '    return\n    """Set every')
 SIGNAL_IGNORES_WAIT_FOR = ("_castpile_signal", "if wait_for is None:", "if True:")
 WAIT_DOES_NOTHING = ("_castpile_wait_flags", '    """Spin until', '    return\n    """Spin until')
-WAIT_DOES_NOT_WAIT = ("_castpile_wait_flags", "arrived = pending & (seen == tl.cast(value, dtype))", "arrived = pending")
+WAIT_DOES_NOT_WAIT = ("_castpile_wait_flags", "arrived = pending & _castpile_holds(seen, cmp, value)", "arrived = pending")
 # No give-up below: with a broken wait rank 0 finishes first, so the late ranks need none, and
 # the order the check relies on is certain.
 FOREVER = float("inf")

@@ -28,10 +28,13 @@ from .contract import (
     REDUCTION_PARAMS,
     REDUCTIONS,
     REQUIRED,
+    SIGNAL_OPS,
+    WAIT_COMPARISONS,
     argument_positions,
     constexpr_ok,
     literal_bool,
     literal_int,
+    literal_string,
 )
 from .passing import Helpers
 from .plan import Access, AugStore, Binding, CallOn, Load, Plan, Reduction, Step, Store
@@ -160,6 +163,8 @@ class _ModuleAnalyser(TargetChecks):
         if access is None and op != "wait":
             self.plan.error(node.args[0].value, diagnostics.NEEDS_AN_ACCESS, call=f"castpile.{op}")
             return
+        if op in ("signal", "wait") and not self._flag_keywords(node, op, positions, access):
+            wrong = True
         if wrong:
             return
         if access is not None:
@@ -177,6 +182,32 @@ class _ModuleAnalyser(TargetChecks):
             return
         impure = self._impure_arguments(node, positions)
         self.plan.uses[node] = CallOn(node, op, access, positions, result_used=used, impure=impure)
+
+    def _flag_keywords(self, node: cst.Call, op: str, positions: dict[str, int], access: Access | None) -> bool:
+        """Whether ``castpile.wait``'s ``cmp=`` and ``castpile.signal``'s ``op=`` are string literals among the
+        allowed ones (Triton takes them as constexprs), and ``op="add"`` comes without ``wait_for=`` and not on a
+        ``remote=`` binding; each problem reported."""
+        keyword, allowed = ("cmp", WAIT_COMPARISONS) if op == "wait" else ("op", SIGNAL_OPS)
+        if keyword not in positions:
+            return True
+        value = node.args[positions[keyword]].value
+        given = literal_string(value)
+        if given not in allowed:
+            spelled = ", ".join(f'"{name}"' for name in allowed)
+            if op == "wait":
+                self.plan.error(value, diagnostics.WAIT_CMP, allowed=spelled)
+            else:
+                self.plan.error(value, diagnostics.SIGNAL_OP, allowed=spelled)
+            return False
+        if given != "add":
+            return True
+        if "wait_for" in positions:
+            self.plan.error(node.args[positions["wait_for"]].value, diagnostics.ADD_WITH_WAIT_FOR)
+            return False
+        if access is not None and access.binding.remote is not None:
+            self.plan.error(value, diagnostics.REMOTE_SIGNAL_ADD, name=access.binding.name)
+            return False
+        return True
 
     def _reduction(self, node: cst.Call, op: str, method: bool) -> None:
         """``tl.sum/max/min(X, axis=0)`` or ``X.sum/max/min(axis=0)``, X an access or a ``tl.load`` of one taken

@@ -66,7 +66,7 @@ OPTIONS = {
     "load": ("cache_modifier", "eviction_policy", "volatile"),
     "store": ("cache_modifier", "eviction_policy"),
     "atomic_cas": ("sem", "scope"),
-    "signal": ("sem", "scope"),
-    "wait": ("sem", "scope"),
+    "signal": ("op", "sem", "scope"),
+    "wait": ("cmp", "sem", "scope"),
     **{name: ("sem", "scope") for name in ATOMICS},
 }

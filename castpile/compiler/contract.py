@@ -25,11 +25,16 @@ CALL_PARAMS = {  # positional parameter names after the pointer, per call
     "load": ("mask", "other", "boundary_check", "padding_option", "cache_modifier", "eviction_policy", "volatile"),
     "store": ("value", "mask", "boundary_check", "cache_modifier", "eviction_policy"),
     "atomic_cas": ("cmp", "val", "sem", "scope"),
-    "signal": ("value", "wait_for", "sem", "scope", "mask"),
-    "wait": ("value", "sem", "scope", "reset", "mask"),
+    "signal": ("value", "wait_for", "sem", "scope", "mask", "op"),
+    "wait": ("value", "cmp", "sem", "scope", "reset", "mask"),
     **{name: ("val", "mask", "sem", "scope") for name in ATOMICS},
 }
 REQUIRED = {"store": ("value",), "atomic_cas": ("cmp", "val"), **{name: ("val",) for name in ATOMICS}}
+WAIT_COMPARISONS = ("eq", "ne", "ge", "gt", "le", "lt")
+"""What ``castpile.wait(..., cmp=)`` may name: the flag on the left (``"ge"``: until flag >= value), as NVSHMEM's
+``signal_wait_until``."""
+SIGNAL_OPS = ("set", "add")
+"""What ``castpile.signal(..., op=)`` may name: an atomic exchange (or, with ``wait_for``, a compare-and-swap), or add."""
 BINDING_PARAMS = ("example", "ptr_tile", "shape", "strides", "ptr_mask")
 BINDING_KEYWORDS = BINDING_PARAMS + ("align", "remote")
 TRITON_DTYPES = (
@@ -103,4 +108,11 @@ def literal_int(node: cst.BaseExpression | None) -> int | None:
     """The value of an integer literal, else ``None``."""
     if isinstance(node, cst.Integer):
         return int(node.evaluated_value)
+    return None
+
+
+def literal_string(node: cst.BaseExpression | None) -> str | None:
+    """The value of a (non-bytes, non-f) string literal, else ``None``."""
+    if isinstance(node, cst.SimpleString) and isinstance(node.evaluated_value, str):
+        return node.evaluated_value
     return None

@@ -173,6 +173,16 @@ DTYPE_TILE_CAS = Message(
     "E412", "{what} on '{name}': its binding's example is a dtype and its tile a tensor, which names no memory for the "
     "compare-and-swap's masked-off lanes (they swap a value for itself at the example)", "pass a pointer of that type "
     "as example, or bind table[r] or table[lo:hi]")
+WAIT_CMP = Message("E413", "castpile.wait: cmp= must be one of the string literals {allowed} (the flag on the left: "
+                   "cmp=\"ge\" waits until flag >= value)")
+SIGNAL_OP = Message("E414", "castpile.signal: op= must be one of the string literals {allowed}")
+ADD_WITH_WAIT_FOR = Message(
+    "E415", "castpile.signal: op=\"add\" takes no wait_for= (an add never waits for a value)",
+    "signal with op=\"set\" and wait_for=, or let the waiting side wait with cmp=\"ge\" on a count")
+REMOTE_SIGNAL_ADD = Message(
+    "E416", "castpile.signal(op=\"add\") on '{name}', a remote= binding: NVSHMEM's signal_op adds to 64-bit words only "
+    "and castpile's flags have the binding's type (signal pads are int32), and a get-add-put would not be atomic",
+    "use op=\"set\", or a binding without remote= for peers in one NVLink domain")
 
 # ---- E5xx names ------------------------------------------------------------------------------------
 OUTSIDE_JIT = Message("E501", "{call} is only valid inside a @triton.jit function")

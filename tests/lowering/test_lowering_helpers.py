@@ -43,8 +43,8 @@ HELPERS = [
     ),
     (
         "castpile.wait(ptrs + offs)\n",
-        {"wait_flags", "lane_mask", "any"},
-        {"wait_flags", "lane_mask", "any"},
+        {"wait_flags", "lane_mask", "any", "anchored", "holds"},
+        {"wait_flags", "lane_mask", "any", "anchored", "holds"},
     ),
 ]
 

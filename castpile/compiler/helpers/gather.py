@@ -152,16 +152,19 @@ def _castpile_atomic_cas_gather(src, count: tl.constexpr, smask, example, offs, 
 
 @triton.jit
 def _castpile_signal(src, count: tl.constexpr, smask, example, offs, bounds, value=1, wait_for=None, mask=None,
-                     sem: tl.constexpr = tl.constexpr("release"), scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None):
-    """Set every addressed flag to ``value``.
+                     op: tl.constexpr = tl.constexpr("set"), sem: tl.constexpr = tl.constexpr("release"),
+                     scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None):
+    """Set every addressed flag to ``value`` (``op="add"``: add ``value`` to it).
 
-    Without ``wait_for``: one atomic exchange.  With it: a compare-and-swap
-    ``wait_for`` -> ``value``, retried on the lanes that have not succeeded yet
+    ``op="add"``: one atomic add.  Otherwise, without ``wait_for``: one atomic exchange.  With it: a
+    compare-and-swap ``wait_for`` -> ``value``, retried on the lanes that have not succeeded yet
     (lanes that succeeded are masked off and stop touching their flag).
     """
     ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
     dtype = example.dtype.element_ty
-    if wait_for is None:
+    if op == "add":
+        tl.atomic_add(ptrs, _castpile_full(value, ptrs, example), mask=valid, sem=sem, scope=scope)
+    elif wait_for is None:
         tl.atomic_xchg(ptrs, tl.cast(value, dtype), mask=valid, sem=sem, scope=scope)
     else:
         pending = valid
@@ -172,7 +175,8 @@ def _castpile_signal(src, count: tl.constexpr, smask, example, offs, bounds, val
 
 @triton.jit
 def _castpile_wait(src, count: tl.constexpr, smask, example, offs, bounds, value=1, reset=0, mask=None,
-                   sem: tl.constexpr = tl.constexpr("acquire"), scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None):
+                   cmp: tl.constexpr = tl.constexpr("eq"), sem: tl.constexpr = tl.constexpr("acquire"),
+                   scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None):
     """``castpile.wait`` on a multicast access."""
     ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
-    _castpile_wait_flags(ptrs, value, reset, valid, sem, scope)
+    _castpile_wait_flags(ptrs, value, reset, valid, cmp, sem, scope)

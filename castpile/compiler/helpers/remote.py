@@ -10,8 +10,9 @@ import triton
 import triton.language as tl
 
 from .common import (
-    _castpile_cas, _castpile_entry_valid, _castpile_fits, _castpile_full, _castpile_lane_mask, _castpile_offsets,
-    _castpile_positions, _castpile_prepend, _castpile_slice, _castpile_stack_shape, _castpile_wait_flags, _castpile_zeros,
+    _castpile_cas, _castpile_entry_valid, _castpile_fits, _castpile_full, _castpile_holds, _castpile_lane_mask,
+    _castpile_offsets, _castpile_positions, _castpile_prepend, _castpile_slice, _castpile_stack_shape,
+    _castpile_wait_flags, _castpile_zeros,
 )
 from .reduction import _castpile_fold, _castpile_folded
 
@@ -304,22 +305,23 @@ def _castpile_signal_remote(src, count: tl.constexpr, smask, example, offs, boun
 
 @triton.jit
 def _castpile_wait_remote(src, count: tl.constexpr, smask, example, offs, bounds, table, value=1, reset=0, mask=None,
-                          sem: tl.constexpr = tl.constexpr("acquire"), scope: tl.constexpr = tl.constexpr("sys"),
-                          align: tl.constexpr = None):
-    """``castpile.wait`` one buffer at a time; a remote flag is polled by gets and reset by a put."""
+                          cmp: tl.constexpr = tl.constexpr("eq"), sem: tl.constexpr = tl.constexpr("acquire"),
+                          scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None):
+    """``castpile.wait`` one buffer at a time; a remote flag is polled by gets until ``flag cmp value`` holds and
+    reset by a put (none when ``reset`` is ``None``)."""
     offs = _castpile_offsets(offs)
     flat = _castpile_flat(offs)  # flat: a spin needs a 1-D tensor to reduce
-    dtype = example.dtype.element_ty
     for p in tl.static_range(count):
         addr, pe = _castpile_remote_entry(src, p)
         lanes = _castpile_flat(_castpile_lane_mask(_castpile_entry_valid(smask, p), bounds, offs, mask))
         if pe < 0:
-            _castpile_wait_flags(_castpile_address(addr, example, align) + flat, value, reset, lanes, sem, scope)
+            _castpile_wait_flags(_castpile_address(addr, example, align) + flat, value, reset, lanes, cmp, sem, scope)
         else:
             pending = lanes
             while tl.sum(pending.to(tl.int32)) > 0:
                 seen = _castpile_remote_get(addr, pe, example, table, flat, pending, None)
-                arrived = pending & (seen == tl.cast(value, dtype))
-                _castpile_remote_put(addr, pe, example, table, flat, arrived, reset)
+                arrived = pending & _castpile_holds(seen, cmp, value)
+                if reset is not None:
+                    _castpile_remote_put(addr, pe, example, table, flat, arrived, reset)
                 pending = pending & ~arrived
             _castpile_nvshmem.quiet()

@@ -261,19 +261,57 @@ def _castpile_any(lanes):
 
 
 @triton.jit
-def _castpile_wait_flags(ptrs, value=1, reset=0, mask=None, sem: tl.constexpr = tl.constexpr("acquire"),
-                         scope: tl.constexpr = tl.constexpr("sys")):
-    """Spin until every flag at ``ptrs`` equals ``value``, then set it to ``reset``.
+def _castpile_holds(flags, CMP: tl.constexpr, value):
+    """Whether ``flags CMP value`` holds, lane by lane (the flag on the left: ``"ge"`` is ``flags >= value``)."""
+    value = tl.cast(value, flags.dtype)
+    if CMP == "eq":
+        return flags == value
+    elif CMP == "ne":
+        return flags != value
+    elif CMP == "ge":
+        return flags >= value
+    elif CMP == "gt":
+        return flags > value
+    elif CMP == "le":
+        return flags <= value
+    else:
+        return flags < value
 
-    A lane reads its flag with an atomic (``sem``, ``scope``) until it sees
-    ``value``, resets it and is masked off from then on.
+
+@triton.jit
+def _castpile_anchored(ptrs, live):
+    """``ptrs`` with each lane that is not ``live`` pointed at a live lane's flag (a scalar is its own).
+
+    A compare-and-swap of a value for itself never changes memory, so such lanes may take part in one
+    (``tl.atomic_cas`` has no mask) wherever they point, as long as it is memory the kernel may touch.
+    """
+    if len(ptrs.shape) == 0:
+        return ptrs
+    else:
+        anchor = tl.max(tl.where(live, ptrs.to(tl.int64), 0))
+        return tl.where(live, ptrs, anchor.to(ptrs.dtype))
+
+
+@triton.jit
+def _castpile_wait_flags(ptrs, value=1, reset=0, mask=None, cmp: tl.constexpr = tl.constexpr("eq"),
+                         sem: tl.constexpr = tl.constexpr("acquire"), scope: tl.constexpr = tl.constexpr("sys")):
+    """Spin until every flag at ``ptrs`` satisfies ``flag cmp value``, then set it to ``reset`` (``None``: leave it).
+
+    A lane reads its flag with an atomic (``sem``, ``scope``) until the value it sees satisfies the
+    comparison, then resets it by a compare-and-swap from that value (a flag that moved in between is
+    read and tested again), and is masked off from then on.  The one spin loop of every wait.
     """
     dtype = ptrs.dtype.element_ty
     pending = _castpile_lane_mask(True, mask, ptrs)
+    targets = _castpile_anchored(ptrs, pending)
     while _castpile_any(pending):
         seen = tl.atomic_add(ptrs, tl.zeros(ptrs.shape, dtype), mask=pending, sem=sem, scope=scope)
-        arrived = pending & (seen == tl.cast(value, dtype))
-        tl.atomic_xchg(ptrs, tl.cast(reset, dtype) + tl.zeros(ptrs.shape, dtype), mask=arrived, sem=sem, scope=scope)
+        arrived = pending & _castpile_holds(seen, cmp, value)
+        if reset is not None:
+            if _castpile_any(arrived):  # polls that see nothing new touch the flags once, not twice
+                fresh = tl.cast(reset, dtype) + tl.zeros(ptrs.shape, dtype)
+                old = tl.atomic_cas(targets, tl.where(arrived, seen, fresh), fresh, sem=sem, scope=scope)
+                arrived = arrived & (old == seen)
         pending = pending & ~arrived
 
 
@@ -317,16 +355,19 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, ali
 
 @triton.jit
 def _castpile_signal(src, count: tl.constexpr, smask, example, offs, bounds, value=1, wait_for=None, mask=None,
-                     sem: tl.constexpr = tl.constexpr("release"), scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None):
-    """Set every addressed flag to ``value``.
+                     op: tl.constexpr = tl.constexpr("set"), sem: tl.constexpr = tl.constexpr("release"),
+                     scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None):
+    """Set every addressed flag to ``value`` (``op="add"``: add ``value`` to it).
 
-    Without ``wait_for``: one atomic exchange.  With it: a compare-and-swap
-    ``wait_for`` -> ``value``, retried on the lanes that have not succeeded yet
+    ``op="add"``: one atomic add.  Otherwise, without ``wait_for``: one atomic exchange.  With it: a
+    compare-and-swap ``wait_for`` -> ``value``, retried on the lanes that have not succeeded yet
     (lanes that succeeded are masked off and stop touching their flag).
     """
     ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
     dtype = example.dtype.element_ty
-    if wait_for is None:
+    if op == "add":
+        tl.atomic_add(ptrs, _castpile_full(value, ptrs, example), mask=valid, sem=sem, scope=scope)
+    elif wait_for is None:
         tl.atomic_xchg(ptrs, tl.cast(value, dtype), mask=valid, sem=sem, scope=scope)
     else:
         pending = valid
