@@ -28,6 +28,7 @@ a CLI output) goes to ``triton.jit`` as it is.
 from __future__ import annotations
 
 import ast
+import functools
 import linecache
 import types
 
@@ -73,6 +74,12 @@ def _user_source(fn) -> tuple[str, str]:
     return path, text
 
 
+@functools.lru_cache(maxsize=16)
+def _parsed(text: str, path: str) -> ast.Module:
+    """``text`` parsed (once: a file's kernels are decorated one after another); never modified."""
+    return ast.parse(text, path)
+
+
 def _kernel_def(tree: ast.Module, fn) -> ast.FunctionDef | None:
     """The ``def`` of ``fn`` in ``tree``: its name, and its first decorator's line (or its own) where ``fn``'s code starts."""
     for node in ast.walk(tree):
@@ -97,7 +104,7 @@ def _prepared(fn):
     path, text = _user_source(fn)
     if _ALREADY_TRANSPILED in text:
         return None
-    tree = ast.parse(text, path)
+    tree = _parsed(text, path)
     kernel = _kernel_def(tree, fn)
     if kernel is None:
         raise _error(path, fn.__code__.co_firstlineno, f"castpile.jit cannot find the def of {fn.__name__} at this "
@@ -164,7 +171,7 @@ def _transpile(fn, path: str, text: str, span: tuple[int, int]) -> tuple[str, st
         except TranspileError as error:
             inside = [d for d in error.diagnostics if span[0] <= d.line <= span[1]]
             blanked = None if inside else _blanked(text, path, {d.line for d in error.diagnostics}, span)
-            if blanked is None:
+            if blanked is None or blanked == text:
                 raise TranspileError(inside or error.diagnostics) from None
             text = blanked
 
@@ -173,7 +180,7 @@ def _blanked(text: str, path: str, lines: set[int], span: tuple[int, int]) -> st
     """``text`` with the outermost statement around each of ``lines`` that leaves the kernel's ``span``
     alone turned into ``pass`` (every line kept); None where some line has no such statement."""
     out = text.splitlines(keepends=True)
-    tree = ast.parse(text, path)
+    tree = _parsed(text, path)
     for line in lines:
         statement = _outermost(tree, line, span)
         if statement is None:

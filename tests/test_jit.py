@@ -46,6 +46,12 @@ def test_a_module_kernel_is_what_triton_jit_gives_and_runs():
     assert all(torch.equal(b, out) for b in bufs)
 
 
+def test_a_kernel_under_heuristics_calls_a_function_defined_after_it():
+    bufs, table, out = stacks()
+    kernels_jit.sum_plus_one[(1,)](out, table, 10, W=3)
+    assert torch.equal(out, torch.stack(bufs).sum(dim=0) + 1)
+
+
 def test_inspect_finds_the_transpiled_text_at_the_users_lines():
     fn = kernels_jit.scaled_sum.fn
     text = inspect.getsource(fn)
@@ -217,7 +223,8 @@ def test_the_jit_kernels_compile_for_sm90(tmp_path):
     cells = tmp_path / "cells.py"
     cells.write_text(CELL + SECOND_CELL + MIXED_CELL)
     constexprs = {"W": 3, "BLOCK": 16}
-    jobs = [Job(HERE / "kernels_jit.py", name, SIGNATURE, constexprs) for name in ("scaled_sum", "broadcast")]
+    jobs = [Job(HERE / "kernels_jit.py", name, SIGNATURE, constexprs)
+            for name in ("scaled_sum", "broadcast", "sum_plus_one_kernel()")]
     jobs += [Job(cells, name, SIGNATURE, constexprs) for name in ("stack_max", "stack_min", "copy_first")]
     results = compile_for_sm90(jobs, tmp_path)
     failures = {name: r.error for name, r in results.items() if not r.ok}
