@@ -10,22 +10,9 @@ from pathlib import Path
 import pytest
 
 from castpile import cache, cli
+from testkit.cli import STORE, STORE_BINDING, STORE_KERNEL as KERNEL
 
 REPO = Path(__file__).resolve().parents[1]
-KERNEL = """\
-import triton
-import triton.language as tl
-from castpile import multicast_like
-
-
-@triton.jit
-def spread(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
-    bufs = multicast_like(out, table[:W], shape=(n,))
-    offs = tl.arange(0, BLOCK)
-    bufs[offs] = tl.load(out + offs, mask=offs < n)
-"""
-STORE = "    _castpile_store_{}(bufs, W, None, out, offs, (offs >= 0) & (offs < n), tl.load(out + offs, mask=offs < n))"
-"""Line 10 as castpile writes it, by strategy."""
 
 
 def run(argv, capsys):
@@ -53,7 +40,7 @@ def test_show_prints_a_files_output(package, capsys):
     code, out, err = run(["show", package / "plain_k.py"], capsys)
     lines = out.splitlines()
     assert code == 0 and err == ""
-    assert lines[:7] == KERNEL.splitlines()[:7] and lines[7:10] == ["    bufs = table", KERNEL.splitlines()[8], STORE.format("loop")]
+    assert lines[:7] == KERNEL.splitlines()[:7] and lines[7:10] == [STORE_BINDING, KERNEL.splitlines()[8], STORE.format("loop")]
     assert "def _castpile_store_loop(" in out
 
 
@@ -105,7 +92,7 @@ def test_getsource_on_a_hooked_kernel_gives_the_text_that_runs(package, cache_st
         os.chmod(package / "cache", 0o777)
     result = python(package, "-W", "ignore", "-c", GETSOURCE)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == (f"['    bufs = table', '{STORE.format('gather')}']\n"
+    assert result.stdout == (f"['{STORE_BINDING}', '{STORE.format('gather')}']\n"
                              f"6 {cache_state == 'usable'}\nTrue\n")
 
 

@@ -11,26 +11,12 @@ import pytest
 
 from castpile import testing
 from castpile.testing import assert_transpiles_to
+from testkit.cli import STORE, STORE_BINDING, STORE_KERNEL as KERNEL
 
 pytest_plugins = ["pytester"]
 
 REPO = Path(__file__).resolve().parents[1]
 PLAIN = "def add(a, b):\n    return a + b\n"  # no castpile: its output is itself
-KERNEL = """\
-import triton
-import triton.language as tl
-from castpile import multicast_like
-
-
-@triton.jit
-def first(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
-    bufs = multicast_like(out, table[:W], shape=(n,))
-    offs = tl.arange(0, BLOCK)
-    bufs[offs] = tl.load(out + offs, mask=offs < n)
-"""
-REWRITTEN = "    bufs = table\n"  # line 8, as castpile writes it under either strategy
-STORE = "    _castpile_store_{}(bufs, W, None, out, offs, (offs >= 0) & (offs < n), tl.load(out + offs, mask=offs < n))\n"
-"""Line 10 as castpile writes it, with the strategy's helper."""
 # The plugin is loaded by its entry point once castpile is installed with this pyproject; before, by name.
 LOAD_PLUGIN = [] if entry_points(group="pytest11", name="castpile") else ["-p", "castpile.pytest_plugin"]
 
@@ -70,7 +56,7 @@ def test_updating_creates_and_rewrites_the_expected_file_whole(tmp_path, monkeyp
     monkeypatch.setenv(testing.UPDATE_VAR, "1")
     assert_transpiles_to(source, expected)
     created = expected.read_text()
-    assert created.splitlines(keepends=True)[7:10:2] == [REWRITTEN, STORE.format("loop")]
+    assert created.splitlines(keepends=True)[7:10:2] == [STORE_BINDING + "\n", STORE.format("loop") + "\n"]
     assert "def _castpile_store_loop(" in created
     expected.write_text("stale\n")
     os.chmod(expected, 0o640)
@@ -86,7 +72,7 @@ def test_the_strategy_is_part_of_the_comparison(tmp_path, monkeypatch):
     monkeypatch.setenv(testing.UPDATE_VAR, "1")
     assert_transpiles_to(source, tmp_path / "kernel.gather.txt", strategy="gather")
     monkeypatch.delenv(testing.UPDATE_VAR)
-    assert (tmp_path / "kernel.gather.txt").read_text().splitlines(keepends=True)[9] == STORE.format("gather")
+    assert (tmp_path / "kernel.gather.txt").read_text().splitlines(keepends=True)[9] == STORE.format("gather") + "\n"
     assert_transpiles_to(source, tmp_path / "kernel.gather.txt", strategy="gather")
     with pytest.raises(AssertionError, match="--strategy loop"):
         assert_transpiles_to(source, tmp_path / "kernel.gather.txt", strategy="loop")
@@ -112,7 +98,7 @@ def test_the_plugin_option_updates_for_its_run_only(pytester):
     updated = pytester.runpytest(*LOAD_PLUGIN, "--castpile-update-snapshots")
     updated.assert_outcomes(passed=1)
     updated.stdout.fnmatch_lines(["castpile: updating snapshots*"])
-    assert (pytester.path / "snapshots" / "kernel.txt").read_text().splitlines(keepends=True)[7] == REWRITTEN
+    assert (pytester.path / "snapshots" / "kernel.txt").read_text().splitlines(keepends=True)[7] == STORE_BINDING + "\n"
     assert not testing.updating()  # the inner run gave this one its setting back
     pytester.runpytest(*LOAD_PLUGIN).assert_outcomes(passed=1)
 
