@@ -196,9 +196,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_main(argv[1:])
     if argv[:1] == ["show"]:
-        with contextlib.redirect_stdout(captured):
-            status = _show_main(argv[1:])
-        return _print(captured.getvalue().encode(), status)
+        return _print(*_show_main(argv[1:]))
     if argv[:1] == ["cache"]:
         from .cache import cache_main
 
@@ -230,8 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     return _print(printed, status)
 
 
-def _show_main(argv: list[str]) -> int:
-    """``castpile show MODULE_OR_FILE [--diff] [--strategy S]``: print what castpile makes of it; the exit status."""
+def _show_main(argv: list[str]) -> tuple[bytes, int]:
+    """``castpile show MODULE_OR_FILE [--diff] [--strategy S]``: what to print (what castpile makes of it)
+    and the exit status."""
     import argparse
 
     parser = argparse.ArgumentParser(
@@ -242,10 +241,12 @@ def _show_main(argv: list[str]) -> int:
     parser.add_argument("target", metavar="MODULE_OR_FILE", help="a .py file, or a dotted module name")
     parser.add_argument("--diff", action="store_true", help="print a unified diff source -> transpiled instead")
     parser.add_argument("--strategy", choices=STRATEGIES, help="lowering of accesses (default: the hook's, else loop)")
+    captured = io.StringIO()
     try:
-        args = parser.parse_args(argv)
+        with contextlib.redirect_stdout(captured):
+            args = parser.parse_args(argv)
     except SystemExit as exc:
-        return int(exc.code or 0)
+        return captured.getvalue().encode(), int(exc.code or 0)
     from .compiler import transpile_source
     from .compiler.errors import TranspileError
 
@@ -255,12 +256,11 @@ def _show_main(argv: list[str]) -> int:
         out = transpile_source(data, path, strategy=args.strategy or strategy)
     except _Usage as exc:
         print(f"castpile show: error: {exc}", file=sys.stderr)
-        return 2
+        return b"", 2
     except TranspileError as exc:
         print(exc.render(), file=sys.stderr)
-        return 1
-    sys.stdout.write((_diff(path, data, out) if args.diff else out).decode("utf-8", "surrogateescape"))
-    return 0
+        return b"", 1
+    return (_diff(path, data, out) if args.diff else out), 0
 
 
 def _shown(target: str) -> tuple[str, str]:
@@ -274,7 +274,8 @@ def _shown(target: str) -> tuple[str, str]:
 
     sys.path.insert(0, os.getcwd())
     try:
-        spec = importlib.util.find_spec(target)
+        with contextlib.redirect_stdout(sys.stderr):  # what importing its packages prints is not the output
+            spec = importlib.util.find_spec(target)
     except Exception as exc:  # a parent package that fails to import, a bad name
         raise _Usage(f"{target}: cannot find this module: {type(exc).__name__}: {exc}") from None
     if spec is None:

@@ -32,10 +32,9 @@ import functools
 import linecache
 import types
 
-from .options import APPENDED_MARK, HELPERS_TITLE, WRAPS_TITLE, appended_header
+from .options import APPENDED_MARK, HELPERS_TITLE, WRAPS_TITLE
 
 _OPTIONS = {"strategy": "loop"}
-_ALREADY_TRANSPILED = appended_header(HELPERS_TITLE)
 _transpiled: dict[str, tuple[str, str, ast.Module]] = {}
 """Key of a source (:func:`castpile.cache.entry_key`) -> the file name its code gives, its transpiled text, its tree."""
 _helpers: dict[str, object] = {}
@@ -91,7 +90,7 @@ def _kernel_def(tree: ast.Module, fn) -> ast.FunctionDef | None:
 
 
 def _is_jit_decorator(decorator: ast.expr) -> bool:
-    """``@jit``, ``@castpile.jit``, ``@castpile.jit(...)`` (any name ending in ``jit``, as the compiler reads it)."""
+    """``@jit``, ``@castpile.jit``, ``@castpile.jit(...)``: a name whose last part is ``jit``, as the compiler reads it."""
     if isinstance(decorator, ast.Call):
         decorator = decorator.func
     return (isinstance(decorator, ast.Name) and decorator.id == "jit") or \
@@ -102,7 +101,7 @@ def _prepared(fn):
     """The function to hand ``triton.jit`` in place of ``fn``, and what wraps the kernel it gives; None
     when ``fn``'s own source is castpile's output already."""
     path, text = _user_source(fn)
-    if _ALREADY_TRANSPILED in text:
+    if APPENDED_MARK in text and HELPERS_TITLE in text:  # castpile's output, of any version
         return None
     tree = _parsed(text, path)
     kernel = _kernel_def(tree, fn)
@@ -219,7 +218,8 @@ def _transpile_whole(fn, path: str, text: str) -> tuple[str, str, ast.Module]:
 
             return transpile_source(source, path, **_OPTIONS)
 
-        filename, transpiled = cache.transpiled_file(fn.__module__, path, source, _OPTIONS, build,
+        module = fn.__module__ if (fn.__module__ or "-").replace(".", "_").isidentifier() else "__main__"
+        filename, transpiled = cache.transpiled_file(module, path, source, _OPTIONS, build,
                                                      in_memory=f"{path} (castpile.jit, transpiled in memory)")
         _transpiled[key] = (filename, transpiled, ast.parse(transpiled, filename))
     return _transpiled[key]

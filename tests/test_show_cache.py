@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import castpile
 from castpile import cache, cli
 from testkit.cli import STORE, STORE_BINDING, STORE_KERNEL as KERNEL
 
@@ -23,9 +24,10 @@ def run(argv, capsys):
 
 @pytest.fixture
 def package(tmp_path):
-    """``kp`` (its ``__init__`` installs the hook, strategy gather) holding ``kp.k``; ``plain_k.py`` beside it."""
+    """``kp`` (its ``__init__`` installs the hook, strategy gather, and prints) holding ``kp.k``; ``plain_k.py`` beside it."""
     (tmp_path / "kp").mkdir()
-    (tmp_path / "kp" / "__init__.py").write_text("import castpile\ncastpile.install_import_hook(__name__, strategy='gather')\n")
+    (tmp_path / "kp" / "__init__.py").write_text(
+        "import castpile\ncastpile.install_import_hook(__name__, strategy='gather')\nprint('kp imported')\n")
     (tmp_path / "kp" / "k.py").write_text(KERNEL)
     (tmp_path / "plain_k.py").write_text(KERNEL)
     return tmp_path
@@ -55,7 +57,8 @@ def test_show_diff_is_unified_against_the_source(package, capsys):
 
 def test_show_a_hooked_module_with_its_hooks_strategy_and_an_unhooked_one(package):
     hooked = python(package, "-m", "castpile", "show", "kp.k")
-    assert hooked.returncode == 0 and hooked.stderr == ""
+    assert hooked.returncode == 0 and hooked.stderr == "kp imported\n"  # the package's print is not the output
+    assert hooked.stdout.encode() == castpile.transpile(KERNEL.encode(), "k.py", strategy="gather")
     assert hooked.stdout.splitlines()[9] == STORE.format("gather")
     plain = python(package, "-m", "castpile", "show", "plain_k")
     assert plain.returncode == 0 and plain.stdout.splitlines()[9] == STORE.format("loop")
@@ -92,7 +95,7 @@ def test_getsource_on_a_hooked_kernel_gives_the_text_that_runs(package, cache_st
         os.chmod(package / "cache", 0o777)
     result = python(package, "-W", "ignore", "-c", GETSOURCE)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == (f"['{STORE_BINDING}', '{STORE.format('gather')}']\n"
+    assert result.stdout == (f"kp imported\n['{STORE_BINDING}', '{STORE.format('gather')}']\n"
                              f"6 {cache_state == 'usable'}\nTrue\n")
 
 
