@@ -52,7 +52,8 @@ exit status:
   2  usage or I/O error (a failed write to stdout too)
   3  internal error: a bug in castpile, please report it
   castpile run exits with the script's status: sys.exit's code, 1 for an uncaught
-  exception or a castpile diagnostic, 130 on Ctrl-C (2 when SCRIPT cannot be read)
+  exception or a castpile diagnostic, 130 on Ctrl-C (2 when SCRIPT cannot be read,
+  3 when castpile fails on it)
 """
 
 
@@ -222,9 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except _Internal as exc:
-        return _internal_error(exc.args[0], exc.__cause__)
+        return report_internal_error(exc.args[0], exc.__cause__)
     except Exception as exc:
-        return _internal_error(", ".join(sources), exc)
+        return report_internal_error(", ".join(sources), exc)
     return _print(printed, status)
 
 
@@ -314,7 +315,7 @@ def _print(data: bytes, status: int) -> int:
     return status
 
 
-def _internal_error(where: str, exc: BaseException) -> int:
+def report_internal_error(where: str, exc: BaseException) -> int:
     """Report a castpile bug (never the user's fault): exit 3, nothing written."""
     import traceback
 

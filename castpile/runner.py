@@ -12,7 +12,7 @@ printed, with status 1), 130 on Ctrl-C; an uncaught exception prints its traceba
 gives 1.  Tracebacks name the user's files and lines, not the cache entries the code
 was compiled from, and start at the script's own frame.  A castpile diagnostic in
 SCRIPT or in a module it imports prints the located message alone: status 1.  SCRIPT
-missing or unreadable, or bad options: status 2.
+missing or unreadable, or bad options: status 2; castpile failing on SCRIPT (a bug): 3.
 """
 
 from __future__ import annotations
@@ -82,6 +82,10 @@ def run_script(script: str, source: bytes, args: list[str], strategy: str) -> in
     except TranspileError as error:
         print(error.render(), file=sys.stderr)
         return 1
+    except Exception as exc:  # a bug in castpile, not in the script
+        from .cli import report_internal_error
+
+        return report_internal_error(script, exc)
     code = compile(text, filename, "exec", dont_inherit=True)
     main = types.ModuleType("__main__")
     main.__file__, main.__cached__, main.__loader__, main.__spec__ = path, None, None, None

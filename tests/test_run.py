@@ -118,3 +118,17 @@ def test_the_run_kernels_compile_for_sm90(tmp_path, monkeypatch):
         jobs.append(Job(module, kernel, SIGNATURE, {"W": 3, "BLOCK": 16}))
     results = compile_for_sm90(jobs, tmp_path)
     assert all(r.ok for r in results.values()), {name: r.error for name, r in results.items()}
+
+
+def test_castpile_failing_on_the_script_is_an_internal_error(scripts, monkeypatch, capsys):
+    import castpile.compiler
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a castpile bug")
+
+    monkeypatch.setenv("CASTPILE_CACHE_DIR", str(scripts / "cache"))
+    monkeypatch.setattr(castpile.compiler, "transpile_source", broken)
+    assert cli.main(["run", str(scripts / "script.py")]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith(f"castpile: internal error while transpiling {scripts / 'script.py'}: this is a bug")
+    assert "RuntimeError: a castpile bug" in err
