@@ -155,18 +155,19 @@ def test_a_transpiled_module_goes_to_triton_as_it_is(tmp_path):
     assert torch.equal(out, 3 * torch.stack(bufs).sum(dim=0))
 
 
-def run_script(path: Path, cache: Path, interpret: bool = True) -> subprocess.CompletedProcess:
+def run_script(command: list, cache: Path, interpret: bool = True) -> subprocess.CompletedProcess:
+    """``command`` (``[sys.executable, script]``: the test's body names it, for its tier) with this tree's castpile."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "CASTPILE_CACHE_DIR": str(cache)}
     env.pop("TRITON_INTERPRET", None)
     if interpret:
         env["TRITON_INTERPRET"] = "1"
-    return subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True, timeout=240)
+    return subprocess.run([str(c) for c in command], env=env, capture_output=True, text=True, timeout=240)
 
 
 def test_a_script_runs_and_reuses_the_cache(tmp_path):
     script = tmp_path / "script.py"
     script.write_text(CELL + LAUNCH)
-    first, second = run_script(script, tmp_path / "cache"), run_script(script, tmp_path / "cache")
+    first, second = run_script([sys.executable, script], tmp_path / "cache"), run_script([sys.executable, script], tmp_path / "cache")
     assert first.returncode == 0, first.stderr
     assert first.stdout == "equal: True\nlibcst: True\ntranspiled: True\n"
     assert second.stdout == "equal: True\nlibcst: False\ntranspiled: True\n", second.stderr
@@ -175,7 +176,7 @@ def test_a_script_runs_and_reuses_the_cache(tmp_path):
 def test_a_script_diagnostic_names_its_path_and_line(tmp_path):
     script = tmp_path / "bad.py"
     script.write_text(BAD_CELL)
-    result = run_script(script, tmp_path / "cache")
+    result = run_script([sys.executable, script], tmp_path / "cache")
     assert result.returncode == 1
     assert f"{script}:{BAD_LINE}:{BAD_COL}: error: {BAD_MESSAGE}" in result.stderr
 
@@ -185,7 +186,7 @@ def test_an_unusable_cache_warns_at_the_decorator_and_the_kernel_runs(tmp_path):
     script.write_text(CELL + LAUNCH)
     cache.mkdir(mode=0o777)
     os.chmod(cache, 0o777)
-    result = run_script(script, cache)
+    result = run_script([sys.executable, script], cache)
     assert result.stdout == "equal: True\nlibcst: True\ntranspiled: True\n", result.stderr
     line = CELL.splitlines().index("@castpile.jit") + 1
     assert f"{script}:{line}: CacheWarning: castpile cannot use its compile cache {cache}" in result.stderr
@@ -215,7 +216,7 @@ print(type(kernel).__name__, kernel.do_not_specialize, kernel.debug, kernel.noin
 def test_triton_jit_keywords_pass_through(tmp_path):
     script = tmp_path / "keywords.py"
     script.write_text(KEYWORDS)
-    result = run_script(script, tmp_path / "cache", interpret=False)
+    result = run_script([sys.executable, script], tmp_path / "cache", interpret=False)
     assert result.stdout == "JITFunction ['n'] True True True True\n", result.stderr
 
 

@@ -25,28 +25,28 @@ def scripts(tmp_path):
     return tmp_path
 
 
-def castpile_run(directory: Path, *args: str, launcher=("-m", "castpile")) -> subprocess.CompletedProcess:
+def castpile_run(directory: Path, *command: str) -> subprocess.CompletedProcess:
+    """``command`` (from ``sys.executable``: the test's body names it, for its tier) run in ``directory``."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "TRITON_INTERPRET": "1",
            "CASTPILE_CACHE_DIR": str(directory / "cache")}
-    return subprocess.run([sys.executable, *launcher, *args], cwd=directory, env=env, capture_output=True,
-                          text=True, timeout=240)
+    return subprocess.run(command, cwd=directory, env=env, capture_output=True, text=True, timeout=240)
 
 
 def test_the_script_runs_transpiled_with_its_arguments_and_status(scripts):
-    result = castpile_run(scripts, "run", "script.py", "7", "--not-castpiles")
+    result = castpile_run(scripts, sys.executable, "-m", "castpile", "run", "script.py", "7", "--not-castpiles")
     assert result.returncode == 7, result.stderr
     assert result.stdout == "argv: ['script.py', '7', '--not-castpiles'] kernels: True rank: None\nmain: True True\n"
 
 
 def test_options_come_before_the_script_and_the_console_entry_runs_it(scripts):
     entry = ("-c", "import sys; from castpile.cli import main; sys.exit(main(sys.argv[1:]))")
-    result = castpile_run(scripts, "run", "--strategy", "gather", "script.py", "--strategy", launcher=entry)
+    result = castpile_run(scripts, sys.executable, *entry, "run", "--strategy", "gather", "script.py", "--strategy")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("argv: ['script.py', '--strategy'] kernels: True")
 
 
 def test_an_uncaught_exception_exits_1_with_the_users_files_and_lines(scripts):
-    result = castpile_run(scripts, "run", "script.py", "fail")
+    result = castpile_run(scripts, sys.executable, "-m", "castpile", "run", "script.py", "fail")
     assert result.returncode == 1
     module_line = MODULE.splitlines().index('    raise ValueError("raised in the module")') + 1
     assert result.stderr == (
@@ -60,7 +60,7 @@ def test_an_uncaught_exception_exits_1_with_the_users_files_and_lines(scripts):
 
 
 def test_sys_exit_with_a_message_prints_it_and_exits_1(scripts):
-    result = castpile_run(scripts, "run", "script.py", "message")
+    result = castpile_run(scripts, sys.executable, "-m", "castpile", "run", "script.py", "message")
     assert (result.returncode, result.stderr) == (1, "leaving with a message\n")
 
 
@@ -70,7 +70,7 @@ def test_a_castpile_error_is_located_and_exits_1(scripts, broken):
     text = path.read_text()
     path.write_text(text.replace("tl.store(out + offs, tl.", "tl.store(out + offs, bufs + 1 + tl."))
     line = text.splitlines().index(next(s for s in text.splitlines() if "tl.store(out + offs, tl." in s)) + 1
-    result = castpile_run(scripts, "run", "script.py")
+    result = castpile_run(scripts, sys.executable, "-m", "castpile", "run", "script.py")
     assert result.returncode == 1
     shown = path.name if broken == "script.py" else path
     assert result.stderr.startswith(f"{shown}:{line}:26: error: 'bufs' is a multicast tensor")
@@ -78,15 +78,15 @@ def test_a_castpile_error_is_located_and_exits_1(scripts, broken):
 
 
 def test_a_missing_script_or_no_script_is_a_usage_error(scripts):
-    result = castpile_run(scripts, "run", "missing.py")
+    result = castpile_run(scripts, sys.executable, "-m", "castpile", "run", "missing.py")
     assert (result.returncode, result.stderr) == (2, "castpile run: error: missing.py: cannot read: No such file or directory\n")
-    result = castpile_run(scripts, "run")
+    result = castpile_run(scripts, sys.executable, "-m", "castpile", "run")
     assert result.returncode == 2 and "the following arguments are required: SCRIPT" in result.stderr
 
 
 def test_torchrun_starts_castpile_run(scripts):
-    result = castpile_run(scripts, "--nproc-per-node", "1", "-m", "castpile", "run", "script.py",
-                          launcher=("-m", "torch.distributed.run"))
+    result = castpile_run(scripts, sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "1",
+                          "-m", "castpile", "run", "script.py")
     assert result.returncode == 0, result.stderr
     assert "argv: ['script.py'] kernels: True rank: 0\n" in result.stdout
 

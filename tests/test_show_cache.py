@@ -33,9 +33,10 @@ def package(tmp_path):
     return tmp_path
 
 
-def python(directory: Path, *args: str) -> subprocess.CompletedProcess:
+def run_in(directory: Path, *command: str) -> subprocess.CompletedProcess:
+    """``command`` (from ``sys.executable``: the test's body names it, for its tier) run in ``directory``."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "CASTPILE_CACHE_DIR": str(directory / "cache")}
-    return subprocess.run([sys.executable, *args], cwd=directory, env=env, capture_output=True, text=True, timeout=240)
+    return subprocess.run(command, cwd=directory, env=env, capture_output=True, text=True, timeout=240)
 
 
 def test_show_prints_a_files_output(package, capsys):
@@ -56,11 +57,11 @@ def test_show_diff_is_unified_against_the_source(package, capsys):
 
 
 def test_show_a_hooked_module_with_its_hooks_strategy_and_an_unhooked_one(package):
-    hooked = python(package, "-m", "castpile", "show", "kp.k")
+    hooked = run_in(package, sys.executable, "-m", "castpile", "show", "kp.k")
     assert hooked.returncode == 0 and hooked.stderr == "kp imported\n"  # the package's print is not the output
     assert hooked.stdout.encode() == castpile.transpile(KERNEL.encode(), "k.py", strategy="gather")
     assert hooked.stdout.splitlines()[9] == STORE.format("gather")
-    plain = python(package, "-m", "castpile", "show", "plain_k")
+    plain = run_in(package, sys.executable, "-m", "castpile", "show", "plain_k")
     assert plain.returncode == 0 and plain.stdout.splitlines()[9] == STORE.format("loop")
     assert plain.stderr == f"castpile show: note: no import hook takes plain_k; showing what `castpile {package / 'plain_k.py'}` writes\n"
 
@@ -70,7 +71,7 @@ def test_show_errors_are_located_or_usage(package, capsys):
     bad.write_text(KERNEL.replace("bufs[offs] = tl.load", "x = bufs + tl.load"))
     code, out, err = run(["show", bad], capsys)
     assert (code, out) == (1, "") and err.startswith(f"{bad}:10:9: error: 'bufs' is a multicast tensor")
-    missing = python(package, "-m", "castpile", "show", "no_such_module")
+    missing = run_in(package, sys.executable, "-m", "castpile", "show", "no_such_module")
     assert missing.returncode == 2 and missing.stderr == "castpile show: error: no_such_module: no such file or module\n"
 
 
@@ -93,7 +94,7 @@ def test_getsource_on_a_hooked_kernel_gives_the_text_that_runs(package, cache_st
     if cache_state == "world-writable":
         (package / "cache").mkdir()
         os.chmod(package / "cache", 0o777)
-    result = python(package, "-W", "ignore", "-c", GETSOURCE)
+    result = run_in(package, sys.executable, "-W", "ignore", "-c", GETSOURCE)
     assert result.returncode == 0, result.stderr
     assert result.stdout == (f"kp imported\n['{STORE_BINDING}', '{STORE.format('gather')}']\n"
                              f"6 {cache_state == 'usable'}\nTrue\n")
