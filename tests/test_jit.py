@@ -220,6 +220,31 @@ def test_triton_jit_keywords_pass_through(tmp_path):
     assert result.stdout == "JITFunction ['n'] True True True True\n", result.stderr
 
 
+REMOTE = '''
+import triton.language as tl
+import castpile
+
+@castpile.jit
+def remote_sum(out, table, n, W: tl.constexpr):
+    bufs = castpile.multicast_like(out, table[:W], shape=(n,), remote="nvshmem")
+    tl.store(out, tl.sum(bufs[0], axis=0))
+
+@castpile.jit
+def local_sum(out, table, n, W: tl.constexpr):
+    bufs = castpile.multicast_like(out, table[:W], shape=(n,))
+    tl.store(out, tl.sum(bufs[0], axis=0))
+
+print(remote_sum.run.__name__, local_sum.run.__name__)  # the wrap launches through its own run
+'''
+
+
+def test_a_remote_kernel_is_wrapped_for_nvshmem_as_in_a_transpiled_module(tmp_path):
+    script = tmp_path / "remote.py"
+    script.write_text(REMOTE)
+    result = run_script([sys.executable, script], tmp_path / "cache", interpret=False)
+    assert result.stdout == "run_with_nvshmem run\n", result.stderr
+
+
 def test_the_jit_kernels_compile_for_sm90(tmp_path):
     cells = tmp_path / "cells.py"
     cells.write_text(CELL + SECOND_CELL + MIXED_CELL)
