@@ -27,9 +27,7 @@ a CLI output) goes to ``triton.jit`` as it is.
 
 from __future__ import annotations
 
-import ast
 import functools
-import linecache
 import types
 
 from .options import APPENDED_MARK, HELPERS_TITLE, WRAPS_TITLE
@@ -45,6 +43,10 @@ def jit(fn=None, /, **options):
     """Transpile the kernel ``fn`` and return ``triton.jit(transpiled, **options)``; see the module docstring."""
     if fn is None:
         return lambda kernel: jit(kernel, **options)
+    global ast, linecache
+    import ast  # bound here, for the whole module: `import castpile` (the CLI's copy of a plain file) stays cheap
+    import linecache
+
     import triton
 
     prepared = _prepared(fn)
