@@ -50,6 +50,7 @@ MAX_NAME_BYTES = 100
 """Longest module name, in UTF-8 bytes, kept whole in an entry's file name."""
 _TRAILER = b"# castpile-cache "
 _ENTRY_RE = re.compile(r"(?P<module>.+)-[0-9a-f]{64}\.py")
+_IN_MEMORY_RE = re.compile(r"(?P<source>.+) \((?:[\w.]+, )?transpiled in memory\)", re.S)
 _TMP_PREFIX = ".castpile-tmp-"
 # castpile.files.write_atomically names its temporary file <prefix><target name>.<pid>.<n>.tmp
 _TMP_RE = re.compile(re.escape(_TMP_PREFIX) + r"(?P<entry>.+)\.[0-9]+\.[0-9]+\.tmp")
@@ -298,9 +299,18 @@ def _first_frame_outside_castpile() -> int:
     return level
 
 
+def in_memory_name(source_path: str, front_end: str = "") -> str:
+    """The file name that code transpiled in memory from ``source_path`` gives (no file has it); ``front_end``
+    keeps apart the texts that two front ends make of one file."""
+    return f"{source_path} ({front_end + ', ' if front_end else ''}transpiled in memory)"
+
+
 def source_of(filename: str) -> str | None:
-    """The user's file that the cache entry ``filename`` was transpiled from, as its trailer records it; None
-    for any other file."""
+    """The user's file that ``filename`` was transpiled from: a cache entry's, as its trailer records it, or
+    the file of an :func:`in_memory_name`; None for any other file."""
+    in_memory = _IN_MEMORY_RE.fullmatch(filename)
+    if in_memory:
+        return in_memory["source"]
     if not _is_entry_name(os.path.basename(filename)):
         return None
     return _recorded_source(filename)

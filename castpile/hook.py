@@ -100,7 +100,7 @@ class _Loader(importlib.abc.InspectLoader):
                 self._built = self._through_cache()
             except OSError as failure:
                 self._hook.report_cache_failure(self._name, failure)
-                self._built = (f"{self._path} (transpiled in memory)", self._transpiled)
+                self._built = (cache.in_memory_name(self._path), self._transpiled)
         return self._built
 
     def _through_cache(self) -> tuple[str, bytes]:

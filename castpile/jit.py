@@ -222,7 +222,7 @@ def _transpile_whole(fn, path: str, text: str) -> tuple[str, str, ast.Module]:
 
         module = fn.__module__ if (fn.__module__ or "-").replace(".", "_").isidentifier() else "__main__"
         filename, transpiled = cache.transpiled_file(module, path, source, _OPTIONS, build,
-                                                     in_memory=f"{path} (castpile.jit, transpiled in memory)")
+                                                     in_memory=cache.in_memory_name(path, "castpile.jit"))
         _transpiled[key] = (filename, transpiled, ast.parse(transpiled, filename))
     return _transpiled[key]
 

@@ -78,7 +78,7 @@ def run_script(script: str, source: bytes, args: list[str], strategy: str) -> in
 
     try:
         filename, text = cache.transpiled_file("__main__", path, source, options, build,
-                                               in_memory=f"{path} (transpiled in memory)")
+                                               in_memory=cache.in_memory_name(path))
     except TranspileError as error:
         print(error.render(), file=sys.stderr)
         return 1

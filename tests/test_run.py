@@ -45,8 +45,12 @@ def test_options_come_before_the_script_and_the_console_entry_runs_it(scripts):
     assert result.stdout.startswith("argv: ['script.py', '--strategy'] kernels: True")
 
 
-def test_an_uncaught_exception_exits_1_with_the_users_files_and_lines(scripts):
-    result = castpile_run(scripts, sys.executable, "-m", "castpile", "run", "script.py", "fail")
+@pytest.mark.parametrize("cache_state", ["usable", "world-writable"])
+def test_an_uncaught_exception_exits_1_with_the_users_files_and_lines(scripts, cache_state):
+    if cache_state == "world-writable":  # the script and the module are transpiled in memory
+        (scripts / "cache").mkdir()
+        os.chmod(scripts / "cache", 0o777)
+    result = castpile_run(scripts, sys.executable, "-W", "ignore", "-m", "castpile", "run", "script.py", "fail")
     assert result.returncode == 1
     module_line = MODULE.splitlines().index('    raise ValueError("raised in the module")') + 1
     assert result.stderr == (
