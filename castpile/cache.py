@@ -355,8 +355,11 @@ def entries(directory: Path) -> list[dict]:
 def _recorded_source(path: str) -> str | None:
     """The source path an entry's trailer records, or None."""
     try:
-        with open(path, "rb") as f:
-            f.seek(max(os.fstat(f.fileno()).st_size - 8192, 0))
+        with os.fdopen(os.open(path, _OPEN_FLAGS), "rb") as f:  # never follows a link nor waits on a FIFO
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                return None
+            f.seek(max(st.st_size - 8192, 0))
             fields = _sealed_fields(f.read().rstrip(b"\n").rpartition(b"\n")[2])
     except OSError:
         return None

@@ -139,3 +139,13 @@ def test_an_entry_without_a_recorded_source_is_listed_as_such(tmp_path, capsys):
     directory = cache.prepare_dir(tmp_path / "c")
     cache.store(cache.entry_path(directory, "old", "ab" * 32), "ab" * 32, b"x = 1\n")
     assert run(["cache", "info", "--dir", directory], capsys)[1].splitlines()[3].startswith("  old  (not recorded)  ")
+
+
+def test_the_recorded_source_is_read_without_waiting_on_a_fifo(tmp_path):
+    directory = cache.prepare_dir(tmp_path / "c")
+    entry, _ = cache.cached(directory, "pkg.a", "/src/pkg/a.py", b"a = 1\n", {"strategy": "loop"}, lambda: b"a = 1\n")
+    assert cache.source_of(entry) == "/src/pkg/a.py"
+    assert cache.source_of(cache.in_memory_name("/src/pkg/a.py", "castpile.jit")) == "/src/pkg/a.py"
+    fifo = directory / f"pkg.b-{'ab' * 32}.py"
+    os.mkfifo(fifo)
+    assert cache.source_of(str(fifo)) is None and cache.source_of(str(tmp_path / "other.py")) is None
