@@ -4,7 +4,7 @@ A kernel binds ``bufs = multicast_like(out, dev_ptrs[:WORLD], shape=(n,))`` and
 subscripts ``bufs`` like a tensor whose leading dims run over the buffers;
 castpile rewrites those subscripts into plain Triton.  Transpile a file with
 ``castpile kernel.py -o out.py`` or :func:`transpile`, or on import with
-:func:`install_import_hook`.
+:func:`install_import_hook`, or where it is decorated, with ``@castpile.jit``.
 
 The package: :mod:`castpile.compiler` (the four passes), :mod:`castpile.gpu`
 (symmetric memory, bound launches, the CPU simulator, collectives), and the front
@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, NoReturn, TypeVar, cast
 
+from .jit import jit  # binds castpile.jit to the decorator, over the submodule of that name
 from .options import STRATEGIES, VERSION
 
 __version__ = VERSION
@@ -231,11 +232,15 @@ def __getattr__(name: str) -> Any:
 
         value = globals()[name] = getattr(errors, name)
         return value
+    if name == "testing":  # imported here: `from . import testing` would look the name up, calling this again
+        import importlib
+
+        return importlib.import_module(".testing", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), "Diagnostic", "TranspileError"})
+    return sorted({*globals(), "Diagnostic", "TranspileError", "testing"})
 
 
 def install_import_hook(*packages: str, cache_dir: Any = None, strategy: str = "loop") -> Any:
@@ -252,6 +257,7 @@ __all__ = [
     "TranspileError",
     "define_helpers",
     "install_import_hook",
+    "jit",
     "multicast_like",
     "signal",
     "transpile",

@@ -21,7 +21,7 @@ from .plain_args import plain_form
 
 def _copied(argv: list[str]) -> bool:
     """Whether ``argv`` asked for a plain SRC to be transpiled to OUT, and OUT now holds its bytes."""
-    plain = plain_form(argv) if argv[:1] != ["cache"] else None
+    plain = plain_form(argv)
     if plain is None or plain[1] is None or plain[0] == "-":
         return False
     src, out = plain

@@ -1,8 +1,9 @@
 """The compile cache: transpiled modules stored as real ``.py`` files.
 
 An entry is ``<module>-<key>.py``: the transpiled text, byte for byte, followed by
-one trailer line ``# castpile-cache <key> <sha256 of the text>``.  The trailer sits
-after the last line, so every line keeps its number.  ``key`` hashes everything that
+one trailer line ``# castpile-cache <key> <sha256 of the text> <source path as JSON>``
+(the path is what ``castpile cache info`` lists; the key covers it already).  The
+trailer sits after the last line, so every line keeps its number.  ``key`` hashes everything that
 changes the output (see :func:`entry_key`); a module name longer than
 ``MAX_NAME_BYTES`` keeps only a readable prefix in the file name (see :func:`entry_path`).
 
@@ -31,10 +32,15 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
+import json
+import linecache
 import os
 import re
 import stat
 import sys
+import time
+import warnings
 from pathlib import Path
 
 from .files import write_atomically
@@ -44,11 +50,17 @@ MAX_NAME_BYTES = 100
 """Longest module name, in UTF-8 bytes, kept whole in an entry's file name."""
 _TRAILER = b"# castpile-cache "
 _ENTRY_RE = re.compile(r"(?P<module>.+)-[0-9a-f]{64}\.py")
+_IN_MEMORY_RE = re.compile(r"(?P<source>.+) \((?:[\w.]+, )?transpiled in memory\)", re.S)
 _TMP_PREFIX = ".castpile-tmp-"
 # castpile.files.write_atomically names its temporary file <prefix><target name>.<pid>.<n>.tmp
 _TMP_RE = re.compile(re.escape(_TMP_PREFIX) + r"(?P<entry>.+)\.[0-9]+\.[0-9]+\.tmp")
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 _fingerprint: bytes | None = None
+_failed = False  # transpiled_file has warned that the cache failed
+
+
+class CacheWarning(UserWarning):
+    """The compile cache could not be used: modules are transpiled in memory instead."""
 
 
 class UnsafeCacheError(PermissionError):
@@ -93,16 +105,25 @@ def prepare_dir(directory: Path) -> Path:
         os.chmod(directory, 0o700)
     except FileExistsError:
         pass
+    why = refusal(directory)
+    if why:
+        raise UnsafeCacheError(why)
+    return directory
+
+
+def refusal(directory: Path) -> str | None:
+    """Why castpile refuses the existing ``directory`` as its cache (another owner, writable by group or
+    others, not a directory), or None; ``FileNotFoundError`` when it does not exist."""
     st = os.stat(directory)
     if not stat.S_ISDIR(st.st_mode):
-        raise UnsafeCacheError(f"castpile cache {directory} is not a directory")
+        return f"castpile cache {directory} is not a directory"
     why = _unsafe(st)
     if why:
-        raise UnsafeCacheError(
+        return (
             f"castpile cache directory {directory} is {why}; refusing to use it "
             f"(fix with `chmod 700 {directory}` as its owner, or set {ENV_VAR})"
         )
-    return directory
+    return None
 
 
 def _castpile_fingerprint() -> bytes:
@@ -164,14 +185,18 @@ def _is_temp_name(name: str) -> bool:
     return match is not None and _is_entry_name(match["entry"])
 
 
-def _trailer(key: str, body: bytes) -> bytes:
-    return _TRAILER + f"{key} {hashlib.sha256(body).hexdigest()}\n".encode()
-
-
-def _seal(key: str, body: bytes) -> bytes:
+def _seal(key: str, body: bytes, source: str | None) -> bytes:
     if not body.endswith(b"\n"):
         body += b"\n"
-    return body + _trailer(key, body)
+    named = "" if source is None else " " + json.dumps(source)
+    return body + _TRAILER + f"{key} {hashlib.sha256(body).hexdigest()}{named}\n".encode()
+
+
+def _sealed_fields(trailer: bytes) -> list[str] | None:
+    """The trailer's key, hash and (where recorded) source path as JSON, or None for no trailer."""
+    if not trailer.startswith(_TRAILER):
+        return None
+    return trailer[len(_TRAILER):].rstrip(b"\n").decode("ascii", errors="replace").split(" ", 2)
 
 
 def _trusted_file(st: os.stat_result) -> bool:
@@ -195,18 +220,19 @@ def load(path: Path, key: str) -> bytes | None:
             return None
         data = f.read()
     cut = data.rfind(b"\n", 0, len(data) - 1) + 1
-    body, trailer = data[:cut], data[cut:]
-    if not trailer.startswith(_TRAILER) or trailer != _trailer(key, body):
+    body, fields = data[:cut], _sealed_fields(data[cut:])
+    if fields is None or fields[:2] != [key, hashlib.sha256(body).hexdigest()] or not data.endswith(b"\n"):
         return None
     return data
 
 
-def store(path: Path, key: str, body: bytes) -> bytes:
-    """Write ``body`` sealed with its trailer to ``path`` atomically; return the bytes written.
+def store(path: Path, key: str, body: bytes, source: str | None = None) -> bytes:
+    """Write ``body`` sealed with its trailer (naming ``source``, the user's file) to ``path`` atomically;
+    return the bytes written.
 
     Whatever is at ``path`` is replaced, except a directory: :class:`BlockedEntryError`.
     """
-    data = _seal(key, body)
+    data = _seal(key, body, source)
     try:
         write_atomically(path, data, mode=0o600, prefix=_TMP_PREFIX)
     except IsADirectoryError:
@@ -215,6 +241,79 @@ def store(path: Path, key: str, body: bytes) -> bytes:
             f"and will not delete; remove it, or set {ENV_VAR} to another directory"
         ) from None
     return data
+
+
+def cached(directory: Path, module: str, source_path: str, source: bytes, options: dict[str, str], build) -> tuple[str, bytes]:
+    """The entry for ``source`` (the file ``source_path``, imported as ``module``) under ``options``:
+    its path and sealed bytes, ``build()`` (the transpiled bytes) stored first on a miss.  Any
+    ``OSError`` (an unsafe or unwritable directory, a blocked entry) propagates: see :func:`warn_failure`."""
+    directory = prepare_dir(directory)
+    key = entry_key(source, source_path, options)
+    entry = entry_path(directory, module, key)
+    data = load(entry, key)
+    if data is None:
+        data = store(entry, key, build(), source_path)
+    return os.fspath(entry), data
+
+
+def warn_failure(directory: Path, module: str, failure: OSError, stacklevel: int) -> None:
+    """Warn (:class:`CacheWarning`) that the cache failed and ``module`` was transpiled in memory."""
+    warnings.warn(
+        f"castpile cannot use its compile cache {directory} ({failure}); {module} was "
+        f"transpiled in memory, as every module the cache cannot hold will be, on every import "
+        f"(pass install_import_hook a cache_dir, or set {ENV_VAR}, that you can write)",
+        CacheWarning,
+        stacklevel=stacklevel + 1,
+    )
+
+
+def transpiled_file(module: str, source_path: str, source: bytes, options: dict[str, str], build, *,
+                    in_memory: str) -> tuple[str, str]:
+    """The file name that code transpiled from ``source`` is to give, and the transpiled text, for the
+    front ends that compile such code themselves (``@castpile.jit``, ``castpile run``).
+
+    The name is the cache entry's; when the cache fails, ``in_memory`` (no file's name), with one
+    :class:`CacheWarning` per process.  Either way the text goes into :mod:`linecache` under that name,
+    where no check evicts it (no mtime): ``inspect``, Triton and tracebacks read it there, even once
+    ``castpile cache clear`` has removed the entry.
+    """
+    global _failed
+    try:
+        filename, data = cached(cache_dir(), module, source_path, source, options, build)
+    except OSError as failure:
+        if not _failed:
+            _failed = True
+            warn_failure(cache_dir(), module, failure, stacklevel=_first_frame_outside_castpile())
+        filename, data = in_memory, build()
+    text = importlib.util.decode_source(data)
+    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+    return filename, text
+
+
+def _first_frame_outside_castpile() -> int:
+    """The ``stacklevel`` (the caller: 1) of the first frame whose code is not castpile's."""
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def in_memory_name(source_path: str, front_end: str = "") -> str:
+    """The file name that code transpiled in memory from ``source_path`` gives (no file has it); ``front_end``
+    keeps apart the texts that two front ends make of one file."""
+    return f"{source_path} ({front_end + ', ' if front_end else ''}transpiled in memory)"
+
+
+def source_of(filename: str) -> str | None:
+    """The user's file that ``filename`` was transpiled from: a cache entry's, as its trailer records it, or
+    the file of an :func:`in_memory_name`; None for any other file."""
+    in_memory = _IN_MEMORY_RE.fullmatch(filename)
+    if in_memory:
+        return in_memory["source"]
+    if not _is_entry_name(os.path.basename(filename)):
+        return None
+    return _recorded_source(filename)
 
 
 def _files(directory: Path) -> list[os.DirEntry]:
@@ -237,6 +336,44 @@ def info(directory: Path) -> dict:
         "entries": len(entries),
         "bytes": sum(e.stat(follow_symlinks=False).st_size for e in entries),
     }
+
+
+def entries(directory: Path) -> list[dict]:
+    """Every entry: its ``module``, the ``source`` file it was transpiled from (None where the entry does
+    not record it), ``bytes`` and ``age_s`` (seconds since it was written); by module, newest first."""
+    now = time.time()
+    listed = []
+    for e in _files(directory):
+        if not _is_entry_name(e.name):
+            continue
+        st = e.stat(follow_symlinks=False)
+        listed.append({"module": _ENTRY_RE.fullmatch(e.name)["module"], "source": _recorded_source(e.path),
+                       "bytes": st.st_size, "age_s": max(now - st.st_mtime, 0.0)})
+    return sorted(listed, key=lambda entry: (entry["module"], entry["age_s"]))
+
+
+def _recorded_source(path: str) -> str | None:
+    """The source path an entry's trailer records, or None."""
+    try:
+        with os.fdopen(os.open(path, _OPEN_FLAGS), "rb") as f:  # never follows a link nor waits on a FIFO
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                return None
+            f.seek(max(st.st_size - 8192, 0))
+            fields = _sealed_fields(f.read().rstrip(b"\n").rpartition(b"\n")[2])
+    except OSError:
+        return None
+    try:
+        return json.loads(fields[2]) if fields and len(fields) == 3 else None
+    except ValueError:
+        return None
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)} {unit}"
+    return f"{int(seconds)} s"
 
 
 def clear(directory: Path) -> int:
@@ -264,6 +401,15 @@ def cache_main(argv: list[str]) -> int:
     if args.action == "info":
         for k, v in info(directory).items():
             print(f"{k}: {v}")
+        try:
+            why = refusal(directory)
+        except OSError:
+            why = None  # no directory yet: the hook creates it, 0700
+        if why:
+            print(f"refused: the import hook will not use it: {why}")
+        for entry in entries(directory):
+            source = entry["source"] or "(not recorded)"
+            print(f"  {entry['module']}  {source}  {entry['bytes']} bytes  {_age(entry['age_s'])} old")
     else:
         n = clear(directory)
         print(f"removed {n} entr{'y' if n == 1 else 'ies'} from {directory}")

@@ -1,8 +1,14 @@
-"""The command line: ``castpile SRC [-o OUT] [--diff | --check] [--strategy loop|gather]``.
+"""The command line: ``castpile SRC [-o OUT] [--diff | --check] [--strategy loop|gather]``, and its subcommands.
+
+``castpile run SCRIPT [ARGS...]`` runs a script (:mod:`castpile.runner`); ``castpile show
+MODULE_OR_FILE [--diff]`` prints what castpile makes of a module or file; ``castpile cache
+info|clear`` manages the import hook's cache (:mod:`castpile.cache`).  A first argument
+``run``, ``show`` or ``cache`` is always the subcommand: a file of that name is ``./run``.
 
 Exit status: 0 success, 1 diagnostics in the input, 2 usage and I/O errors (a
 failed write to stdout included: ``castpile: cannot write to stdout: REASON``),
-3 an internal error (a castpile bug: please report it).
+3 an internal error (a castpile bug: please report it); ``castpile run`` exits with
+the script's status.
 
 Without ``-o``, or with ``-o -``, the output goes to stdout.  ``--diff -o OUT``
 both writes OUT and prints the diff.  A failed run never creates or overwrites
@@ -32,6 +38,25 @@ from .plain_args import plain_form
 # copies such a file before this module is even compiled (castpile/__main__.py).
 
 
+_EPILOG = """\
+subcommands:
+  castpile run [--strategy S] SCRIPT [ARGS...]   run SCRIPT as __main__, transpiled, with the
+                                                 import hook on for the modules in its directory
+  castpile show MODULE_OR_FILE [--diff]          print the transpiled source (or the diff)
+  castpile cache info | clear [--dir DIR]        list or empty the import hook's cache
+  (a file named run, show or cache: write ./run)
+
+exit status:
+  0  success
+  1  diagnostics in the input (located: path:line:col: error: message)
+  2  usage or I/O error (a failed write to stdout too)
+  3  internal error: a bug in castpile, please report it
+  castpile run exits with the script's status: sys.exit's code, 1 for an uncaught
+  exception or a castpile diagnostic, 130 on Ctrl-C (2 when SCRIPT cannot be read,
+  3 when castpile fails on it)
+"""
+
+
 class _Usage(Exception):
     """A usage error: message for stderr, exit 2."""
 
@@ -42,7 +67,8 @@ def _parser():
     p = argparse.ArgumentParser(
         prog="castpile",
         description="Transpile Triton kernels that use castpile multicast tensors into plain Triton.",
-        epilog="Subcommands: `castpile cache info` and `castpile cache clear` manage the import hook's cache.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_EPILOG,
     )
     p.add_argument("sources", nargs="+", metavar="SRC", help="input .py files, or - for stdin")
     p.add_argument(
@@ -166,6 +192,12 @@ def main(argv: list[str] | None = None) -> int:
     # argparse (here and in `castpile cache`) would swallow an error writing --help
     # or --version to stdout: what they print is captured, and written by _print.
     captured = io.StringIO()
+    if argv[:1] == ["run"]:
+        from .runner import run_main
+
+        return run_main(argv[1:])
+    if argv[:1] == ["show"]:
+        return _print(*_show_main(argv[1:]))
     if argv[:1] == ["cache"]:
         from .cache import cache_main
 
@@ -191,10 +223,71 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except _Internal as exc:
-        return _internal_error(exc.args[0], exc.__cause__)
+        return report_internal_error(exc.args[0], exc.__cause__)
     except Exception as exc:
-        return _internal_error(", ".join(sources), exc)
+        return report_internal_error(", ".join(sources), exc)
     return _print(printed, status)
+
+
+def _show_main(argv: list[str]) -> tuple[bytes, int]:
+    """``castpile show MODULE_OR_FILE [--diff] [--strategy S]``: what to print (what castpile makes of it)
+    and the exit status."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="castpile show",
+        description="Print the transpiled source of a file, or of a module as the import hook transpiles it "
+        "(a module's parent packages are imported to find it, from the current directory as `python -m` does).",
+    )
+    parser.add_argument("target", metavar="MODULE_OR_FILE", help="a .py file, or a dotted module name")
+    parser.add_argument("--diff", action="store_true", help="print a unified diff source -> transpiled instead")
+    parser.add_argument("--strategy", choices=STRATEGIES, help="lowering of accesses (default: the hook's, else loop)")
+    captured = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(captured):
+            args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return captured.getvalue().encode(), int(exc.code or 0)
+    from .compiler import transpile_source
+    from .compiler.errors import TranspileError
+
+    try:
+        path, strategy = _shown(args.target)
+        data = _read(path)
+        out = transpile_source(data, path, strategy=args.strategy or strategy)
+    except _Usage as exc:
+        print(f"castpile show: error: {exc}", file=sys.stderr)
+        return b"", 2
+    except TranspileError as exc:
+        print(exc.render(), file=sys.stderr)
+        return b"", 1
+    return (_diff(path, data, out) if args.diff else out), 0
+
+
+def _shown(target: str) -> tuple[str, str]:
+    """The source file of ``target`` (a file, or a module found through ``sys.path`` and the hook) and the
+    strategy its hook transpiles it with (``loop`` where no hook does)."""
+    if target.endswith(".py") or os.sep in target or os.path.isfile(target):
+        return target, "loop"
+    import importlib.util
+
+    from .hook import hooked_options
+
+    sys.path.insert(0, os.getcwd())
+    try:
+        with contextlib.redirect_stdout(sys.stderr):  # what importing its packages prints is not the output
+            spec = importlib.util.find_spec(target)
+    except Exception as exc:  # a parent package that fails to import, a bad name
+        raise _Usage(f"{target}: cannot find this module: {type(exc).__name__}: {exc}") from None
+    if spec is None:
+        raise _Usage(f"{target}: no such file or module")
+    if not spec.has_location or not (spec.origin or "").endswith(".py"):
+        raise _Usage(f"{target}: has no Python source file (found {spec.origin})")
+    options = hooked_options(spec)
+    if options is None:
+        print(f"castpile show: note: no import hook takes {target}; showing what `castpile {spec.origin}` writes",
+              file=sys.stderr)
+    return spec.origin, (options or {}).get("strategy", "loop")
 
 
 def _print(data: bytes, status: int) -> int:
@@ -222,7 +315,7 @@ def _print(data: bytes, status: int) -> int:
     return status
 
 
-def _internal_error(where: str, exc: BaseException) -> int:
+def report_internal_error(where: str, exc: BaseException) -> int:
     """Report a castpile bug (never the user's fault): exit 3, nothing written."""
     import traceback
 

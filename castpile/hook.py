@@ -38,19 +38,16 @@ import functools
 import importlib.abc
 import importlib.machinery
 import importlib.util
-import os
 import sys
-import warnings
 import zipimport
 from pathlib import Path
 
 from . import cache
+from .cache import CacheWarning
 from .compiler.errors import TranspileError
 from .options import check_strategy, mentions_castpile
 
-
-class CacheWarning(UserWarning):
-    """The compile cache could not be used: modules are transpiled in memory instead."""
+__all__ = ["CacheWarning", "ImportHook", "TranspileImportError", "hooked_options", "install_import_hook"]
 
 
 class TranspileImportError(SyntaxError):
@@ -81,6 +78,7 @@ class _Loader(importlib.abc.InspectLoader):
         self._original = spec.loader
         self._package = spec.submodule_search_locations is not None
         self._built: tuple[str, bytes] | None = None
+        self.hook_options = hook.options
         self.error: TranspileImportError | None = None
 
     @functools.cached_property
@@ -102,17 +100,12 @@ class _Loader(importlib.abc.InspectLoader):
                 self._built = self._through_cache()
             except OSError as failure:
                 self._hook.report_cache_failure(self._name, failure)
-                self._built = (f"{self._path} (transpiled in memory)", self._transpiled)
+                self._built = (cache.in_memory_name(self._path), self._transpiled)
         return self._built
 
     def _through_cache(self) -> tuple[str, bytes]:
-        directory = cache.prepare_dir(self._hook.cache_dir)
-        key = cache.entry_key(self._source, self._path, self._hook.options)
-        entry = cache.entry_path(directory, self._name, key)
-        data = cache.load(entry, key)
-        if data is None:
-            data = cache.store(entry, key, self._transpiled)
-        return os.fspath(entry), data
+        hook = self._hook
+        return cache.cached(hook.cache_dir, self._name, self._path, self._source, hook.options, lambda: self._transpiled)
 
     def get_code(self, fullname):
         try:
@@ -153,6 +146,11 @@ def _python_source(spec: importlib.machinery.ModuleSpec) -> tuple[str, bytes] | 
         return path, loader.get_data(path)
     except OSError:
         return None
+
+
+def hooked_options(spec: importlib.machinery.ModuleSpec) -> dict[str, str] | None:
+    """The options an installed hook transpiles the module of ``spec`` with, or None where no hook does."""
+    return spec.loader.hook_options if isinstance(spec.loader, _Loader) else None
 
 
 class ImportHook(importlib.abc.MetaPathFinder):
@@ -203,13 +201,7 @@ class ImportHook(importlib.abc.MetaPathFinder):
         """Warn, the first time only, that the cache failed and modules are transpiled in memory."""
         if not self._cache_failed:
             self._cache_failed = True
-            warnings.warn(
-                f"castpile cannot use its compile cache {self.cache_dir} ({failure}); {module} was "
-                f"transpiled in memory, as every module the cache cannot hold will be, on every import "
-                f"(pass install_import_hook a cache_dir, or set {cache.ENV_VAR}, that you can write)",
-                CacheWarning,
-                stacklevel=2,
-            )
+            cache.warn_failure(self.cache_dir, module, failure, stacklevel=2)
 
     def uninstall(self) -> None:
         """Remove the hook; modules already imported stay as they are."""

@@ -11,11 +11,17 @@ the CLI module loads) and :mod:`castpile.cli`::
 
 from __future__ import annotations
 
+SUBCOMMANDS = ("run", "show", "cache")
+"""First arguments that name a subcommand, never a SRC (a file of that name is written ``./run``)."""
+
 
 def plain_form(argv: list[str]) -> tuple[str, str | None] | None:
     """``(SRC, OUT)`` for ``SRC``, ``SRC -o OUT`` and ``-o OUT SRC`` (``--output`` too);
     None for anything else, which argparse then parses.  What this accepts, argparse
-    would parse to the same sources and output with every other option at its default."""
+    would parse to the same sources and output with every other option at its default.  A subcommand
+    (:data:`SUBCOMMANDS`) is None too."""
+    if argv[:1] and argv[0] in SUBCOMMANDS:
+        return None
     src = out = None
     rest = iter(argv)
     for arg in rest:

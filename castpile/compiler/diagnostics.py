@@ -18,7 +18,8 @@ they are about; an id is never renumbered or given to another message (users sea
 * ``E3xx`` indices;
 * ``E4xx`` calls: their arguments, and loads, stores, atomics, ``signal``/``wait`` on accesses;
 * ``E5xx`` names: castpile's calls outside a jit function, missing imports, names bound two ways.
-* ``E6xx`` multicast tensors passed to helpers: ``castpile.Multicast`` parameters and their calls.
+* ``E6xx`` multicast tensors passed to helpers: ``castpile.Multicast`` parameters and their calls;
+* ``E7xx`` ``@castpile.jit``: the decorated function and its source.
 
 Adding a message:
 
@@ -226,3 +227,12 @@ MULTICAST_PARAM_REBOUND = Message(
 MULTICAST_PARAM_ELLIPSIS = Message(
     "E612", "'...' needs the extents of '{name}', which its callers pass",
     "index a Multicast parameter's element dims explicitly, with tl.arange(...) tensors", ": ")
+
+# ---- E7xx @castpile.jit: the decorated function and its source -------------------------------------
+JIT_NO_SOURCE = Message("E701", "castpile.jit cannot read the source of {function}",
+                        "define the kernel in a Python file or a notebook cell, where inspect.getsource finds it", ": ")
+JIT_NO_DEF = Message("E702", "castpile.jit cannot find the def of {function} at this line of its source",
+                     "was the file edited after it was run?", ": ")
+JIT_NOT_AT_DEF = Message("E703", "castpile.jit must decorate {function} where it is defined",
+                         "write @castpile.jit on the line above `def {function}`, rather than calling "
+                         "castpile.jit({function})", ": ")

@@ -1,0 +1,286 @@
+"""``@castpile.jit``: a kernel in a plain script or notebook cell, transpiled where it is decorated.
+
+``@castpile.jit`` (or ``@castpile.jit(**triton_jit_keywords)``) reads the source of the
+file or cell that defines the kernel (through :mod:`linecache`, as ``inspect`` does),
+transpiles it whole, once per source text (the compile cache, :mod:`castpile.cache`,
+then a table in this process), and hands ``triton.jit`` a function made from the
+kernel's transpiled ``def``:
+
+- its code names the cache entry as its file, and keeps the user's line numbers, so
+  ``inspect.getsource`` (which ``@triton.jit`` and the interpreter call) returns the
+  transpiled text, and Triton's errors and tracebacks give the user's lines;
+- its globals are the kernel's own (the module's or the notebook's namespace), so other
+  ``@triton.jit`` functions, constants and the ``tl`` alias resolve as they would for
+  ``@triton.jit``; its defaults, annotations and closure cells are the kernel's;
+- the helpers it calls are defined once per text in this process, in a namespace of
+  their own, and bound under their ``_castpile_`` names in the kernel's globals: a kernel
+  decorated again, or another cell's kernel, finds the same objects there, so Triton's
+  check that a compiled kernel's globals have not changed holds.
+
+Diagnostics are the kernel's only: errors in other functions of the same file are
+left out (those statements are blanked, the rest transpiled again), so each kernel
+raises :class:`castpile.TranspileError` for its own lines, named by the path its code
+object gives (a script's path, a notebook cell's ``<ipython-input-...>`` name).  A
+kernel in a module that castpile already transpiled (the import hook, ``castpile run``,
+a CLI output) goes to ``triton.jit`` as it is.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import types
+
+from .options import APPENDED_MARK, HELPERS_TITLE, WRAPS_TITLE
+
+_OPTIONS = {"strategy": "loop"}
+_transpiled: dict[str, tuple[str, str, ast.Module]] = {}
+"""Key of a source (:func:`castpile.cache.entry_key`) -> the file name its code gives, its transpiled text, its tree."""
+_helpers: dict[str, object] = {}
+"""A helper statement's text -> the one object defined for it in this process."""
+
+
+def jit(fn=None, /, **options):
+    """Transpile the kernel ``fn`` and return ``triton.jit(transpiled, **options)``; see the module docstring."""
+    if fn is None:
+        return lambda kernel: jit(kernel, **options)
+    global ast, linecache
+    import ast  # bound here, for the whole module: `import castpile` (the CLI's copy of a plain file) stays cheap
+    import linecache
+
+    import triton
+
+    prepared = _prepared(fn)
+    if prepared is None:
+        return triton.jit(fn, **options)
+    function, wrap = prepared
+    return wrap(triton.jit(function, **options))
+
+
+def _error(path: str, line: int, message, **params):
+    """A :class:`TranspileError` with the catalogue's ``message`` (an E7xx entry) at ``path:line``."""
+    from .compiler.errors import TranspileError
+
+    return TranspileError([message.at(path, line, 1, linecache.getline(path, line).rstrip("\r\n"), **params)])
+
+
+def _user_source(fn) -> tuple[str, str]:
+    """The path that ``fn``'s code names and the text there (a file, or a cell's linecache entry)."""
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(f"castpile.jit decorates a Python function (a def), not {type(fn).__name__}: "
+                        "put @castpile.jit directly above the def")
+    path = fn.__code__.co_filename
+    text = "".join(linecache.getlines(path, fn.__globals__))
+    if not text:
+        from .compiler import diagnostics
+
+        raise _error(path, fn.__code__.co_firstlineno, diagnostics.JIT_NO_SOURCE, function=fn.__name__)
+    return path, text
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed(text: str, path: str) -> ast.Module:
+    """``text`` parsed (once: a file's kernels are decorated one after another); never modified."""
+    return ast.parse(text, path)
+
+
+def _kernel_def(tree: ast.Module, fn) -> ast.FunctionDef | None:
+    """The ``def`` of ``fn`` in ``tree``: its name, and its first decorator's line (or its own) where ``fn``'s code starts."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == fn.__name__:
+            first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+            if first == fn.__code__.co_firstlineno:
+                return node
+    return None
+
+
+def _is_jit_decorator(decorator: ast.expr) -> bool:
+    """``@jit``, ``@castpile.jit``, ``@castpile.jit(...)``: a name whose last part is ``jit``, as the compiler reads it."""
+    if isinstance(decorator, ast.Call):
+        decorator = decorator.func
+    return (isinstance(decorator, ast.Name) and decorator.id == "jit") or \
+        (isinstance(decorator, ast.Attribute) and decorator.attr == "jit")
+
+
+def _prepared(fn):
+    """The function to hand ``triton.jit`` in place of ``fn``, and what wraps the kernel it gives; None
+    when ``fn``'s own source is castpile's output already."""
+    path, text = _user_source(fn)
+    if APPENDED_MARK in text and HELPERS_TITLE in text:  # castpile's output, of any version
+        return None
+    tree = _parsed(text, path)
+    kernel = _kernel_def(tree, fn)
+    if kernel is None:
+        from .compiler import diagnostics
+
+        raise _error(path, fn.__code__.co_firstlineno, diagnostics.JIT_NO_DEF, function=fn.__name__)
+    if not any(_is_jit_decorator(d) for d in kernel.decorator_list):
+        from .compiler import diagnostics
+
+        raise _error(path, kernel.lineno, diagnostics.JIT_NOT_AT_DEF, function=fn.__name__)
+    text += _namespace_imports(fn.__globals__, _bound_names(tree), text)
+    filename, transpiled, tree = _transpile(fn, path, text, (kernel.decorator_list[0].lineno, kernel.end_lineno))
+    function = _function(_kernel_def(tree, fn), fn, filename)
+    helpers, wraps = _appended(tree, transpiled)
+    namespace = _define_helpers(helpers, transpiled, filename, fn.__globals__)
+    mine = [s for s in wraps if isinstance(s, ast.Assign) and s.targets[0].id == fn.__name__]
+
+    def wrap(kernel):
+        scope = {**namespace, fn.__name__: kernel}
+        for statement in mine:
+            exec(compile(ast.Module([statement], []), filename, "exec"), scope)
+        return scope[fn.__name__]
+
+    return function, wrap
+
+
+def _bound_names(tree: ast.Module) -> set[str]:
+    """Every name that ``tree`` binds somewhere (assigned, imported, defined)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {alias.asname or alias.name.partition(".")[0] for alias in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+    return names
+
+
+def _namespace_imports(scope: dict, bound: set[str], text: str) -> str:
+    """Imports for the names of ``scope`` (the kernel's globals) that mean castpile, one of its markers,
+    triton or triton.language and that the source does not bind (an earlier notebook cell did), so that
+    castpile reads them as the kernel will; appended after the last line, where they move no line."""
+    package = sys.modules[__package__]  # castpile itself, loaded already: this module is one of its names
+
+    markers = {id(getattr(package, name)): name for name in ("multicast_like", "signal", "wait")}
+    lines = []
+    for name, value in scope.items():
+        if name in bound or not isinstance(name, str) or not name.isidentifier():
+            continue
+        if isinstance(value, types.ModuleType) and value.__name__ in ("castpile", "triton", "triton.language"):
+            lines.append(f"import {value.__name__} as {name}\n")
+        elif id(value) in markers:
+            lines.append(f"from castpile import {markers[id(value)]} as {name}\n")
+    if not lines:
+        return ""
+    return ("" if text.endswith("\n") else "\n") + "".join(lines)
+
+
+def _transpile(fn, path: str, text: str, span: tuple[int, int]) -> tuple[str, str, ast.Module]:
+    """The file name, transpiled text and tree of ``text``, errors outside the kernel's lines ``span`` blanked away."""
+    from .compiler.errors import TranspileError
+
+    while True:
+        try:
+            return _transpile_whole(fn, path, text)
+        except TranspileError as error:
+            inside = [d for d in error.diagnostics if span[0] <= d.line <= span[1]]
+            blanked = None if inside else _blanked(text, path, {d.line for d in error.diagnostics}, span)
+            if blanked is None or blanked == text:
+                raise TranspileError(inside or error.diagnostics) from None
+            text = blanked
+
+
+def _blanked(text: str, path: str, lines: set[int], span: tuple[int, int]) -> str | None:
+    """``text`` with the outermost statement around each of ``lines`` that leaves the kernel's ``span``
+    alone turned into ``pass`` (every line kept); None where some line has no such statement."""
+    out = text.splitlines(keepends=True)
+    tree = _parsed(text, path)
+    for line in lines:
+        statement = _outermost(tree, line, span)
+        if statement is None:
+            return None
+        start = statement.decorator_list[0].lineno if getattr(statement, "decorator_list", None) else statement.lineno
+        first = out[start - 1]
+        out[start - 1] = first[: len(first) - len(first.lstrip())] + "pass\n"
+        for k in range(start, statement.end_lineno):
+            out[k] = "\n"
+    return "".join(out)
+
+
+def _outermost(tree: ast.Module, line: int, span: tuple[int, int]) -> ast.stmt | None:
+    """The outermost statement that holds ``line`` and does not reach into ``span``."""
+    body = tree.body
+    while True:
+        for statement in body:
+            start = statement.decorator_list[0].lineno if getattr(statement, "decorator_list", None) else statement.lineno
+            if start <= line <= statement.end_lineno:
+                break
+        else:
+            return None
+        if statement.end_lineno < span[0] or start > span[1]:
+            return statement
+        body = [child for child in ast.iter_child_nodes(statement) if isinstance(child, ast.stmt)]
+
+
+def _transpile_whole(fn, path: str, text: str) -> tuple[str, str, ast.Module]:
+    from . import cache
+
+    source = text.encode("utf-8")
+    key = cache.entry_key(source, path, _OPTIONS)
+    if key not in _transpiled:
+        def build() -> bytes:
+            from .compiler import transpile_source
+
+            return transpile_source(source, path, **_OPTIONS)
+
+        module = fn.__module__ if (fn.__module__ or "-").replace(".", "_").isidentifier() else "__main__"
+        filename, transpiled = cache.transpiled_file(module, path, source, _OPTIONS, build,
+                                                     in_memory=cache.in_memory_name(path, "castpile.jit"))
+        _transpiled[key] = (filename, transpiled, ast.parse(transpiled, filename))
+    return _transpiled[key]
+
+
+def _function(kernel: ast.FunctionDef, fn, filename: str) -> types.FunctionType:
+    """``fn`` made from the transpiled ``kernel``: compiled under ``filename``, with ``fn``'s globals,
+    defaults, annotations and closure cells (inside a function that binds ``fn``'s free names)."""
+    kernel = ast.copy_location(
+        ast.FunctionDef(kernel.name, kernel.args, kernel.body, [], kernel.returns, kernel.type_comment), kernel)
+    free = fn.__code__.co_freevars
+    binds = [ast.Assign([ast.Name(name, ast.Store())], ast.Constant(None)) for name in free]
+    outer = ast.FunctionDef("castpile_closure", ast.arguments([], [], None, [], [], None, []),
+                            [*binds, kernel, ast.Return(ast.Name(kernel.name, ast.Load()))], [], None, None)
+    module = ast.Module([outer], [])
+    ast.fix_missing_locations(ast.copy_location(outer, kernel))
+    code = next(c for c in compile(module, filename, "exec").co_consts if isinstance(c, types.CodeType))
+    code = next(c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == fn.__name__)
+    cells = dict(zip(free, fn.__closure__ or ()))
+    function = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__,
+                                  tuple(cells[name] for name in code.co_freevars))
+    function.__kwdefaults__ = fn.__kwdefaults__
+    function.__annotations__ = dict(fn.__annotations__)
+    function.__qualname__ = fn.__qualname__
+    function.__doc__ = fn.__doc__
+    function.__dict__.update(fn.__dict__)
+    return function
+
+
+def _appended(tree: ast.Module, text: str) -> tuple[list[ast.stmt], list[ast.stmt]]:
+    """The statements appended after the module's last line: the helpers, then the NVSHMEM wraps."""
+    lines = text.splitlines()
+    marks = [k + 1 for k, line in enumerate(lines) if line.startswith(APPENDED_MARK)]
+    helpers = max((k for k in marks if HELPERS_TITLE in lines[k - 1]), default=None)
+    if helpers is None:
+        return [], []
+    wraps = next((k for k in marks if k > helpers and WRAPS_TITLE in lines[k - 1]), len(lines) + 1)
+    after = [s for s in tree.body if s.lineno > helpers]
+    return [s for s in after if s.lineno < wraps], [s for s in after if s.lineno > wraps]
+
+
+def _define_helpers(statements: list[ast.stmt], text: str, filename: str, scope: dict) -> dict:
+    """Define the helper ``statements`` of ``text`` (those not defined yet in this process), bind them
+    in ``scope``, and return the namespace they are defined in."""
+    namespace = {"__name__": "castpile_jit_helpers"}
+    for statement in statements:
+        code = compile(ast.Module([statement], []), filename, "exec")
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            exec(code, namespace)
+            continue
+        name = statement.name if isinstance(statement, ast.FunctionDef) else statement.targets[0].id
+        segment = ast.get_source_segment(text, statement)
+        if segment not in _helpers:
+            exec(code, namespace)
+            _helpers[segment] = namespace[name]
+        scope[name] = namespace[name] = _helpers[segment]
+    return namespace
