@@ -16,6 +16,7 @@ import torch
 import triton
 
 from ...arguments import check_tensor, output
+from ...device_share import multiprocessors
 from ...launch import bind
 from ...launch_cache import LaunchCache
 from . import gemm_kernels
@@ -69,8 +70,9 @@ def checked_config(config: GemmConfig, k: int, n: int, dtype: torch.dtype) -> Ge
 
 
 def default_blocks(device: torch.device) -> int:
-    """A persistent kernel's grid on ``device``: one block per SM on a GPU, :data:`SIM_BLOCKS` in the simulator."""
-    return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else SIM_BLOCKS
+    """A persistent kernel's grid on ``device``: one block per SM this rank may fill on a GPU
+    (:func:`castpile.gpu.device_share.multiprocessors`), :data:`SIM_BLOCKS` in the simulator."""
+    return multiprocessors(device) if device.type == "cuda" else SIM_BLOCKS
 
 
 def tiles(rows: int, n: int, config: GemmConfig) -> int:
