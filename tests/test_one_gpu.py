@@ -101,3 +101,25 @@ def test_ranks_on_one_gpu_all_reduce_exactly():
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TRITON_INTERPRET": "0"}
     done = subprocess.run([sys.executable, "-c", RUN_ON_ONE_GPU], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0 and "exact" in done.stdout, done.stderr[-3000:]
+
+
+def test_every_thread_that_launches_a_tensor_parallel_op_gets_an_allocator():
+    """Triton keeps its allocator per context (a thread's own): a process-wide "already set" left later threads'
+    TMA descriptors without one (one_gpu's ranks are threads)."""
+    import threading
+
+    from triton.runtime import _allocation
+
+    from castpile.gpu.fused.tp_gemm import gemm
+
+    has_one = []
+
+    def launcher():
+        gemm.ensure_allocator(torch.device("cuda", 0))
+        has_one.append(_allocation._allocator.get() is not _allocation._NULL_ALLOCATOR)
+
+    for _ in range(2):
+        thread = threading.Thread(target=launcher)
+        thread.start()
+        thread.join()
+    assert has_one == [True, True]

@@ -80,13 +80,12 @@ def tiles(rows: int, n: int, config: GemmConfig) -> int:
     return triton.cdiv(rows, config.block_m) * triton.cdiv(n, config.block_n)
 
 
-_ALLOCATOR_SET = False
-
-
 def ensure_allocator(device) -> None:
-    """Give Triton an allocator (torch's) for the kernels' TMA descriptors, unless one is set already."""
-    global _ALLOCATOR_SET
-    if _ALLOCATOR_SET or device.type != "cuda":
+    """Give Triton an allocator (torch's) for the kernels' TMA descriptors, unless one is set already.
+
+    Triton keeps the allocator per context (each thread has its own), so this looks every call.
+    """
+    if device.type != "cuda":
         return
     from triton.runtime import _allocation
 
@@ -95,7 +94,6 @@ def ensure_allocator(device) -> None:
             return torch.empty(size, dtype=torch.int8, device=device)
 
         triton.set_allocator(allocate)
-    _ALLOCATOR_SET = True
 
 
 @dataclass(eq=False)
