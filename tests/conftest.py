@@ -33,7 +33,7 @@ MODULE_TIERS = {
     "test_collectives": "sim", "test_moe": "sim", "test_rmsnorm": "sim", "test_tp_gemm": "sim",
     "test_torch_ops": "sim", "test_torch_ops_moe": "sim", "test_remote": "sim", "test_signal_wait": "sim",
     "test_sim": "sim", "test_samples_run": "sim", "test_docs_run": "sim", "test_language_v12_params": "sim",
-    "test_language_v12_peers": "sim", "test_flags": "sim",
+    "test_language_v12_peers": "sim", "test_flags": "sim", "test_sim_hangs": "sim", "test_sim_wide": "sim",
     "test_hostile": "subprocess", "test_wheel": "subprocess", "test_hook": "subprocess",
     "test_fuzz_semantics": "fuzz", "test_fuzz_mutation": "fuzz",
 }

@@ -29,6 +29,13 @@ class LaunchCache:
 
     bound: dict = field(default_factory=dict)
     graphs: dict = field(default_factory=dict)
+    #: Whether owned calls may replay captured graphs.  :mod:`castpile.gpu.one_gpu` turns it off: a capture
+    #: synchronises the device, which deadlocks while a peer rank's kernel on the same GPU waits for this rank.
+    replay: bool = True
+    #: Called after each new binding, before its first launch (or None).  :mod:`castpile.gpu.one_gpu` passes a
+    #: barrier of every rank: loading a kernel's module waits for the device, so no rank may start a kernel that
+    #: waits for peers while a peer still has to load it.
+    after_bind: object = None
 
     def issue(self, key, bind_for, tensors: dict, owned: bool, device_tensor: torch.Tensor) -> None:
         """Issue the launch cached under ``key``; ``bind_for(tensors, **options)`` binds it on first use.
@@ -38,12 +45,13 @@ class LaunchCache:
         addresses may be kept and replayed.  ``device_tensor`` tells whether the
         launch runs on a GPU.
         """
-        if owned and device_tensor.is_cuda and not torch.cuda.is_current_stream_capturing():
+        if self.replay and owned and device_tensor.is_cuda and not torch.cuda.is_current_stream_capturing():
             graphs = self.graphs.setdefault(key, {})
             addresses = tuple(t.data_ptr() for t in tensors.values())
             replay = graphs.get(addresses)
             if replay is None:
                 replay = graphs[addresses] = bind_for(tensors, graph=True)
+                self._bound()
                 if len(graphs) > GRAPHS_KEPT:
                     del graphs[next(iter(graphs))]
             replay()
@@ -51,4 +59,9 @@ class LaunchCache:
         launch = self.bound.get(key)
         if launch is None:
             launch = self.bound[key] = bind_for(tensors, late=tuple(tensors))
+            self._bound()
         launch(**tensors)
+
+    def _bound(self) -> None:
+        if self.after_bind is not None:
+            self.after_bind()

@@ -4,7 +4,8 @@ Buffers and signal pads live in anonymous shared memory mapped before the fork,
 so every rank sees them at the same addresses.  Each rank then runs its own
 kernels under the Triton interpreter (``TRITON_INTERPRET=1``) at the same time
 as the others: spin-waits on signal pads really synchronise ranks, and a rank
-that waits for a signal nobody sends is caught by a timeout::
+that waits for a signal nobody sends is caught by a timeout, which names the
+``castpile.wait`` each hung rank spins in (:mod:`castpile.gpu.hang_sites`)::
 
     handles = sim.symmetric_empty(4, (n,), torch.float32)
     def body(rank):
@@ -38,6 +39,7 @@ import warnings
 import torch
 import triton
 
+from . import hang_sites
 from .backends import node_reachability, remote_table, table_reachability
 from .symmetric import (Allocation, LowLatencyScratch, Reachability, RemoteTables, Scratch, SymmetricTensor,
                         low_latency_blocks, low_latency_words, push_scratch_elements, remote_ptrs_tensor)
@@ -49,6 +51,8 @@ SIM_PAD_SLOTS = 64
 SIM_LOW_LATENCY_BLOCKS = 4
 #: Bytes of each rank's scratch for NVSHMEM transfers of ``remote="nvshmem"`` kernels (per simulated tensor).
 SIM_REMOTE_SCRATCH_BYTES = 64 << 10
+#: Seconds a timed-out run waits for its hung ranks to say where they are, before it kills them.
+REPORT_WAIT_S = 3.0
 
 
 class RankError(RuntimeError):
@@ -64,10 +68,20 @@ class RankError(RuntimeError):
 
 
 class RankTimeout(RuntimeError):
-    """Some simulated ranks did not finish in time (typically: waiting on a signal never sent)."""
+    """Some simulated ranks did not finish in time (typically: waiting on a signal never sent).
 
-    def __init__(self, hung: list[int], timeout: float, threads: list[str] | None = None):
+    ``hung`` lists them; ``sites`` maps each to where it was when time ran out
+    (:func:`castpile.gpu.hang_sites.describe`'s words: the ``path:line`` of the
+    ``castpile.wait`` it spins in, or of the innermost line of the rank's own code);
+    ``threads``, the parent's threads at the fork, if it had any.
+    """
+
+    def __init__(self, hung: list[int], timeout: float, sites: dict[int, str] | None = None,
+                 threads: list[str] | None = None):
         self.hung = hung
+        self.sites = dict(sites or {})
+        lines = [f"  rank {r} {self.sites.get(r, 'did not say where it was (it did not answer in time)')}"
+                 for r in hung]
         message = (
             f"ranks {hung} did not finish within {timeout:g} s and were killed; a rank that "
             "waits for a signal no peer sends (a missing or mismatched barrier, different grids "
@@ -75,7 +89,7 @@ class RankTimeout(RuntimeError):
         )
         if threads:
             message += f", and so does one that waits for a thread that did not survive the fork: {_forked_threads(threads)}"
-        super().__init__(message)
+        super().__init__("\n".join([message + ":", *lines]))
 
 
 class ForkWithThreadsWarning(RuntimeWarning):
@@ -223,10 +237,12 @@ def run(fn, world_size: int, *, args=(), timeout: float = 60.0) -> list:
 
     Results travel back pickled.  If a rank raises, :class:`RankError` carries its
     traceback (ranks still running a second later are killed).  If ranks are still
-    running after ``timeout`` seconds, they are killed and :class:`RankTimeout`
-    names them.  Without ``TRITON_INTERPRET=1`` nothing is forked: RuntimeError says to set it.
-    Forking while the parent has other Python threads (torch.compile's inductor backend starts
-    one) warns with :class:`ForkWithThreadsWarning`: a rank that waits on such a thread hangs.
+    running after ``timeout`` seconds, each is first asked where it is (for a rank spinning in
+    a kernel's ``castpile.wait``: that line of the user's source, :mod:`castpile.gpu.hang_sites`),
+    then they are killed and :class:`RankTimeout` names them and those places.  Without
+    ``TRITON_INTERPRET=1`` nothing is forked: RuntimeError says to set it.  Forking while the
+    parent has other Python threads (torch.compile's inductor backend starts one) warns with
+    :class:`ForkWithThreadsWarning`: a rank that waits on such a thread hangs.
     """
     if not triton.knobs.runtime.interpret:
         raise RuntimeError(
@@ -237,25 +253,33 @@ def run(fn, world_size: int, *, args=(), timeout: float = 60.0) -> list:
     if threads:
         warnings.warn(_forked_threads(threads), ForkWithThreadsWarning, stacklevel=2)
     children: dict[int, tuple[int, int]] = {}  # rank -> (pid, read fd)
+    reports: dict[int, int] = {}  # rank -> read fd of its whereabouts (hang_sites)
     for rank in range(world_size):
         rfd, wfd = os.pipe()
+        report_rfd, report_wfd = os.pipe()
         pid = os.fork()
         if pid == 0:
             os.close(rfd)
+            os.close(report_rfd)
+            hang_sites.install_reporter(report_wfd)
             _child(fn, rank, args, wfd)
         os.close(wfd)
+        os.close(report_wfd)
         children[rank] = (pid, rfd)
+        reports[rank] = report_rfd
 
     chunks: dict[int, list[bytes]] = {r: [] for r in children}
     running = dict(children)
     deadline = time.monotonic() + timeout
     failed_at = None
+    sites: dict[int, str] = {}
     try:
         while running:
             now = time.monotonic()
             if failed_at is not None and now > failed_at + 1.0:
                 break
             if now > deadline:
+                sites = _whereabouts({r: pid for r, (pid, _) in running.items()}, reports)
                 break
             fds = {fd: r for r, (_, fd) in running.items()}
             ready, _, _ = select.select(list(fds), [], [], min(0.1, deadline - now))
@@ -275,6 +299,8 @@ def run(fn, world_size: int, *, args=(), timeout: float = 60.0) -> list:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
             os.close(fd)
+        for fd in reports.values():
+            os.close(fd)
 
     errors = {}
     results = []
@@ -289,8 +315,29 @@ def run(fn, world_size: int, *, args=(), timeout: float = 60.0) -> list:
     if errors:
         raise RankError(errors, stopped)
     if stopped:
-        raise RankTimeout(stopped, timeout, threads)
+        raise RankTimeout(stopped, timeout, sites, threads)
     return results
+
+
+def _whereabouts(pids: dict[int, int], reports: dict[int, int]) -> dict[int, str]:
+    """Ask each rank of ``pids`` where it is (:data:`hang_sites.REPORT_SIGNAL`); its line, by rank, as they answer.
+
+    A rank that has not answered within :data:`REPORT_WAIT_S` seconds is left out.
+    """
+    for pid in pids.values():
+        os.kill(pid, hang_sites.REPORT_SIGNAL)
+    text: dict[int, bytes] = {r: b"" for r in pids}
+    waiting = {reports[r]: r for r in pids}
+    give_up = time.monotonic() + REPORT_WAIT_S
+    while waiting and time.monotonic() < give_up:
+        ready, _, _ = select.select(list(waiting), [], [], max(0.0, give_up - time.monotonic()))
+        for fd in ready:
+            rank = waiting[fd]
+            data = os.read(fd, 1 << 16)
+            text[rank] += data
+            if not data or text[rank].endswith(b"\n"):
+                del waiting[fd]
+    return {r: t.decode("utf-8", "replace").strip() for r, t in text.items() if t.strip()}
 
 
 def _child(fn, rank: int, args, wfd: int) -> None:

@@ -81,6 +81,7 @@ import torch
 import triton
 
 from ..arguments import check_tensor, output
+from ..device_share import multiprocessors
 from ..launch import bind
 from ..launch_cache import LaunchCache
 from ..symmetric import Scratch
@@ -210,8 +211,7 @@ class MoE(MoEPlan, FusedState):
         if dtype not in (torch.bfloat16, torch.float16, torch.float32):
             raise ValueError(f"MoE: dtype must be bf16, fp16 or fp32, got {dtype}")
         if blocks is None:
-            blocks = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" \
-                else SIM_BLOCKS
+            blocks = multiprocessors(device) if device.type == "cuda" else SIM_BLOCKS
         hidden_block = min(HIDDEN_BLOCK, triton.next_power_of_2(hidden)) if hidden_block is None else hidden_block
         blocks = max(1, min(blocks, triton.cdiv(tokens, token_block)))
         return MoEPlan(world_size, tokens, hidden, topk, experts, dtype, blocks, token_block, hidden_block, num_warps)

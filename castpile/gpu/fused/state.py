@@ -49,14 +49,16 @@ class FusedState(ABC):
                                                   for name, (shape, dtype) in cls.buffers(plan).items()})
 
     @classmethod
-    def create_all(cls, world_size: int, *, alloc, **arguments) -> list:
-        """Every rank's state in this process, over host memory (the CPU simulator's case; call before ``sim.run``).
+    def create_all(cls, world_size: int, *, alloc, device=None, **arguments) -> list:
+        """Every rank's state in this process (call before ``sim.run`` or ``one_gpu.run``).
 
         ``alloc(world_size, shape, dtype)`` returns one zeroed :class:`~castpile.gpu.symmetric.Scratch`
-        per rank: :func:`castpile.gpu.sim.symmetric_scratch`.  ``arguments`` are :meth:`plan`'s;
-        launch shapes default to the op's ``SIM_BLOCKS`` blocks.
+        per rank: :func:`castpile.gpu.sim.symmetric_scratch` over host memory (``device`` None: the
+        CPU, launch shapes default to the op's ``SIM_BLOCKS`` blocks), or
+        :func:`castpile.gpu.one_gpu.symmetric_scratch` on one GPU (``device`` that GPU: launch shapes
+        as on GPUs, for this rank's share of its multiprocessors).  ``arguments`` are :meth:`plan`'s.
         """
-        plan = cls.plan(world_size, torch.device("cpu"), **arguments)
+        plan = cls.plan(world_size, torch.device("cpu") if device is None else torch.device(device), **arguments)
         per_rank = {name: alloc(world_size, shape, dtype) for name, (shape, dtype) in cls.buffers(plan).items()}
         return [cls(rank=r, **_values(plan), **{name: scratch[r] for name, scratch in per_rank.items()})
                 for r in range(world_size)]

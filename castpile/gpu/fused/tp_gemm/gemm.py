@@ -16,6 +16,7 @@ import torch
 import triton
 
 from ...arguments import check_tensor, output
+from ...device_share import multiprocessors
 from ...launch import bind
 from ...launch_cache import LaunchCache
 from . import gemm_kernels
@@ -69,8 +70,9 @@ def checked_config(config: GemmConfig, k: int, n: int, dtype: torch.dtype) -> Ge
 
 
 def default_blocks(device: torch.device) -> int:
-    """A persistent kernel's grid on ``device``: one block per SM on a GPU, :data:`SIM_BLOCKS` in the simulator."""
-    return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else SIM_BLOCKS
+    """A persistent kernel's grid on ``device``: one block per SM this rank may fill on a GPU
+    (:func:`castpile.gpu.device_share.multiprocessors`), :data:`SIM_BLOCKS` in the simulator."""
+    return multiprocessors(device) if device.type == "cuda" else SIM_BLOCKS
 
 
 def tiles(rows: int, n: int, config: GemmConfig) -> int:
@@ -78,13 +80,12 @@ def tiles(rows: int, n: int, config: GemmConfig) -> int:
     return triton.cdiv(rows, config.block_m) * triton.cdiv(n, config.block_n)
 
 
-_ALLOCATOR_SET = False
-
-
 def ensure_allocator(device) -> None:
-    """Give Triton an allocator (torch's) for the kernels' TMA descriptors, unless one is set already."""
-    global _ALLOCATOR_SET
-    if _ALLOCATOR_SET or device.type != "cuda":
+    """Give Triton an allocator (torch's) for the kernels' TMA descriptors, unless one is set already.
+
+    Triton keeps the allocator per context (each thread has its own), so this looks every call.
+    """
+    if device.type != "cuda":
         return
     from triton.runtime import _allocation
 
@@ -93,7 +94,6 @@ def ensure_allocator(device) -> None:
             return torch.empty(size, dtype=torch.int8, device=device)
 
         triton.set_allocator(allocate)
-    _ALLOCATOR_SET = True
 
 
 @dataclass(eq=False)
