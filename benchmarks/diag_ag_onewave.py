@@ -39,7 +39,7 @@ from harness import load_variant, start_ranks, timed, variant_outcomes, write_re
 BARRIER = "        barrier(pad, pad_ptrs, rank, WORLD, True)  # every peer's previous call is done with its buffer\n"
 SEND = ("        send_chunk(a, a_peers, tl.cast(rank, tl.int64) * Ms * K + pid * STRIPE, tl.cast(Ms, tl.int64) * STRIPE,\n"
         "                   length, K, WORLD, COPY_BLOCK, STRIPE)\n")
-SIGNAL = ("            _castpile_signal(peer_flags, peer_flags.numel, None, flags, SENDERS*(j0 + readers) + pid, None, 1, "
+SIGNAL = ("            _castpile_signal(peer_flags, 1, None, flags, SENDERS*(j0 + readers) + pid, None, 1, "
           "None, readers < SENDERS)\n")
 WAIT = ("            _castpile_wait_flags(flags + j * SENDERS + sender, 1, 0, (senders < SEGMENT) & "
         "(sender < SENDERS))\n")

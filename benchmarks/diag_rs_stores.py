@@ -32,13 +32,14 @@ from castpile.gpu.fused import tp_gemm  # noqa: E402
 from castpile.gpu.fused.tp_gemm import reduce_scatter_kernels_triton as lib  # noqa: E402
 from harness import load_variant, start_ranks, timed, variant_outcomes  # noqa: E402
 
-STORE = ("            _castpile_store_loop(dest, dest.numel, None, scratch, Ms*N*slot + N*rows[:, None] + cols[None, :], "
+STORE = ("            _castpile_store_loop(dest, 1, None, scratch, Ms*N*slot + N*rows[:, None] + cols[None, :], "
          "(slot >= 0) & (slot < dest_shape0) & (rows[:, None] >= 0) & (rows[:, None] < Ms) & (cols[None, :] >= 0) & "
-         "(cols[None, :] < N), part.to(out.dtype.element_ty)[None, :, :], align=16)\n")
+         "(cols[None, :] < N), part.to(out.dtype.element_ty), align=16, "
+         "site='castpile/gpu/fused/tp_gemm/reduce_scatter_kernels.py:76')\n")
 WAIT = "        _castpile_wait_flags(flags + slots * T + j, 1, 0, slots < WORLD - 1)\n"
 RAISE_PENDING = "                raise_flag(flags, flag_ptrs, owner, slot * T + pending)\n"
 RAISE_LAST = "            raise_flag(flags, flag_ptrs, owner, slot * T + pending)\n"
-DEST = "dest = tl.load(scratch_ptrs + owner + tl.arange(0, 1))"
+DEST = "dest = _castpile_table_entry(scratch_ptrs, owner)"
 TMA_STORE = ("            peer = tl.load(scratch_ptrs + owner).to(tl.pointer_type(out.dtype.element_ty))\n"
              "            pd = tl.make_tensor_descriptor(peer + slot * Ms * N, shape=[Ms, N], strides=[N, 1], "
              "block_shape=[BM, BN])\n"
@@ -54,7 +55,7 @@ def variants(source: str) -> dict:
     for line in (STORE, WAIT, RAISE_PENDING, RAISE_LAST, DEST):
         if line not in source:
             sys.exit(f"the generated kernel changed; not found: {line.strip()[:80]}")
-    local = source.replace(DEST, "dest = tl.load(scratch_ptrs + rank + tl.arange(0, 1))")
+    local = source.replace(DEST, "dest = _castpile_table_entry(scratch_ptrs, rank)")
     return {"local_store_nosync": without_sync(local), "remote_store_nosync": without_sync(source),
             "no_store_nosync": without_sync(source.replace(STORE, "")),
             "tma_remote_store": source.replace(STORE, TMA_STORE),

@@ -287,7 +287,7 @@ def one_wave_tile(a, a_peers, b, out, flags, flag_peers, pad, pad_ptrs, rank, Ms
         tl.debug_barrier()  # the whole block's stores come before the flags
         readers = tl.arange(0, triton.next_power_of_2(SENDERS))
         for step in tl.static_range(1, WORLD):  # on rank + step, the blocks that read this shard
-            peer_flags = multicast_like(flags, tl.load(flag_peers + step - 1 + tl.arange(0, 1)))
+            peer_flags = multicast_like(flags, flag_peers[step - 1])
             j0 = (WORLD - 1 - step) * SENDERS
             castpile.signal(peer_flags[(j0 + readers) * SENDERS + pid], value=1, mask=readers < SENDERS)
         shard = tl.cast(rank, tl.int32)  # (rank 1 is a constexpr: both branches must give a tensor)

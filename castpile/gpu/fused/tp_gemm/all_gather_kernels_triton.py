@@ -287,9 +287,9 @@ def one_wave_tile(a, a_peers, b, out, flags, flag_peers, pad, pad_ptrs, rank, Ms
         tl.debug_barrier()  # the whole block's stores come before the flags
         readers = tl.arange(0, triton.next_power_of_2(SENDERS))
         for step in tl.static_range(1, WORLD):  # on rank + step, the blocks that read this shard
-            peer_flags = tl.load(flag_peers + step - 1 + tl.arange(0, 1))
+            peer_flags = _castpile_table_entry(flag_peers, step - 1)
             j0 = (WORLD - 1 - step) * SENDERS
-            _castpile_signal(peer_flags, peer_flags.numel, None, flags, SENDERS*(j0 + readers) + pid, None, 1, None, readers < SENDERS)
+            _castpile_signal(peer_flags, 1, None, flags, SENDERS*(j0 + readers) + pid, None, 1, None, readers < SENDERS)
         shard = tl.cast(rank, tl.int32)  # (rank 1 is a constexpr: both branches must give a tensor)
         pn = pid
         acc = tile_product(a_src, b_src, shard * Ms, pn * BN, shard * Ms + Ms, N, K, BM, BN, BK, TMA)
@@ -341,6 +341,12 @@ def _castpile_stack_shape(positions_shape, index_shape):
     """P + I from the shape of the stack positions (P + (1,) * len(I)) and I."""
     positions, index = list(positions_shape), list(index_shape)
     return tl.constexpr([int(s) for s in positions[: len(positions) - len(index)]] + [int(s) for s in index])
+
+
+@triton.jit
+def _castpile_table_entry(table, r):
+    """The address in entry ``r`` of ``table``: one peer's buffer, ``table[r]`` (a rank-0 tile, P = ())."""
+    return tl.load(table + r)
 
 
 @triton.jit

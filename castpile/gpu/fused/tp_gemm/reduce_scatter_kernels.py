@@ -70,11 +70,10 @@ def matmul_reduce_scatter(a, b, out, scratch, scratch_ptrs, flags, flag_ptrs, pa
             r0, c0, part = owner_tile(a_src, b_src, owner, j, row_tiles, tiles_n, Ms, N, K, BM, BN, BK, GROUP_M, TMA)
             if pending >= 0:
                 raise_flag(flags, flag_ptrs, owner, slot * T + pending)
-            dest = multicast_like(scratch, tl.load(scratch_ptrs + owner + tl.arange(0, 1)), shape=(WORLD - 1, Ms, N),
-                                  align=16)
+            dest = multicast_like(scratch, scratch_ptrs[owner], shape=(WORLD - 1, Ms, N), align=16)
             rows = r0 + tl.arange(0, BM)
             cols = c0 + tl.arange(0, BN)
-            dest[slot, rows[:, None], cols[None, :]] = part.to(out.dtype.element_ty)[None, :, :]
+            dest[slot, rows[:, None], cols[None, :]] = part.to(out.dtype.element_ty)
             pending = j
             t += tl.num_programs(0)
         if pending >= 0:
@@ -121,5 +120,5 @@ def owner_tile(a_src, b_src, owner, j, row_tiles, tiles_n, Ms, N, K: tl.constexp
 def raise_flag(flags, flag_ptrs, owner, index):
     """Set flag ``index`` on rank ``owner`` (release, system scope), after every store of the block so far."""
     tl.debug_barrier()
-    flag = multicast_like(flags, tl.load(flag_ptrs + owner + tl.arange(0, 1)))
-    castpile.signal(flag[index + tl.arange(0, 1)], value=1)
+    flag = multicast_like(flags, flag_ptrs[owner])
+    castpile.signal(flag[index], value=1)

@@ -70,11 +70,10 @@ def matmul_reduce_scatter(a, b, out, scratch, scratch_ptrs, flags, flag_ptrs, pa
             r0, c0, part = owner_tile(a_src, b_src, owner, j, row_tiles, tiles_n, Ms, N, K, BM, BN, BK, GROUP_M, TMA)
             if pending >= 0:
                 raise_flag(flags, flag_ptrs, owner, slot * T + pending)
-            dest = tl.load(scratch_ptrs + owner + tl.arange(0, 1)); dest_shape0 = (WORLD - 1
-            )
+            dest = _castpile_table_entry(scratch_ptrs, owner); dest_shape0 = WORLD - 1
             rows = r0 + tl.arange(0, BM)
             cols = c0 + tl.arange(0, BN)
-            _castpile_store_loop(dest, dest.numel, None, scratch, Ms*N*slot + N*rows[:, None] + cols[None, :], (slot >= 0) & (slot < dest_shape0) & (rows[:, None] >= 0) & (rows[:, None] < Ms) & (cols[None, :] >= 0) & (cols[None, :] < N), part.to(out.dtype.element_ty)[None, :, :], align=16, site='castpile/gpu/fused/tp_gemm/reduce_scatter_kernels.py:77')
+            _castpile_store_loop(dest, 1, None, scratch, Ms*N*slot + N*rows[:, None] + cols[None, :], (slot >= 0) & (slot < dest_shape0) & (rows[:, None] >= 0) & (rows[:, None] < Ms) & (cols[None, :] >= 0) & (cols[None, :] < N), part.to(out.dtype.element_ty), align=16, site='castpile/gpu/fused/tp_gemm/reduce_scatter_kernels.py:76')
             pending = j
             t += tl.num_programs(0)
         if pending >= 0:
@@ -121,8 +120,8 @@ def owner_tile(a_src, b_src, owner, j, row_tiles, tiles_n, Ms, N, K: tl.constexp
 def raise_flag(flags, flag_ptrs, owner, index):
     """Set flag ``index`` on rank ``owner`` (release, system scope), after every store of the block so far."""
     tl.debug_barrier()
-    flag = tl.load(flag_ptrs + owner + tl.arange(0, 1))
-    _castpile_signal(flag, flag.numel, None, flags, index + tl.arange(0, 1), None, 1)
+    flag = _castpile_table_entry(flag_ptrs, owner)
+    _castpile_signal(flag, 1, None, flags, index, None, 1)
 
 
 # ---- castpile 0.3.0 helpers: generated, called by the rewritten accesses above ----
@@ -153,6 +152,12 @@ def _castpile_stack_shape(positions_shape, index_shape):
     """P + I from the shape of the stack positions (P + (1,) * len(I)) and I."""
     positions, index = list(positions_shape), list(index_shape)
     return tl.constexpr([int(s) for s in positions[: len(positions) - len(index)]] + [int(s) for s in index])
+
+
+@triton.jit
+def _castpile_table_entry(table, r):
+    """The address in entry ``r`` of ``table``: one peer's buffer, ``table[r]`` (a rank-0 tile, P = ())."""
+    return tl.load(table + r)
 
 
 @triton.jit
