@@ -6,7 +6,7 @@ ordering check); the submodules hold one concern each: ``cli`` (the command line
 ``jit`` (``@castpile.jit``'s notebook cells and scripts), ``lowering`` (the lowering cases' kernel and checks), ``moe``
 (the MoE dispatch reference), ``references`` (the semantic tests' inputs and torch references), ``remote``
 (remote="nvshmem" kernels and tables), ``run`` (``castpile run``'s script and module), ``signal_wait`` (signal/wait
-kernels and their checks).
+kernels and their checks), ``v11`` (the language v1.1 kernels, transpiled per strategy).
 """
 
 import importlib.util
