@@ -34,7 +34,9 @@ MODULE_TIERS = {
     "test_torch_ops": "sim", "test_torch_ops_moe": "sim", "test_remote": "sim", "test_signal_wait": "sim",
     "test_sim": "sim", "test_samples_run": "sim", "test_docs_run": "sim", "test_language_v12_params": "sim",
     "test_language_v12_peers": "sim", "test_flags": "sim", "test_sim_hangs": "sim", "test_sim_wide": "sim",
+    "test_remote_modules": "sim", "test_remote_gpu_scripts": "sim",
     "test_hostile": "subprocess", "test_wheel": "subprocess", "test_hook": "subprocess",
+    "test_hook_cache": "subprocess", "test_hook_processes": "subprocess",
     "test_fuzz_semantics": "fuzz", "test_fuzz_mutation": "fuzz",
 }
 BODY_TIERS = {"compile_for_sm90(": "sm90", "sys.executable": "subprocess", "sim.run(": "sim"}

@@ -12,8 +12,9 @@ import torch
 
 import castpile
 from compile_sm90 import Job, compile_for_sm90
-from testkit import address_table, import_file
+from testkit import address_table, import_file, transpiled
 from testkit.diagnostics import diagnostics_of
+from testkit.remote import on_rank, remote_source, symmetric
 
 KERNELS = Path(__file__).with_name("kernels_reductions.py")
 STACK_KERNELS = Path(__file__).parents[1] / "benchmarks/kernels/stack_kernels.py"
@@ -141,8 +142,6 @@ def test_table_reductions(k, w):
 @pytest.mark.parametrize("w,lws,rank", [(2, 1, 0), (3, 1, 2), (4, 2, 1)])
 def test_table_reductions_over_remote_peers(tmp_path, w, lws, rank):
     """The same kernel with ``remote="nvshmem"``: some or every peer fetched by (simulated) NVSHMEM gets."""
-    from test_remote import on_rank, remote_source, symmetric, transpiled
-
     source = remote_source(KERNELS)
     kernels = transpiled(tmp_path, source, "kernels_reductions_remote")
     bufs = randint(w, N, -50, 50, torch.int32, seed=w)

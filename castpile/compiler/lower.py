@@ -25,7 +25,6 @@ Multicast parameters, and the calls that pass them, are lowered by :mod:`.lower_
 
 from __future__ import annotations
 
-import ast
 import itertools
 from dataclasses import dataclass, field
 
@@ -37,10 +36,8 @@ from .calling import (DEFAULTS, ENTRY, HELPER_PREFIX, HELPERS, IN_ORDER, INDEX, 
 from .contract import ATOMICS
 from .lower_passing import PassedLowering
 from .plan import Access, AugStore, Binding, CallOn, HelperCall, Load, MulticastParam, Plan, Reduction, SliceAlias, Store
-from .walk import names_in, paths_to, rebuild
-
-_EMPTY = cst.Module(body=[])
-_ATOMIC_NODES = (cst.Name, cst.Integer, cst.Attribute, cst.Subscript, cst.Call, cst.SimpleString)
+from .render import Renderer, code
+from .walk import names_in, paths_to
 
 
 @dataclass
@@ -61,23 +58,9 @@ def lower(module: cst.Module, plan: Plan, strategy: str) -> Lowering:
     prefix = helper_prefix(plan.words)
     placeholders = {node: f"{prefix}slot{k}" for k, node in enumerate(plan.uses)}
     paths = paths_to(module, set(plan.uses))
-    lowerer = Lowerer(strategy, plan.words, prefix, _Renderer(placeholders, paths))
+    lowerer = Lowerer(strategy, plan.words, prefix, Renderer(placeholders, paths))
     replacements = {node: lowerer.use(use) for node, use in plan.uses.items()}
     return Lowering(placeholders, replacements, lowerer.helpers, prefix, paths)
-
-
-def code(node: cst.CSTNode) -> str:
-    """The source of ``node`` (outer parentheses included), on one line.
-
-    A sub-expression that spans lines is re-rendered on one (comments inside it are
-    dropped): the replacement must not add lines.
-    """
-    text = _EMPTY.code_for_node(node).strip()
-    if "\n" in text or "\r" in text:
-        text = ast.unparse(ast.parse(f"({text})", mode="eval"))
-        if getattr(node, "lpar", None):  # unparse drops the node's own parentheses
-            text = f"({text})"
-    return text
 
 
 def _tuple(items) -> str:
@@ -91,30 +74,6 @@ def helper_prefix(words: set[str]) -> str:
         if not any(word.startswith(prefix) for word in words):
             return prefix
     raise AssertionError("unreachable")
-
-
-class _Renderer:
-    """The source of a node of the plan, uses nested in it shown as their placeholders."""
-
-    def __init__(self, placeholders: dict[cst.CSTNode, str], paths: set[cst.CSTNode]):
-        self.placeholders = placeholders
-        self.paths = paths
-
-    def _swap(self, original: cst.CSTNode, updated: cst.CSTNode) -> cst.CSTNode:
-        name = self.placeholders.get(original)
-        if name is None:
-            return updated
-        return cst.Name(name, lpar=original.lpar, rpar=original.rpar)
-
-    def text(self, node: cst.CSTNode) -> str:
-        return code(rebuild(node, self._swap, self.paths) if node in self.paths else node)
-
-    def atom(self, node: cst.BaseExpression) -> str:
-        """:meth:`text`, parenthesised unless the node is atomic."""
-        text = self.text(node)
-        if isinstance(node, _ATOMIC_NODES) or (node.lpar and node.rpar):
-            return text
-        return f"({text})"
 
 
 @dataclass
@@ -142,7 +101,7 @@ class Lowerer:
     ``"path:line"`` of the statement it ends up on.
     """
 
-    def __init__(self, strategy: str, words: set[str], prefix: str, renderer: _Renderer):
+    def __init__(self, strategy: str, words: set[str], prefix: str, renderer: Renderer):
         self.strategy = strategy
         self.words = words
         self.taken = set(words)

@@ -3,10 +3,11 @@
 This module holds what any test may need (importing a file, transpiling kernels, address tables, a two-rank
 ordering check); the submodules hold one concern each: ``cli`` (the command line tests' inputs), ``diagnostics``
 (diagnostics by id and parameters), ``flags`` (kernels and checks for wait's cmp=/reset=None and signal's op="add"),
-``jit`` (``@castpile.jit``'s notebook cells and scripts), ``lowering`` (the lowering cases' kernel and checks), ``moe``
-(the MoE dispatch reference), ``references`` (the semantic tests' inputs and torch references), ``remote``
-(remote="nvshmem" kernels and tables), ``run`` (``castpile run``'s script and module), ``signal_wait`` (signal/wait
-kernels and their checks).
+``hook`` (the import hook tests' kernel package and fixtures), ``jit`` (``@castpile.jit``'s notebook cells and
+scripts), ``lowering`` (the lowering cases' kernel and checks), ``moe`` (the MoE dispatch reference), ``references``
+(the semantic tests' inputs and torch references), ``remote`` (remote="nvshmem" kernels and tables, one forked rank),
+``run`` (``castpile run``'s script and module), ``signal_wait`` (signal/wait kernels and their checks), ``v11`` (the
+language v1.1 kernels, transpiled per strategy).
 """
 
 import importlib.util

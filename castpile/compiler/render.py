@@ -1,0 +1,54 @@
+"""Rendering: the one-line source text of a planned node, the uses nested in it shown as their placeholders.
+
+:mod:`castpile.compiler.lower` writes every replacement from these texts; a replacement never
+adds lines, so a node that spans lines is re-rendered on one.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+
+from .walk import rebuild
+
+_EMPTY = cst.Module(body=[])
+_ATOMIC_NODES = (cst.Name, cst.Integer, cst.Attribute, cst.Subscript, cst.Call, cst.SimpleString)
+
+
+def code(node: cst.CSTNode) -> str:
+    """The source of ``node`` (outer parentheses included), on one line.
+
+    A sub-expression that spans lines is re-rendered on one (comments inside it are
+    dropped): the replacement must not add lines.
+    """
+    text = _EMPTY.code_for_node(node).strip()
+    if "\n" in text or "\r" in text:
+        text = ast.unparse(ast.parse(f"({text})", mode="eval"))
+        if getattr(node, "lpar", None):  # unparse drops the node's own parentheses
+            text = f"({text})"
+    return text
+
+
+class Renderer:
+    """The source of a node of the plan, uses nested in it shown as their placeholders."""
+
+    def __init__(self, placeholders: dict[cst.CSTNode, str], paths: set[cst.CSTNode]):
+        self.placeholders = placeholders
+        self.paths = paths
+
+    def _swap(self, original: cst.CSTNode, updated: cst.CSTNode) -> cst.CSTNode:
+        name = self.placeholders.get(original)
+        if name is None:
+            return updated
+        return cst.Name(name, lpar=original.lpar, rpar=original.rpar)
+
+    def text(self, node: cst.CSTNode) -> str:
+        return code(rebuild(node, self._swap, self.paths) if node in self.paths else node)
+
+    def atom(self, node: cst.BaseExpression) -> str:
+        """:meth:`text`, parenthesised unless the node is atomic."""
+        text = self.text(node)
+        if isinstance(node, _ATOMIC_NODES) or (node.lpar and node.rpar):
+            return text
+        return f"({text})"
