@@ -21,7 +21,6 @@ GENERATED = [
     ("castpile/gpu/collectives/kernels.py", "castpile/gpu/collectives/kernels_triton.py", "loop"),
     ("benchmarks/kernels/stack_kernels.py", "benchmarks/kernels/generated/stack_kernels_loop.py", "loop"),
     ("benchmarks/kernels/stack_kernels.py", "benchmarks/kernels/generated/stack_kernels_gather.py", "gather"),
-    ("benchmarks/kernels/barrier_kernels.py", "benchmarks/kernels/generated/barrier_kernels_loop.py", "loop"),
     ("benchmarks/kernels/nvshmem_kernels.py", "benchmarks/kernels/generated/nvshmem_kernels_loop.py", "loop"),
     ("castpile/gpu/fused/moe_kernels.py", "castpile/gpu/fused/moe_kernels_triton.py", "gather"),
     ("castpile/gpu/fused/rmsnorm_kernels.py", "castpile/gpu/fused/rmsnorm_kernels_triton.py", "loop"),

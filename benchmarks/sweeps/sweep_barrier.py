@@ -3,7 +3,7 @@
     NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \\
         python3 -m torch.distributed.run --nproc_per_node 2 benchmarks/sweeps/sweep_barrier.py --out docs/data/bench-sweep-barrier.json
 
-Variants (benchmarks/kernels/barrier_kernels.py): ``acqrel`` (release/acquire in both barriers) and
+Variants (the library's one-shot kernel, ``START_ORDERED``): ``acqrel`` (release/acquire in both barriers) and
 ``relaxed_start`` (relaxed atomics in the barrier before the reads, what the library now does).
 2048-element tiles, 4 warps.  (A first version also tried polling flags with volatile loads; it
 hung, see docs/perf-findings.md.)
@@ -18,7 +18,7 @@ import triton
 
 from castpile.gpu.launch import bind
 from harness import GRAPH_CALLS, graph_timed, start_ranks
-from kernels.generated import barrier_kernels_loop
+from castpile.gpu.collectives import kernels_triton as lib
 
 SIZES = [4 << 10, 32 << 10, 256 << 10]
 BLOCK = 2048
@@ -36,8 +36,8 @@ def main(argv=None):
         fns = {"symm_mem_one_shot": sweepkit.symm_mem_one_shot(x)}
         for relaxed in (False, True):
             name = "relaxed_start" if relaxed else "acqrel"
-            fns[name] = bind(barrier_kernels_loop.one_shot_all_reduce, grid, x, symm.buffer_ptrs, symm.signal_pad,
-                             symm.signal_pad_ptrs, out, symm.rank, n, WORLD=world, BLOCK=BLOCK,
+            fns[name] = bind(lib.one_shot_all_reduce, grid, x, symm.buffer_ptrs, symm.signal_pad,
+                             symm.signal_pad_ptrs, out, symm.rank, n, WORLD=world, BLOCK=BLOCK, BARRIER=True,
                              START_ORDERED=not relaxed, num_warps=4)
         errors = {}
         for name, fn in fns.items():

@@ -56,11 +56,13 @@ def barrier(pad, pad_ptrs, rank, WORLD: tl.constexpr, ORDERED: tl.constexpr):
 
 @triton.jit
 def one_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.constexpr,
-                        BLOCK: tl.constexpr, BARRIER: tl.constexpr):
-    """``out = sum over ranks of buf``: every rank reads every rank's whole buffer."""
+                        BLOCK: tl.constexpr, BARRIER: tl.constexpr, START_ORDERED: tl.constexpr = False):
+    """``out = sum over ranks of buf``: every rank reads every rank's whole buffer.  ``START_ORDERED`` makes the
+    barrier before the reads release/acquire (benchmarks/sweeps/sweep_barrier.py); the library's is relaxed: the
+    kernel boundary has made the inputs visible."""
     bufs = multicast_like(buf, buf_ptrs[:WORLD], shape=(n,), align=16)
     if BARRIER:
-        barrier(pad, pad_ptrs, rank, WORLD, False)
+        barrier(pad, pad_ptrs, rank, WORLD, START_ORDERED)
     tile = tl.program_id(0)
     while tile < tl.cdiv(n, BLOCK):
         offs = tile * BLOCK + tl.arange(0, BLOCK)

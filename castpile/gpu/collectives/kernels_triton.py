@@ -56,11 +56,13 @@ def barrier(pad, pad_ptrs, rank, WORLD: tl.constexpr, ORDERED: tl.constexpr):
 
 @triton.jit
 def one_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.constexpr,
-                        BLOCK: tl.constexpr, BARRIER: tl.constexpr):
-    """``out = sum over ranks of buf``: every rank reads every rank's whole buffer."""
+                        BLOCK: tl.constexpr, BARRIER: tl.constexpr, START_ORDERED: tl.constexpr = False):
+    """``out = sum over ranks of buf``: every rank reads every rank's whole buffer.  ``START_ORDERED`` makes the
+    barrier before the reads release/acquire (benchmarks/sweeps/sweep_barrier.py); the library's is relaxed: the
+    kernel boundary has made the inputs visible."""
     bufs = buf_ptrs
     if BARRIER:
-        barrier(pad, pad_ptrs, rank, WORLD, False)
+        barrier(pad, pad_ptrs, rank, WORLD, START_ORDERED)
     tile = tl.program_id(0)
     while tile < tl.cdiv(n, BLOCK):
         offs = tile * BLOCK + tl.arange(0, BLOCK)
@@ -90,7 +92,7 @@ def two_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, rank, n, WORLD: tl.constex
         local = tile * BLOCK + tl.arange(0, BLOCK)
         offs = rank * chunk + local
         total = _castpile_reduce_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n), "sum", local < chunk, steps="to", operands=(tl.float32,), align=16)
-        _castpile_store_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n), total[None, :], local < chunk, align=16, site='castpile/gpu/collectives/kernels.py:93')
+        _castpile_store_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n), total[None, :], local < chunk, align=16, site='castpile/gpu/collectives/kernels.py:95')
         tile += tl.num_programs(0)
     if BARRIER:
         barrier(pad, pad_ptrs, rank, WORLD, True)
@@ -118,7 +120,7 @@ def two_shot_push_all_reduce(buf, buf_ptrs, scratch, scratch_ptrs, pad, pad_ptrs
         local = tile * BLOCK + tl.arange(0, BLOCK)
         at = rows * chunk + local[None, :]
         mine = tl.load(buf + at, mask=(rows < WORLD) & (at < n), other=0)
-        _castpile_store_loop(scratches, WORLD, None, scratch, chunk*rank + local, None, mine, local < chunk, align=16, site='castpile/gpu/collectives/kernels.py:121')
+        _castpile_store_loop(scratches, WORLD, None, scratch, chunk*rank + local, None, mine, local < chunk, align=16, site='castpile/gpu/collectives/kernels.py:123')
         tile += tl.num_programs(0)
     if BARRIER:
         barrier(pad, pad_ptrs, rank, WORLD, True)
@@ -127,7 +129,7 @@ def two_shot_push_all_reduce(buf, buf_ptrs, scratch, scratch_ptrs, pad, pad_ptrs
         local = tile * BLOCK + tl.arange(0, BLOCK)
         rows_in = tl.load(scratch + rows * chunk + local[None, :], mask=rows < WORLD, other=0)
         total = tl.sum(rows_in.to(tl.float32), axis=0)
-        _castpile_store_loop(bufs, WORLD, None, buf, chunk*rank + local, (chunk*rank + local >= 0) & (chunk*rank + local < n), total[None, :], local < chunk, align=16, site='castpile/gpu/collectives/kernels.py:130')
+        _castpile_store_loop(bufs, WORLD, None, buf, chunk*rank + local, (chunk*rank + local >= 0) & (chunk*rank + local < n), total[None, :], local < chunk, align=16, site='castpile/gpu/collectives/kernels.py:132')
         tile += tl.num_programs(0)
     if BARRIER:
         barrier(pad, pad_ptrs, rank, WORLD, True)
@@ -194,7 +196,7 @@ def low_latency_all_reduce(buf, ll, ll_ptrs, epochs, out, rank, m, WORLD: tl.con
         offs = tile * BLOCK + tl.arange(0, BLOCK)
         x = tl.load(words + offs, mask=offs < m)
         sent = flag | x.to(tl.uint32).to(tl.int64)
-        _castpile_store_loop(lls, WORLD, None, ll, m*rank + offs + slot, None, sent[None, :], offs < m, align=16, site='castpile/gpu/collectives/kernels.py:197')
+        _castpile_store_loop(lls, WORLD, None, ll, m*rank + offs + slot, None, sent[None, :], offs < m, align=16, site='castpile/gpu/collectives/kernels.py:199')
         tile += tl.num_programs(0)
     tile = tl.program_id(0)
     while tile < tl.cdiv(m, BLOCK):
