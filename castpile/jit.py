@@ -50,7 +50,12 @@ def jit(fn=None, /, **options):
 
     import triton
 
-    prepared = _prepared(fn)
+    from .compiler.errors import TranspileError
+
+    try:
+        prepared = _prepared(fn)
+    except TranspileError as error:  # the user's decorator line, then this one: no castpile internals
+        raise error.with_traceback(None) from None
     if prepared is None:
         return triton.jit(fn, **options)
     function, wrap = prepared

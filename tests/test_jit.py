@@ -180,6 +180,9 @@ def test_a_script_diagnostic_names_its_path_and_line(tmp_path):
     result = run_script([sys.executable, script], tmp_path / "cache")
     assert result.returncode == 1
     assert f"{script}:{BAD_LINE}:{BAD_COL}: error: {BAD_MESSAGE}" in result.stderr
+    # the traceback: the user's decorator line, then castpile.jit's one raise; none of castpile's internals
+    frames = [line for line in result.stderr.splitlines() if line.startswith('  File "')]
+    assert frames[0].startswith(f'  File "{script}"') and len(frames) == 2, result.stderr
 
 
 def test_an_unusable_cache_warns_at_the_decorator_and_the_kernel_runs(tmp_path):
