@@ -139,7 +139,7 @@ REGRESSIONS = {
     "B3-atomic-gather": (_case(context="atomic", op="add", use_mask=True), "gather"),
     "B4-cas-loop": (_case(ptile=(8,), entries=list(range(8)), shape=(8, 4), strides=(4, 1), indices=[Index(0, 8, 0), Index(1, runtime=True)], context="cas", cmp=0), "loop"),
     "B5-atomic-scalar-index": (_case(ptile=(1,), entries=[0], shape=None, indices=[Index(0)], irank=0, context="atomic", op="add", value="row"), "loop"),
-    # Issue 22: the generator's v1.2 forms (OPEN_FEATURES), one smallest case each.
+    # The generator's v1.2 forms (the outside testing's spellings), one smallest case each.
     "I22-rebound-shape": (_case(shape=(4,), rebound=("n",)), "loop"),
     "I22-rebound-strides": (_case(shape=(4,), strides=(2,), explicit_strides=True, strides_names=True, rebound=("t",)), "gather"),
     "I22-rebound-example": (_case(dtype="float32", context="store", value="row", rebound=("example",)), "loop"),
