@@ -21,10 +21,12 @@ import triton
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from harness import STACK_BLOCK as BLOCK, STACK_WARPS as WARPS, run_header, timed_one_gpu, write_result  # noqa: E402
-from kernels import hand_kernels as hand  # noqa: E402
-from kernels.generated import stack_kernels_gather as cp_gather  # noqa: E402
-from kernels.generated import stack_kernels_loop as cp_loop  # noqa: E402
+from harness import STACK_BLOCK as BLOCK, STACK_WARPS as WARPS, run_header, timed_one_gpu, write_result
+from kernels import hand_kernels as hand
+from kernels.generated import (
+    stack_kernels_gather as cp_gather,
+    stack_kernels_loop as cp_loop,
+)
 
 WORLDS = (2, 4, 8)
 N = 1 << 22

@@ -40,12 +40,26 @@ from torch.distributed import _symmetric_memory  # noqa: F401  (registers torch.
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from castpile.gpu import collectives, runtime  # noqa: E402
-from castpile.gpu.collectives import kernels_triton as lib  # noqa: E402
-from castpile.gpu.launch import bind  # noqa: E402
-from harness import (GRAPH_CALLS, TORCHRUN, bound_one_shot, bound_two_shot, fill_pattern, graph_timed,  # noqa: E402
-                     host_times, max_abs_error, pad_blocks, pattern_sum, start_ranks, stop_ranks, timed,
-                     record_row, tuned_config)
+from castpile.gpu import collectives, runtime
+from castpile.gpu.collectives import kernels_triton as lib
+from castpile.gpu.launch import bind
+from harness import (
+    GRAPH_CALLS,
+    TORCHRUN,
+    bound_one_shot,
+    bound_two_shot,
+    fill_pattern,
+    graph_timed,
+    host_times,
+    max_abs_error,
+    pad_blocks,
+    pattern_sum,
+    record_row,
+    start_ranks,
+    stop_ranks,
+    timed,
+    tuned_config,
+)
 
 SIZES = [4 << 10, 32 << 10, 256 << 10, 2 << 20, 32 << 20, 64 << 20]
 
@@ -133,9 +147,8 @@ def size_case(nbytes, rank, world, sms, group_name, dog, reps):
     eager.update(timed(others, iters, reps, dog))
     row = {"bytes": nbytes, "elements": n, "iters": iters, "tuned_config": cfg, "max_blocks": symm.max_blocks,
            "pad_blocks": pad_blocks(symm), "eager_us": eager, "graph_us": graph, "host_us_rank": host, "max_abs_error": errors}
-    del symm, x, out
     torch.cuda.synchronize()
-    return row
+    return row  # symm, x and out, which the closures above hold, go with this frame
 
 
 def main(argv=None):

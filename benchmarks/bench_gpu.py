@@ -31,12 +31,21 @@ import triton
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from castpile.gpu.launch import bind  # noqa: E402
-from harness import (GRAPH_CALLS, STACK_BLOCK as BLOCK, STACK_WARPS as WARPS, graphed, host_times,  # noqa: E402
-                     timed_one_gpu, write_result)
-from kernels import hand_kernels as hand  # noqa: E402
-from kernels.generated import stack_kernels_gather as cp_gather  # noqa: E402
-from kernels.generated import stack_kernels_loop as cp_loop  # noqa: E402
+from castpile.gpu.launch import bind
+from harness import (
+    GRAPH_CALLS,
+    STACK_BLOCK as BLOCK,
+    STACK_WARPS as WARPS,
+    graphed,
+    host_times,
+    timed_one_gpu,
+    write_result,
+)
+from kernels import hand_kernels as hand
+from kernels.generated import (
+    stack_kernels_gather as cp_gather,
+    stack_kernels_loop as cp_loop,
+)
 
 SIZES = {"4K": 4096, "1M": 1 << 20, "64M": 64 << 20}
 WORLDS = (2, 4, 8)
@@ -49,6 +58,7 @@ def helion_kernels():
     """Helion's stack-tensor sum, or None and the reason it is missing."""
     try:
         import helion
+
         from kernels.helion_kernels import helion_sum
     except Exception as exc:  # reported in the results
         return None, f"{type(exc).__name__}: {exc}"
@@ -185,7 +195,7 @@ def main(argv=None):
         nbytes = (world + 1) * SIZES["64M"] * 2 // 2
         src = torch.empty(nbytes, device=dev, dtype=torch.uint8)
         dst = torch.empty_like(src)
-        t = timed_one_gpu({"copy": lambda: dst.copy_(src)}, 10, args.reps)["copy"]
+        t = timed_one_gpu({"copy": lambda dst=dst, src=src: dst.copy_(src)}, 10, args.reps)["copy"]
         copies[f"W{world}"] = {"bytes_moved": 2 * nbytes, "us": t, "TBps": 2 * nbytes / t / 1e6}
         del src, dst
     sizes = SIZES if "stack" in args.cases else {}

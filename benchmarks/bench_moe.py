@@ -54,10 +54,10 @@ from torch.distributed import _symmetric_memory as symm_mem
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from castpile.gpu.fused import moe  # noqa: E402
-from castpile.gpu.launch import bind  # noqa: E402
-from harness import graph_timed, run_header, start_ranks, stop_ranks, timed, write_result  # noqa: E402
-from kernels.hand_kernels import _copy  # noqa: E402
+from castpile.gpu.fused import moe
+from castpile.gpu.launch import bind
+from harness import graph_timed, run_header, start_ranks, stop_ranks, timed, write_result
+from kernels.hand_kernels import _copy
 
 HIDDEN, TOPK, EXPERTS = 7168, 8, 64
 TOKENS = [128, 4096, 32768]

@@ -34,9 +34,9 @@ from torch.distributed import _symmetric_memory  # noqa: F401  (registers torch.
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from castpile.gpu import collectives, runtime  # noqa: E402
-from castpile.gpu.fused import rmsnorm  # noqa: E402
-from harness import graph_timed, record_row, run_header, start_ranks, stop_ranks, timed  # noqa: E402
+from castpile.gpu import collectives, runtime
+from castpile.gpu.fused import rmsnorm
+from harness import graph_timed, record_row, run_header, start_ranks, stop_ranks, timed
 
 SHAPES = [(1, 4096), (1, 8192), (4, 8192), (16, 8192), (16, 16384), (64, 8192), (256, 8192), (1024, 8192),
           (4096, 8192), (8192, 8192)]

@@ -55,8 +55,8 @@ from torch.distributed import _symmetric_memory  # registers torch.ops.symm_mem
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from castpile.gpu.fused import tp_gemm  # noqa: E402
-from harness import graphed, run_header, start_ranks, stop_ranks, timed, write_result  # noqa: E402
+from castpile.gpu.fused import tp_gemm
+from harness import graphed, run_header, start_ranks, stop_ranks, timed, write_result
 
 AG_SHAPES = [(256, 8192, 8192), (4096, 8192, 8192), (16384, 8192, 14336)]
 RS_SHAPES = [(256, 8192, 8192), (4096, 8192, 8192), (16384, 14336, 8192)]

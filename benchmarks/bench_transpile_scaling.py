@@ -21,8 +21,9 @@ import libcst
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from castpile import transpile  # noqa: E402
-from test_scaling import accesses_in_one_kernel, kernels_in_a_file, terms_in_one_index  # noqa: E402
+from test_scaling import accesses_in_one_kernel, kernels_in_a_file, terms_in_one_index
+
+from castpile import transpile
 
 SIZES = {
     "kernels_in_a_file": (kernels_in_a_file, (10, 100, 1000), "lines", 100),

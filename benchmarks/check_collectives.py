@@ -24,8 +24,8 @@ import triton
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from castpile.gpu import collectives, runtime  # noqa: E402
-from harness import calls_timed, events, start_ranks  # noqa: E402
+from castpile.gpu import collectives, runtime
+from harness import calls_timed, events, start_ranks
 
 SIZES = [4 << 10, 32 << 10, 256 << 10, 2 << 20, 16 << 20, 64 << 20]
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}

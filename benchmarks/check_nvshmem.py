@@ -54,10 +54,10 @@ import triton
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from castpile.gpu import backends, collectives, runtime  # noqa: E402
-from castpile.gpu.fused import rmsnorm  # noqa: E402
-from bench_rmsnorm import EPS, reference as rmsnorm_reference  # noqa: E402
-from harness import run_header, start_ranks, timed  # noqa: E402
+from bench_rmsnorm import EPS, reference as rmsnorm_reference
+from castpile.gpu import backends, collectives, runtime
+from castpile.gpu.fused import rmsnorm
+from harness import run_header, start_ranks, timed
 
 SIZES = [64 << 10, 1 << 20, 16 << 20]  # bytes of each rank's bf16 input
 FUSED_SHAPES = [(16, 4096), (256, 8192)]  # rows x D of the fused all-reduce + residual + RMSNorm

@@ -34,8 +34,8 @@ import torch.distributed as dist
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from castpile.gpu import ops, runtime  # noqa: E402
-from harness import fill_pattern, run_header, start_ranks, write_result  # noqa: E402
+from castpile.gpu import ops, runtime
+from harness import fill_pattern, run_header, start_ranks, write_result
 
 #: 32 KB takes the low-latency all-reduce and the pulling two-shot; 8 MB the one-shot and the pushing two-shot.
 SIZES = [32 << 10, 8 << 20]

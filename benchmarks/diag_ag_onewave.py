@@ -31,10 +31,11 @@ import triton
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from bench_tp_gemm import Problem  # noqa: E402
-from castpile.gpu.fused import tp_gemm  # noqa: E402
-from castpile.gpu.fused.tp_gemm import all_gather_kernels_triton as lib  # noqa: E402
-from harness import load_variant, start_ranks, timed, variant_outcomes, write_result  # noqa: E402
+from bench_tp_gemm import Problem
+
+from castpile.gpu.fused import tp_gemm
+from castpile.gpu.fused.tp_gemm import all_gather_kernels_triton as lib
+from harness import load_variant, start_ranks, timed, variant_outcomes, write_result
 
 BARRIER = "        barrier(pad, pad_ptrs, rank, WORLD, True)  # every peer's previous call is done with its buffer\n"
 SEND = ("        send_chunk(a, a_peers, tl.cast(rank, tl.int64) * Ms * K + pid * STRIPE, tl.cast(Ms, tl.int64) * STRIPE,\n"

@@ -23,9 +23,9 @@ from torch.distributed import _symmetric_memory as symm_mem
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from castpile.gpu import collectives, launch, runtime  # noqa: E402
-from harness import start_ranks, stop_ranks  # noqa: E402
-from kernels.hand_kernels import _copy  # noqa: E402
+from castpile.gpu import collectives, launch, runtime
+from harness import start_ranks, stop_ranks
+from kernels.hand_kernels import _copy
 
 NBYTES = 32 << 20
 

@@ -27,9 +27,11 @@ import triton
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from kernels import hand_kernels as hand  # noqa: E402
-from kernels.generated import stack_kernels_gather as cp_gather  # noqa: E402
-from kernels.generated import stack_kernels_loop as cp_loop  # noqa: E402
+from kernels import hand_kernels as hand
+from kernels.generated import (
+    stack_kernels_gather as cp_gather,
+    stack_kernels_loop as cp_loop,
+)
 
 W, BLOCK, WARPS = 8, 1024, 4
 

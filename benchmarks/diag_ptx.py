@@ -78,7 +78,7 @@ def main(argv=None):
             signature = {("src" if k == "out" else k): v for k, v in sig.items()}
         for world in WORLDS:
             constexprs = {"W": world, "BLOCK": 1024, **extra}
-            signature_full = {**signature, **{k: "constexpr" for k in extra}}
+            signature_full = {**signature, **dict.fromkeys(extra, "constexpr")}
             compiled = triton.compile(ASTSource(fn, signature_full, constexprs, attrs), target=GPUTarget("cuda", 90, 32))
             ptx = compiled.asm["ptx"]
             if args.ptx_dir:

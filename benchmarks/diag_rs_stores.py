@@ -27,10 +27,11 @@ import torch.distributed as dist
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from bench_tp_gemm import Problem  # noqa: E402
-from castpile.gpu.fused import tp_gemm  # noqa: E402
-from castpile.gpu.fused.tp_gemm import reduce_scatter_kernels_triton as lib  # noqa: E402
-from harness import load_variant, start_ranks, timed, variant_outcomes  # noqa: E402
+from bench_tp_gemm import Problem
+
+from castpile.gpu.fused import tp_gemm
+from castpile.gpu.fused.tp_gemm import reduce_scatter_kernels_triton as lib
+from harness import load_variant, start_ranks, timed, variant_outcomes
 
 STORE = ("            _castpile_store_loop(dest, 1, None, scratch, Ms*N*slot + N*rows[:, None] + cols[None, :], "
          "(slot >= 0) & (slot < dest_shape0) & (rows[:, None] >= 0) & (rows[:, None] < Ms) & (cols[None, :] >= 0) & "

@@ -100,7 +100,7 @@ class Watchdog:
                 os._exit(3)
 
 
-def start_ranks(timeout: float = None, share_gpus: bool = False):
+def start_ranks(timeout: float | None = None, share_gpus: bool = False):
     """Join torchrun's process group on this rank's GPU: (rank, world size, device, a Watchdog or None).
 
     The watchdog ends the process after ``timeout`` seconds without a ``tick``;

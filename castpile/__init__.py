@@ -16,7 +16,8 @@ for the names below, and GPU machines need nothing but triton to run them.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, NoReturn, TypeVar, cast
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar, cast
 
 from .jit import jit  # binds castpile.jit to the decorator, over the submodule of that name
 from .options import STRATEGIES, VERSION
@@ -98,7 +99,7 @@ class _Marker:
         self.__doc__ = function.__doc__
         self.__wrapped__ = function  # what inspect.signature reads
 
-    def __get__(self, instance: object, owner: type | None = None) -> "_Marker":
+    def __get__(self, instance: object, owner: type | None = None) -> _Marker:
         """As a builtin function's: no binding (and so ``help`` documents the marker as a function)."""
         return self
 
@@ -251,10 +252,11 @@ def install_import_hook(*packages: str, cache_dir: Any = None, strategy: str = "
 
 
 __all__ = [
+    "STRATEGIES",
     "Diagnostic",
     "Multicast",
-    "STRATEGIES",
     "TranspileError",
+    "__version__",
     "define_helpers",
     "install_import_hook",
     "jit",
@@ -262,5 +264,4 @@ __all__ = [
     "signal",
     "transpile",
     "wait",
-    "__version__",
 ]

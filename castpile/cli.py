@@ -26,8 +26,8 @@ import io
 import os
 import sys
 
-from .options import STRATEGIES, VERSION
 from .files import MAX_SOURCE_BYTES, write_outputs
+from .options import STRATEGIES, VERSION
 from .plain_args import plain_form
 
 # Only what every run needs is imported here: a file without castpile should cost

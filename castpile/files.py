@@ -105,10 +105,8 @@ class _Staging:
             existed = os.path.lexists(target)
             backup = None
             if existed and i < len(self.staged) - 1:
-                try:
+                with contextlib.suppress(OSError):  # no hard links here: this one cannot be undone
                     backup, _ = self._fresh(target, lambda path: os.link(target, path, follow_symlinks=False))
-                except OSError:
-                    pass  # no hard links here: this one cannot be undone
             self.renamed.append((target, existed, backup))
             with _naming(target):
                 os.replace(temporary, target)
@@ -157,7 +155,5 @@ def _exit_on_sigterm(signum, frame):
 
 def _attempt(operation, *paths) -> None:
     """``operation(*paths)``, as far as it goes: undoing must not stop at the first failure."""
-    try:
+    with contextlib.suppress(OSError):
         operation(*paths)
-    except OSError:
-        pass

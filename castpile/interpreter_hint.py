@@ -62,7 +62,7 @@ class _WrapOnImport(importlib.abc.MetaPathFinder):
 def _wrap(module, is_marker, how: str) -> None:
     executor = getattr(module, "GridExecutor", None)
     error_type = getattr(module, "InterpreterError", None)
-    launch = getattr(executor, "__call__", None)
+    launch = None if executor is None else executor.__call__
     if launch is None or error_type is None or getattr(launch, "castpile_wrapped", False):
         return
 

@@ -25,7 +25,7 @@ def package_files(name: str) -> list[Path]:
     spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
         raise SystemExit(f"package {name} is not installed")
-    root = Path(list(spec.submodule_search_locations)[0])
+    root = Path(next(iter(spec.submodule_search_locations)))
     return sorted(root.rglob("*.py"))
 
 

@@ -56,7 +56,7 @@ def main() -> int:
         dev_ptrs = torch.tensor([t.data_ptr() for t in inputs], dtype=torch.int64)
         expected = torch.stack(inputs).sum(0)
         worst = 0.0
-        for rank in range(WORLD):  # every rank runs the kernel into its own output
+        for _rank in range(WORLD):  # every rank runs the kernel into its own output
             out = torch.full((N,), float("nan"))
             module.allreduce_oneshot[(triton.cdiv(N, BLOCK),)](out, dev_ptrs, N, WORLD=WORLD, BLOCK=BLOCK)
             worst = max(worst, (out - expected).abs().max().item())

@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from castpile.compiler.diagnostics import CATALOGUE  # noqa: E402
+from castpile.compiler.diagnostics import CATALOGUE
 
 DOC = ROOT / "docs" / "language.md"
 BEGIN = "<!-- diagnostics table: written by scripts/errors_table.py from castpile/compiler/diagnostics.py -->\n"

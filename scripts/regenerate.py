@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import castpile  # noqa: E402
+import castpile
 
 # (castpile-language source, output, strategy), paths relative to the repository root
 GENERATED = [

@@ -118,7 +118,7 @@ def _index_names(case: Case, body: list[str]) -> list[str]:
 
 def _mask_text(case: Case, body: list[str]) -> str:
     """Write what the mask needs; the mask argument's text."""
-    I = case.ishape
+    ishape = case.ishape
     if case.mask_form == "constexpr":
         return "EVEN"
     if case.mask_form == "none":
@@ -126,22 +126,22 @@ def _mask_text(case: Case, body: list[str]) -> str:
     if case.mask_form == "scalar":
         return "ms != 0"
     if "mask" in case.effects:
-        body.append(f"mki = tl.load(mk + {_flat(I)})")
+        body.append(f"mki = tl.load(mk + {_flat(ishape)})")
         return f"(mki + {EFFECT}) % 2 != 0"
-    body.append(f"m = tl.load(mk + {_flat(I)}) != 0")
+    body.append(f"m = tl.load(mk + {_flat(ishape)}) != 0")
     return "m"
 
 
 def _value_text(case: Case, body: list[str]) -> str:
     """Write the stored value's statement; the value's text."""
-    P, I = case.ptile, case.ishape
+    P, ishape = case.ptile, case.ishape
     if case.value in ("row", "row_none"):
-        body.append(f"v = tl.load(vals + {_flat(I)})")
-        if case.value == "row_none" and I:
-            return f"v[{', '.join(['None'] * len(P) + [':'] * len(I))}]"
+        body.append(f"v = tl.load(vals + {_flat(ishape)})")
+        if case.value == "row_none" and ishape:
+            return f"v[{', '.join(['None'] * len(P) + [':'] * len(ishape))}]"
         return "v"
     if case.value == "full":
-        body.append(f"v = tl.load(vals + {_flat(P + I)})")
+        body.append(f"v = tl.load(vals + {_flat(P + ishape)})")
         return "v"
     return "3"
 
@@ -254,9 +254,9 @@ def source(case: Case) -> str:
         if case.importer in ("from", "from_as") and case.context in FLAG_CONTEXTS:
             name = "signal" if case.context == "signal" else "wait"
             import_line += f", {name}" + ({"signal": " as sg", "wait": " as wt"}[name] if case.importer == "from_as" else "")
-    statements = body + [access]
+    statements = [*body, access]
     if case.joined and body:
-        statements = body[:-1] + [f"{body[-1]}; {access}"]
+        statements = [*body[:-1], f"{body[-1]}; {access}"]
     breakable = [i for i, s in enumerate(statements) if s == binding or s.endswith(access)]
     if case.breaks:
         broken = _continued([statements[i] for i in breakable], case.breaks, case.backslashes, "    " * (2 if case.enclosing else 1))
@@ -270,15 +270,15 @@ def source(case: Case) -> str:
               "LO: tl.constexpr, R: tl.constexpr, EVEN: tl.constexpr")
     triton_lines, _ = TRITON_NAMES[case.triton_names]
     if case.jit == "jit":
-        triton_lines = triton_lines + ["from triton import jit"]
+        triton_lines = [*triton_lines, "from triton import jit"]
     decorator = "@triton.jit" if case.jit == "triton.jit" else "@jit"
     kernel = [decorator, f"def kernel({params}):"] + ["    " + line for line in statements]
     if case.enclosing:
         kernel = ["def make_kernel():", f"    {import_line}", ""] + ["    " + line for line in kernel]
         kernel += ["    return kernel", "", "", "kernel = make_kernel()"]
-        lines = triton_lines + ["", ""] + kernel
+        lines = [*triton_lines, "", "", *kernel]
     else:
-        lines = triton_lines + [import_line, "", ""] + kernel
+        lines = [*triton_lines, import_line, "", "", *kernel]
     return _spell_triton(case, "\n".join(lines) + "\n")
 
 

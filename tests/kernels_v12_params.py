@@ -81,7 +81,7 @@ def columns_and_counters(src, table, ctr, ctr_ptrs, out, rank, m, n, WORLD: tl.c
         tl.store(out + j * BLOCK + rows, column_total(grid, j, m, BLOCK))
         j += 1
     counters = cp.multicast_like(ctr, ctr_ptrs[1:WORLD], shape=(BLOCK,))
-    old = count_into(counters, rows, rank + 1)
+    _old = count_into(counters, rows, rank + 1)
 
 
 @triton.jit

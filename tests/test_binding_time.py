@@ -64,7 +64,7 @@ def test_shape_name_rebound_after_the_binding(k, w):
 @pytest.mark.parametrize("w", WORLDS)
 def test_shape_name_rebound_in_the_loop_around_the_binding(k, w):
     n, b = 5, 16
-    storage, bufs = fenced(w, n + 2)
+    _storage, bufs = fenced(w, n + 2)
     got = run(k.shape_rebound_in_loop, bufs, (padded(w), b), n, w, b)
     assert torch.equal(got, masked_rows(bufs, n, b) + masked_rows(bufs, n + 2, b))
 
@@ -72,7 +72,7 @@ def test_shape_name_rebound_in_the_loop_around_the_binding(k, w):
 @pytest.mark.parametrize("w", WORLDS)
 def test_strides_name_rebound_after_the_binding(k, w):
     n, b, s = 5, 8, 2
-    storage, bufs = fenced(w, n * s)
+    _storage, bufs = fenced(w, n * s)
     got = run(k.strides_rebound, bufs, (padded(w), b), n, s, w, b)
     assert torch.equal(got, masked_rows(bufs, n, b, at=lambda a: a * s))
 
@@ -101,7 +101,7 @@ READ_AS_BOUND = {  # kernel -> whether it takes a pointer x (the example) after 
 @pytest.mark.parametrize("kernel", READ_AS_BOUND)
 def test_buffers_read_as_bound(k, w, kernel):
     n, b = 5, 8
-    storage, bufs = fenced(w, n)
+    _storage, bufs = fenced(w, n)
     example = (torch.zeros(1),) if READ_AS_BOUND[kernel] else ()
     got = run(getattr(k, kernel), bufs, (padded(w), b), n, w, b, before=example)
     assert torch.equal(got, masked_rows(bufs, n, b))
@@ -121,7 +121,7 @@ def test_out_bound_to_its_own_name_reads_it_before_the_binding(k, w):
 @pytest.mark.parametrize("w", WORLDS)
 def test_table_and_named_slice_rebound_after_the_bindings(k, w):
     n, b = 5, 8
-    storage, bufs = fenced(w, n)
+    _storage, bufs = fenced(w, n)
     got = run(k.table_and_alias_rebound, bufs, (2, padded(w), b), n, w, b)
     assert torch.equal(got, masked_rows(bufs, n, b).expand(2, -1, -1))
 
@@ -130,7 +130,7 @@ def test_table_and_named_slice_rebound_after_the_bindings(k, w):
 @pytest.mark.parametrize("w", WORLDS)
 def test_zero_stride_reaches_element_zero_from_every_index(k, w):
     n, b = 5, 8
-    storage, bufs = fenced(w, n)
+    _storage, bufs = fenced(w, n)
     got = run(k.zero_stride, bufs, (2, padded(w), b), n, w, b)
     zero = lambda a: a * 0  # noqa: E731
     assert torch.equal(got[0], masked_rows(bufs, n, b, at=zero))
@@ -152,7 +152,7 @@ def test_zero_stride_stack_sum_and_atomic(k, w):
 @pytest.mark.parametrize("w", WORLDS)
 def test_cancelling_index_terms_reach_one_element(k, w):
     b = 8
-    storage, bufs = fenced(w, 16)
+    _storage, bufs = fenced(w, 16)
     got = run(k.cancelling_strides, bufs, (padded(w), b), w, b)
     assert torch.equal(got, masked_rows(bufs, 4, b, at=lambda j: j * 0 + 3))
 
@@ -160,7 +160,7 @@ def test_cancelling_index_terms_reach_one_element(k, w):
 @pytest.mark.parametrize("w", WORLDS)
 def test_zero_row_stride_on_a_2d_index(k, w):
     m, n, bi, bj = 3, 5, 4, 8
-    storage, bufs = fenced(w, n)
+    _storage, bufs = fenced(w, n)
     got = run(k.zero_row_stride_2d, bufs, (padded(w), bi, bj), m, n, w, bi, bj)
     i, j = torch.arange(bi)[:, None], torch.arange(bj)[None, :]
     expected = torch.zeros(padded(w), bi, bj)
@@ -171,7 +171,7 @@ def test_zero_row_stride_on_a_2d_index(k, w):
 
 @pytest.mark.parametrize("w", WORLDS)
 def test_broadcast_view_read_whole(k, w):
-    storage, bufs = fenced(w, 8)
+    _storage, bufs = fenced(w, 8)
     expected = torch.zeros(padded(w), 4, 8)
     for p, buf in enumerate(bufs):
         expected[p] = buf[:8].expand(4, 8)
@@ -209,7 +209,7 @@ def test_what_a_loop_makes_of_rebinding_is_a_located_error_that_says_how_to_writ
 
 def _signature(*middle: tuple[str, str], head=(("res", "*fp32"),), tail=("W", "B")) -> dict[str, str]:
     """A kernel's signature: ``head``, the table, ``middle`` and the constexpr ``tail``."""
-    return {**dict(head), "table": "*i64", **dict(middle), **{name: "constexpr" for name in tail}}
+    return {**dict(head), "table": "*i64", **dict(middle), **dict.fromkeys(tail, "constexpr")}
 
 
 N = ("n", "i32")

@@ -116,7 +116,7 @@ def test_the_semantic_kernels_compile_for_sm90(tmp_path, strategy):
         defs = kernels_of(source)
         for kernel, compiles in kernels.items():
             for dtype, addresses, constexprs in compiles:
-                types = {**TYPES, "table": addresses, **{p: f"*{dtype}" for p in ("out", "example", "src", "flags")}}
+                types = {**TYPES, "table": addresses, **dict.fromkeys(("out", "example", "src", "flags"), f"*{dtype}")}
                 jobs.append(Job(module, kernel, signature(source, defs[kernel], types), constexprs,
                                 name=f"{filename}:{kernel} {dtype} {addresses} {constexprs}"))
     results = compile_for_sm90(jobs, tmp_path)

@@ -22,7 +22,7 @@ def test_sample_is_substantial():
 
 @pytest.mark.parametrize("path", SAMPLE, ids=lambda p: p.name)
 def test_triton_file_comes_back_identical(path):
-    name, verdict, detail = corpus_run.check_file((str(path), "loop"))
+    _name, verdict, detail = corpus_run.check_file((str(path), "loop"))
     assert verdict == "identical", detail
 
 

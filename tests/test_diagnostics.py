@@ -4,6 +4,7 @@ The catalogue (castpile.compiler.diagnostics) holds each id's text; the tests th
 expected first line from it (testkit.diagnostics.headline).
 """
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -200,7 +201,7 @@ def test_failed_run_keeps_an_existing_output(tmp_path):
 
 
 def test_runtime_call_without_transpiling_says_how():
-    with pytest.raises(RuntimeError, match="castpile kernel.py -o"):
+    with pytest.raises(RuntimeError, match=re.escape("castpile kernel.py -o")):
         castpile.multicast_like(None, None)
     with pytest.raises(RuntimeError, match="install_import_hook"):
         castpile.signal(None)

@@ -18,9 +18,19 @@ from castpile.compiler.contract import WAIT_COMPARISONS
 from castpile.gpu import sim
 from compile_sm90 import Job, compile_for_sm90, signature
 from testkit import import_file
-from testkit.flags import (BLOCK, KERNELS, REMOTE_KERNELS, SLOTS, check_counter_barrier,
-                           check_epoch_flags_read_by_several_ranks, check_every_comparison, check_remote_epoch_barrier,
-                           check_remote_wait_with_a_reset, kernels, remote_kernels)
+from testkit.flags import (
+    BLOCK,
+    KERNELS,
+    REMOTE_KERNELS,
+    SLOTS,
+    check_counter_barrier,
+    check_epoch_flags_read_by_several_ranks,
+    check_every_comparison,
+    check_remote_epoch_barrier,
+    check_remote_wait_with_a_reset,
+    kernels,
+    remote_kernels,
+)
 
 HANG = 6.0  # seconds after which a run that must hang is called hung
 FORMS = {0: "scalar_pointer", 1: "pointer_tensor", 2: "multicast_access"}

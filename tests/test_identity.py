@@ -74,17 +74,17 @@ def test_files_without_a_multicast_use_are_byte_identical(source):
 
 LEFT_ALONE = [
     # a local function that merely shares the name
-    b"import triton\n\ndef multicast_like(a, b):\n    return a\n\n@triton.jit\ndef k(out, t):\n"
-    b"    bufs = multicast_like(out, t[:2])\n    x = bufs + 1\n# castpile\n",
+    (b"import triton\n\ndef multicast_like(a, b):\n    return a\n\n@triton.jit\ndef k(out, t):\n"
+     b"    bufs = multicast_like(out, t[:2])\n    x = bufs + 1\n# castpile\n"),
     # a parameter shadowing the import
-    b"import triton\nfrom castpile import multicast_like\n\n@triton.jit\ndef k(out, t, multicast_like):\n"
-    b"    bufs = multicast_like(out, t[:2])\n    x = bufs + 1\n",
+    (b"import triton\nfrom castpile import multicast_like\n\n@triton.jit\ndef k(out, t, multicast_like):\n"
+     b"    bufs = multicast_like(out, t[:2])\n    x = bufs + 1\n"),
     # a local variable shadowing the module alias
-    b"import triton\nimport castpile as cp\n\n@triton.jit\ndef k(out, t):\n    cp = out\n"
-    b"    bufs = cp.multicast_like(out, t[:2])\n    x = bufs + 1\n",
+    (b"import triton\nimport castpile as cp\n\n@triton.jit\ndef k(out, t):\n    cp = out\n"
+     b"    bufs = cp.multicast_like(out, t[:2])\n    x = bufs + 1\n"),
     # an attribute of another object
-    b"import triton\nimport castpile\n\n@triton.jit\ndef k(out, t, other):\n"
-    b"    bufs = other.multicast_like(out, t[:2])\n    x = bufs + 1\n",
+    (b"import triton\nimport castpile\n\n@triton.jit\ndef k(out, t, other):\n"
+     b"    bufs = other.multicast_like(out, t[:2])\n    x = bufs + 1\n"),
 ]
 
 

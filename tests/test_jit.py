@@ -6,23 +6,32 @@ compile for sm_90 (``test_the_jit_kernels_compile_for_sm90``).
 
 import inspect
 import os
+import re
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
+import kernels_jit
 import pytest
 import torch
-import triton
 import triton.language as tl
 
 import castpile
 import castpile.compiler
-import kernels_jit
 from compile_sm90 import Job, compile_for_sm90
 from testkit import import_file
-from testkit.jit import (BAD_CELL, BAD_COL, BAD_LINE, BAD_MESSAGE, CELL, LAUNCH, MIXED_CELL, SECOND_CELL, run_cell,
-                         stacks)
+from testkit.jit import (
+    BAD_CELL,
+    BAD_COL,
+    BAD_LINE,
+    BAD_MESSAGE,
+    CELL,
+    LAUNCH,
+    MIXED_CELL,
+    SECOND_CELL,
+    run_cell,
+    stacks,
+)
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -139,10 +148,10 @@ def undecorated(out, table, W: tl.constexpr):
 
 
 def test_castpile_jit_must_decorate_the_def():
-    with pytest.raises(castpile.TranspileError, match="castpile.jit must decorate undecorated where it is defined") as info:
+    with pytest.raises(castpile.TranspileError, match=re.escape("castpile.jit must decorate undecorated where it is defined")) as info:
         castpile.jit(undecorated)
     assert [d.id for d in info.value.diagnostics] == ["E703"]
-    with pytest.raises(TypeError, match="castpile.jit decorates a Python function"):
+    with pytest.raises(TypeError, match=re.escape("castpile.jit decorates a Python function")):
         castpile.jit(kernels_jit.scaled)
 
 

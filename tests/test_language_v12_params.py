@@ -155,8 +155,8 @@ def test_remote_bindings_through_helpers(remote, world, lws):
 def test_remote_kernels_compile_for_sm90_up_to_nvshmem_linking(tmp_path, strategy):
     module = tmp_path / f"kernels_v12_params_remote_{strategy}.py"
     module.write_bytes(castpile.transpile(REMOTE_KERNELS.read_bytes(), str(REMOTE_KERNELS), strategy=strategy))
-    pointers = {name: "*fp32" for name in ("x", "buf", "sums", "gathered")}
-    tables = {name: "*i64" for name in ("buf_ptrs", "pad_ptrs", "gathered_ptrs")}
+    pointers = dict.fromkeys(("x", "buf", "sums", "gathered"), "*fp32")
+    tables = dict.fromkeys(("buf_ptrs", "pad_ptrs", "gathered_ptrs"), "*i64")
     signature = {**pointers, **tables, "pad": "*i32", "rank": "i32", "n": "i32", "WORLD": "constexpr",
                  "BLOCK": "constexpr"}
     order = ["x", "buf", "buf_ptrs", "pad", "pad_ptrs", "sums", "gathered", "gathered_ptrs", "rank", "n", "WORLD",

@@ -148,16 +148,14 @@ def test_a_named_slice_with_a_named_mask(k, w):
     block, lo = 4, 1
     wp = padded(w)
     for rank in range(w + 1):
-        bufs = [torch.full((block,), 0, dtype=torch.int32)] + ints(w, block, seed=rank + w, low=0, high=40)
+        bufs = [torch.full((block,), 0, dtype=torch.int32), *ints(w, block, seed=rank + w, low=0, high=40)]
         before = [b.clone() for b in bufs]
         res = torch.full((2 * block,), -7, dtype=torch.int32)
         k.named_slice_with_mask[(1,)](res, address_table(bufs), rank, lo, w, wp, block)
         below = before[lo:lo + min(rank, w)]
         i = torch.arange(block)
-        if below:
-            minimum = torch.where(i < 3, torch.stack(below).amin(0), 50)
-        else:
-            minimum = torch.zeros(block, dtype=torch.int32)  # no valid buffer: 0
+        # no valid buffer: 0
+        minimum = torch.where(i < 3, torch.stack(below).amin(0), 50) if below else torch.zeros(block, dtype=torch.int32)
         assert torch.equal(res[:block], minimum.to(torch.int32))
         assert torch.equal(res[block:], sum(below, torch.zeros(block, dtype=torch.int32)))
         for j, (b, old) in enumerate(zip(bufs, before)):

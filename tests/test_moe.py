@@ -18,7 +18,6 @@ import pytest
 import torch
 
 import castpile
-
 from castpile.gpu import sim
 from castpile.gpu.fused import moe
 from compile_sm90 import Job, compile_for_sm90
@@ -131,7 +130,7 @@ def case(request):
 
 def test_dispatch_matches_torch(case):
     name, states, data, _, outs = case
-    world, tokens, _, topk, experts, _, _, _ = CASES[name]
+    world, tokens, _, _topk, experts, _, _, _ = CASES[name]
     for c, (xs, idx, weights) in enumerate(data):
         ref = reference_dispatch(idx, world, tokens, experts)
         for r in range(world):

@@ -105,7 +105,7 @@ def tile_buffers(outdir, strategy, dtype, rows, cols, n):
 @pytest.mark.parametrize("rows,cols", TILES)
 def test_pointer_tile_2d_copy(outdir, strategy, dtype, rows, cols):
     n = 40
-    mod, bufs, ptrs, stacked = tile_buffers(outdir, strategy, dtype, rows, cols, n)
+    mod, _bufs, ptrs, stacked = tile_buffers(outdir, strategy, dtype, rows, cols, n)
     out = torch.full((rows, cols, n), -1).to(dtype)
     mod.grid_copy[(3,)](out, ptrs, n, R=rows, C=cols, BLOCK=16)
     assert torch.equal(out, stacked)
@@ -116,7 +116,7 @@ def test_pointer_tile_2d_copy(outdir, strategy, dtype, rows, cols):
 @pytest.mark.parametrize("rows,cols", TILES)
 def test_pointer_tile_2d_row_sums(outdir, strategy, dtype, rows, cols):
     n = 40
-    mod, bufs, ptrs, stacked = tile_buffers(outdir, strategy, dtype, rows, cols, n)
+    mod, _bufs, ptrs, stacked = tile_buffers(outdir, strategy, dtype, rows, cols, n)
     out = torch.full((rows, n), -1).to(dtype)
     mod.row_sums[(3,)](out, ptrs, n, R=rows, C=cols, BLOCK=16)
     assert torch.equal(out, stacked.sum(1).to(dtype))

@@ -14,8 +14,14 @@ import pytest
 import castpile
 from castpile.gpu import sim
 from compile_sm90 import Job, compile_for_sm90, signature
-from testkit.signal_wait import (BLOCK, KERNELS, check_flags_rise_then_fall, check_two_signals_in_a_row_both_arrive,
-                                  check_waiting_ranks_read_what_was_written, kernels)
+from testkit.signal_wait import (
+    BLOCK,
+    KERNELS,
+    check_flags_rise_then_fall,
+    check_two_signals_in_a_row_both_arrive,
+    check_waiting_ranks_read_what_was_written,
+    kernels,
+)
 
 HANG = 4.0  # seconds after which a run that must hang is called hung
 
@@ -69,7 +75,7 @@ def test_a_wait_that_does_nothing_fails_the_checks(strategy, tmp_path):
     k = kernels(strategy, tmp_path, WAIT_DOES_NOTHING)
     with pytest.raises(AssertionError, match="after the waits, rank 0's flags are \\[1, 1, 0"):
         check_flags_rise_then_fall(k, 2, wait_for=False, access=True)
-    with pytest.raises(AssertionError, match="rank 0 read .*nan.*, not every rank's row"):
+    with pytest.raises(AssertionError, match=r"rank 0 read .*nan.*, not every rank's row"):
         check_waiting_ranks_read_what_was_written(k, 3, wait_for=True, access=False, give_up_s=FOREVER)
 
 
@@ -77,7 +83,7 @@ def test_a_wait_that_does_nothing_fails_the_checks(strategy, tmp_path):
 def test_a_wait_that_does_not_wait_fails_the_ordering_check(strategy, tmp_path):
     """It lowers the flags at once: flags alone cannot tell, the data read too early does."""
     k = kernels(strategy, tmp_path, WAIT_DOES_NOT_WAIT)
-    with pytest.raises(AssertionError, match="rank 0 read .*nan.*, not every rank's row"):
+    with pytest.raises(AssertionError, match=r"rank 0 read .*nan.*, not every rank's row"):
         check_waiting_ranks_read_what_was_written(k, 3, wait_for=False, access=True, give_up_s=FOREVER)
 
 

@@ -6,6 +6,7 @@ the expected lines are found in that source text by hand, never taken from castp
 
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -74,7 +75,7 @@ def test_a_rank_hung_outside_castpile_is_placed_in_its_own_code():
 
     with pytest.raises(sim.RankTimeout) as info:
         sim.run(body, 2, timeout=1.5)
-    source = open(__file__).read()
+    source = Path(__file__).read_text()
     lines = {line_of(source, "while rank == 1:"), line_of(source, "time.sleep(0.01)")}
     assert info.value.hung == [1]
     assert any(info.value.sites[1] == f"was at {__file__}:{n} (in body), in no castpile wait" for n in lines), \

@@ -3,11 +3,11 @@ fail with a unified diff, write the file (atomically) under CASTPILE_UPDATE_SNAP
 --castpile-update-snapshots."""
 
 import os
-import tomllib
 from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from castpile import testing
 from castpile.testing import assert_transpiles_to
@@ -46,7 +46,7 @@ def test_a_different_expected_file_fails_with_a_unified_diff(tmp_path):
 
 
 def test_a_missing_expected_file_fails_saying_how_to_make_it(tmp_path):
-    with pytest.raises(AssertionError, match="no such snapshot .* set CASTPILE_UPDATE_SNAPSHOTS=1"):
+    with pytest.raises(AssertionError, match=r"no such snapshot .* set CASTPILE_UPDATE_SNAPSHOTS=1"):
         assert_transpiles_to(write(tmp_path / "plain.py", PLAIN), tmp_path / "missing.txt")
 
 

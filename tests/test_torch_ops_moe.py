@@ -11,6 +11,8 @@ layer in torch (expert e scales its rows by e + 1).  Data are small integers
 and weights multiples of 1/8: every sum is exact.
 """
 
+import re
+
 import pytest
 import torch
 
@@ -137,7 +139,7 @@ def test_combine_keeps_its_dispatch_in_the_graph(world1, backend):
     Eagerly dispatching another routing first leaves that routing in the state: only a dispatch inside the graph
     gives the result of this one.
     """
-    state, name = world1
+    _state, name = world1
 
     def routed_sum(x, idx, w, expert_out):
         slot_positions = castpile_ops.moe_dispatch(x, idx, w, name)[5]
@@ -209,7 +211,7 @@ def test_register_and_errors(world1):
         castpile_ops.moe_dispatch(x, idx, w, symm_name)
     with pytest.raises(ValueError, match=r"x must be a torch.bfloat16 tensor of shape \(5, 12\)"):
         castpile_ops.moe_dispatch(x.float(), idx, w, name)
-    with pytest.raises(ValueError, match="topk_weights must be a torch.float32"):
+    with pytest.raises(ValueError, match=re.escape("topk_weights must be a torch.float32")):
         castpile_ops.moe_dispatch(x, idx, w.double(), name)
     with pytest.raises(ValueError, match=r"slot_positions must be a torch.int32 tensor of shape \(1, 5, 2\)"):
         castpile_ops.moe_combine(torch.zeros(state.capacity_pairs, 12, dtype=torch.bfloat16), torch.zeros(5, 2), name)

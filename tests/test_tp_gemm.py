@@ -191,11 +191,11 @@ def test_the_all_gather_mode_is_chosen_by_shape():
     assert large.k_segment == 0 and large.chunk_rows == 128
     rows = on_gpu(256, 8192, k_segment=0)
     assert rows.k_segment == 0 and rows.chunks == 8  # asked for: chunks of 16 rows
-    with pytest.raises(ValueError, match="one_wave needs .* \\(384 tiles, 132 blocks\\)"):
+    with pytest.raises(ValueError, match=r"one_wave needs .* \(384 tiles, 132 blocks\)"):
         on_gpu(256, 8192 * 3, one_wave=True)
-    with pytest.raises(ValueError, match="chunk_rows .* or k_segment .*, not both"):
+    with pytest.raises(ValueError, match=r"chunk_rows .* or k_segment .*, not both"):
         on_cpu(chunk_rows=8, k_segment=16)
-    with pytest.raises(ValueError, match="k_segment \\(24\\) must be 0 .* multiple of the tile's block_k \\(16\\)"):
+    with pytest.raises(ValueError, match=r"k_segment \(24\) must be 0 .* multiple of the tile's block_k \(16\)"):
         on_cpu(config=TILES["tma"], k_segment=24)
 
 
@@ -265,7 +265,7 @@ def test_bad_arguments_are_reported():
         tp_gemm.MatmulReduceScatter.create_all(1, alloc=sim.symmetric_scratch, m=8, k=8, n=8)
     ag = tp_gemm.AllGatherMatmul.create_all(2, alloc=sim.symmetric_scratch, m=32, k=16, n=16,
                                             dtype=torch.float32)[0]
-    with pytest.raises(ValueError, match="b must be a contiguous torch.float32 tensor of shape \\(16, 16\\)"):
+    with pytest.raises(ValueError, match=r"b must be a contiguous torch.float32 tensor of shape \(16, 16\)"):
         tp_gemm.all_gather_matmul(ag, None, torch.ones(16, 8))
     with pytest.raises(ValueError, match="a_shard must be"):
         tp_gemm.all_gather_matmul(ag, torch.ones(8, 16), torch.ones(16, 16))

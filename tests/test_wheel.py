@@ -8,10 +8,10 @@ import subprocess
 import sys
 import sysconfig
 import textwrap
-import tomllib
 import zipfile
 from pathlib import Path
 
+import tomllib
 from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,11 +11,10 @@ hung, see docs/perf-findings.md.)
 
 import json
 
-import sweepkit  # first: benchmarks/ and the repository root onto sys.path
-
 import torch
 import triton
 
+import sweepkit  # first: benchmarks/ and the repository root onto sys.path
 from castpile.gpu.launch import bind
 from harness import GRAPH_CALLS, graph_timed, start_ranks
 from castpile.gpu.collectives import kernels_triton as lib

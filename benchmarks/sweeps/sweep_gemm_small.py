@@ -12,11 +12,10 @@ accumulation: within 2^-7 relative + 1e-3 of the largest), then timed with CUDA
 events, rounds interleaved (benchmarks/harness.py), medians.
 """
 
-import sweepkit  # first: benchmarks/ and the repository root onto sys.path
-
 import torch
-
 from bench_tp_gemm import parse_config
+
+import sweepkit  # first: benchmarks/ and the repository root onto sys.path
 from castpile.gpu.fused import tp_gemm
 from harness import run_header, timed_one_gpu, write_result
 
@@ -43,7 +42,10 @@ def main():
         fns, errors, wrong = {"cublas_gemm": lambda a=a, b=b: torch.matmul(a, b)}, {}, []
         for text in args.configs:
             out = torch.empty((m, n), dtype=torch.bfloat16, device=dev)
-            fn = (lambda a=a, b=b, out=out, config=parse_config(text): tp_gemm.matmul(a, b, out, config=config))
+
+            def fn(a=a, b=b, out=out, config=parse_config(text)):
+                return tp_gemm.matmul(a, b, out, config=config)
+
             try:
                 fn()
                 torch.cuda.synchronize()

@@ -9,11 +9,10 @@ timed (median over interleaved rounds of the slower rank) beside NCCL.
 
 import json
 
-import sweepkit  # first: benchmarks/ and the repository root onto sys.path
-
 import torch
 import torch.distributed as dist
 
+import sweepkit  # first: benchmarks/ and the repository root onto sys.path
 from harness import bound_one_shot, bound_two_shot, fill_pattern, pad_blocks, start_ranks, timed
 
 SIZES = [32 << 20, 64 << 20]
@@ -29,14 +28,14 @@ def main(argv=None):
     for nbytes in SIZES:
         symm, expect = sweepkit.bf16_case(nbytes, rank, world, dev)
         x, out, ref = symm.tensor, torch.empty_like(symm.tensor), torch.empty_like(symm.tensor)
-        fns = {"nccl": lambda: dist.all_reduce(ref)}
+        fns = {"nccl": lambda ref=ref: dist.all_reduce(ref)}
         for block, warps, per_sm in CONFIGS:
             blocks = min(per_sm * sms, pad_blocks(symm))
             fns[f"one_b{block}_w{warps}_x{per_sm}"] = bound_one_shot(symm, out, block=block, blocks=blocks,
                                                                      warps=warps)
             fns[f"two_b{block}_w{warps}_x{per_sm}"] = bound_two_shot(symm, block=block, blocks=blocks, warps=warps)
 
-        def fresh():  # the two-shot sums in place: every check starts from the pattern
+        def fresh(x=x, out=out):  # the two-shot sums in place: every check starts from the pattern
             fill_pattern(x, rank)
             out.zero_()
 
@@ -53,7 +52,7 @@ def main(argv=None):
             best = sorted((v, k) for k, v in us.items())[:4]
             print(json.dumps({"bytes": nbytes, "nccl": round(us["nccl"], 1), "best": best,
                               "max_error": max(errors.values())}), flush=True)
-        del fns, symm, x
+        del fns, fresh, symm, x
         torch.cuda.synchronize()
     sweepkit.finish(args.out, dev, rank, configs=CONFIGS, rows=rows)
 

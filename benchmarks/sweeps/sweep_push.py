@@ -9,11 +9,10 @@ every variant is checked exact on integer data first.
 
 import json
 
-import sweepkit  # first: benchmarks/ and the repository root onto sys.path
-
 import torch
 import torch.distributed as dist
 
+import sweepkit  # first: benchmarks/ and the repository root onto sys.path
 from castpile.gpu import collectives
 from harness import fill_pattern, start_ranks, timed
 
@@ -28,11 +27,11 @@ def main():
         symm, expect = sweepkit.bf16_case(nbytes, rank, world, dev, push_scratch=True)
         x = symm.tensor
         nccl_buf = torch.empty_like(x)
-        fns = {"nccl": lambda: dist.all_reduce(nccl_buf),
-               "two_shot_pull": lambda: collectives.all_reduce_two_shot(symm, push=False),
-               "two_shot_push": lambda: collectives.all_reduce_two_shot(symm, push=True)}
+        fns = {"nccl": lambda nccl_buf=nccl_buf: dist.all_reduce(nccl_buf),
+               "two_shot_pull": lambda symm=symm: collectives.all_reduce_two_shot(symm, push=False),
+               "two_shot_push": lambda symm=symm: collectives.all_reduce_two_shot(symm, push=True)}
 
-        def fresh():  # every variant sums in place: each check starts from the pattern
+        def fresh(x=x, nccl_buf=nccl_buf):  # every variant sums in place: each check starts from the pattern
             fill_pattern(x, rank)
             nccl_buf.copy_(x)
 
@@ -45,7 +44,7 @@ def main():
                      "max_abs_error": errors})
         if rank == 0:
             print(json.dumps(rows[-1]), flush=True)
-        del symm, x, fns
+        del fns, fresh, symm, x
         torch.cuda.synchronize()
         dist.barrier()
     sweepkit.finish(args.out, dev, rank, reps=args.reps, rows=rows)

@@ -11,12 +11,11 @@ y within one bf16 rounding), then timed as replays of a CUDA graph of 20 calls
 ``castpile.gpu.fused.rmsnorm``'s defaults (MAX_BLOCK, default_warps).
 """
 
-import sweepkit  # first: benchmarks/ and the repository root onto sys.path
-
 import torch
 import torch.distributed as dist
 import triton
 
+import sweepkit  # first: benchmarks/ and the repository root onto sys.path
 from bench_rmsnorm import EPS, pattern, reference
 from castpile.gpu import collectives, runtime
 from castpile.gpu.fused import rmsnorm

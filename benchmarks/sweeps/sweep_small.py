@@ -12,10 +12,9 @@ torch symmetric memory's one-shot in the same run.  It chooses the launch of
 
 import json
 
-import sweepkit  # first: benchmarks/ and the repository root onto sys.path
-
 import torch
 
+import sweepkit  # first: benchmarks/ and the repository root onto sys.path
 from harness import GRAPH_CALLS, bound_one_shot, graph_timed, start_ranks
 
 SIZES = [4 << 10, 32 << 10, 256 << 10]

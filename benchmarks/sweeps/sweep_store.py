@@ -12,11 +12,10 @@ of bytes (half read, half written).  Every store variant is checked exact.
 
 import json
 
-import sweepkit  # first: benchmarks/ and the repository root onto sys.path
-
 import torch
 import triton
 
+import sweepkit  # first: benchmarks/ and the repository root onto sys.path
 from harness import run_header, timed_one_gpu, write_result
 from kernels import hand_kernels as hand
 from kernels.generated import stack_kernels_loop as cp
@@ -36,16 +35,16 @@ def main():
         moved = (world + 1) * N * 2
         copy_src = torch.empty(moved // 4, device=dev, dtype=torch.bfloat16)
         copy_dst = torch.empty_like(copy_src)
-        fns = {"copy": lambda: copy_dst.copy_(copy_src)}
+        fns = {"copy": lambda dst=copy_dst, src=copy_src: dst.copy_(src)}
         for shape, (block, warps) in SHAPES.items():
             grid = (triton.cdiv(N, block),)
             cfg = dict(W=world, BLOCK=block, num_warps=warps)
             for cache in ("", ".cs"):
                 tag = f"{shape}{'_cs' if cache else ''}"
-                fns[f"hand_{tag}"] = (lambda g=grid, c=cfg, m=cache:
-                                      hand.hand_store[g](bufs[0], table, src, N, ALIGN=True, CACHE=m, **c))
+                fns[f"hand_{tag}"] = (lambda g=grid, c=cfg, m=cache, out=bufs[0]:
+                                      hand.hand_store[g](out, table, src, N, ALIGN=True, CACHE=m, **c))
                 kernel = cp.stack_store_cs if cache else cp.stack_store
-                fns[f"castpile_{tag}"] = lambda g=grid, c=cfg, k=kernel: k[g](bufs[0], table, src, N, **c)
+                fns[f"castpile_{tag}"] = lambda g=grid, c=cfg, k=kernel, out=bufs[0]: k[g](out, table, src, N, **c)
         errors = {}
         for name, fn in fns.items():
             if name == "copy":
@@ -61,7 +60,7 @@ def main():
                      "TBps": {k: moved / v / 1e6 for k, v in us.items()},
                      "fraction_of_copy": {k: moved / v / 1e6 / copy_tbps for k, v in us.items()}})
         print(json.dumps({k: rows[-1][k] for k in ("world", "fraction_of_copy")}), flush=True)
-        del bufs, copy_src, copy_dst
+        del fns, bufs, copy_src, copy_dst
         torch.cuda.empty_cache()
     write_result(args.out, run_header(dev, launcher="python ", reps=args.reps, rows=rows))
 

@@ -19,14 +19,14 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(BENCH), str(BENCH.parent)]
 
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
+import torch
+import torch.distributed as dist
 
-from castpile.gpu import runtime  # noqa: E402
-from harness import fill_pattern, max_abs_error, pattern_sum, run_header, stop_ranks, write_result  # noqa: E402
+from castpile.gpu import runtime
+from harness import fill_pattern, max_abs_error, pattern_sum, run_header, stop_ranks, write_result
 
 
-def command_line(doc: str, reps: int, out: str = None) -> argparse.ArgumentParser:
+def command_line(doc: str, reps: int, out: str | None = None) -> argparse.ArgumentParser:
     """The sweep's parser: ``--out`` (required unless ``out`` is its default) and ``--reps`` timed rounds."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     if out is None:

@@ -222,11 +222,11 @@ class _Site:
     order: int
     loops: frozenset[cst.CSTNode]
 
-    def may_reach(self, later: "_Site") -> bool:
+    def may_reach(self, later: _Site) -> bool:
         """Whether a value assigned here may be the one seen at ``later``: it comes first, or a loop holds both."""
         return self.order < later.order or bool(self.loops & later.loops)
 
-    def may_run_between(self, binding: "_Site", use: "_Site") -> bool:
+    def may_run_between(self, binding: _Site, use: _Site) -> bool:
         """Whether an assignment here may run after ``binding`` and before ``use``: it stands after the binding,
         and before the use or in a loop around the use that the binding is not in."""
         return self.order > binding.order and (self.order < use.order or bool((self.loops & use.loops) - binding.loops))

@@ -59,7 +59,7 @@ VALUE_ARGUMENTS = {
     "atomic_cas": ("cmp", "val"),
     "signal": ("value", "wait_for", "mask"),
     "wait": ("value", "reset", "mask"),
-    **{name: ("val", "mask") for name in ATOMICS},
+    **dict.fromkeys(ATOMICS, ("val", "mask")),
 }
 DEFAULTS = {"mask": "None", "other": "None", "value": "1", "wait_for": "None", "reset": "0"}
 OPTIONS = {
@@ -68,5 +68,5 @@ OPTIONS = {
     "atomic_cas": ("sem", "scope"),
     "signal": ("op", "sem", "scope"),
     "wait": ("cmp", "sem", "scope"),
-    **{name: ("sem", "scope") for name in ATOMICS},
+    **dict.fromkeys(ATOMICS, ("sem", "scope")),
 }

@@ -19,7 +19,7 @@ ATOMICS = ("atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", 
 REDUCTIONS = ("sum", "max", "min")
 REDUCTION_PARAMS = {  # tl.sum/max/min's parameters (a tensor method's lack the first)
     "sum": ("input", "axis", "keep_dims", "dtype"),
-    **{name: ("input", "axis", "return_indices", "return_indices_tie_break_left", "keep_dims") for name in ("max", "min")},
+    **dict.fromkeys(("max", "min"), ("input", "axis", "return_indices", "return_indices_tie_break_left", "keep_dims")),
 }
 CALL_PARAMS = {  # positional parameter names after the pointer, per call
     "load": ("mask", "other", "boundary_check", "padding_option", "cache_modifier", "eviction_policy", "volatile"),
@@ -27,16 +27,16 @@ CALL_PARAMS = {  # positional parameter names after the pointer, per call
     "atomic_cas": ("cmp", "val", "sem", "scope"),
     "signal": ("value", "wait_for", "sem", "scope", "mask", "op"),
     "wait": ("value", "cmp", "sem", "scope", "reset", "mask"),
-    **{name: ("val", "mask", "sem", "scope") for name in ATOMICS},
+    **dict.fromkeys(ATOMICS, ("val", "mask", "sem", "scope")),
 }
-REQUIRED = {"store": ("value",), "atomic_cas": ("cmp", "val"), **{name: ("val",) for name in ATOMICS}}
+REQUIRED = {"store": ("value",), "atomic_cas": ("cmp", "val"), **dict.fromkeys(ATOMICS, ("val",))}
 WAIT_COMPARISONS = ("eq", "ne", "ge", "gt", "le", "lt")
 """What ``castpile.wait(..., cmp=)`` may name: the flag on the left (``"ge"``: until flag >= value), as NVSHMEM's
 ``signal_wait_until``."""
 SIGNAL_OPS = ("set", "add")
 """What ``castpile.signal(..., op=)`` may name: an atomic exchange (or, with ``wait_for``, a compare-and-swap), or add."""
 BINDING_PARAMS = ("example", "ptr_tile", "shape", "strides", "ptr_mask")
-BINDING_KEYWORDS = BINDING_PARAMS + ("align", "remote")
+BINDING_KEYWORDS = (*BINDING_PARAMS, "align", "remote")
 TRITON_DTYPES = (
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32",
     "float64", "float8e5", "float8e5b16", "float8e4nv", "float8e4b8", "float8e4b15",

@@ -47,7 +47,7 @@ CATALOGUE: dict[str, Message] = {}
 class Message:
     """One entry of the catalogue: ``id``, the ``problem`` and ``fix`` templates, and the ``joiner`` between them."""
 
-    __slots__ = ("id", "problem", "fix", "joiner", "fields")
+    __slots__ = ("fields", "fix", "id", "joiner", "problem")
 
     def __init__(self, id: str, problem: str, fix: str = "", joiner: str = "; "):
         if id in CATALOGUE:

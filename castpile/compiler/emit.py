@@ -198,7 +198,7 @@ def _statements(texts: list[str], lines: int, newline: str) -> str:
         if not last.endswith(")"):  # `name = value` made by lowering: the name holds no " = "
             name, _, value = last.partition(" = ")
             last = f"{name} = ({value})"
-        texts = texts[:-1] + [_padded(last, lines, newline)]
+        texts = [*texts[:-1], _padded(last, lines, newline)]
     return "; ".join(texts)
 
 

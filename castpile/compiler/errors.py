@@ -21,7 +21,7 @@ class Diagnostic:
     (A plain class: ``import castpile`` stays cheap for transpiled modules and the CLI.)
     """
 
-    __slots__ = ("path", "line", "col", "id", "message", "params", "source_line")
+    __slots__ = ("col", "id", "line", "message", "params", "path", "source_line")
 
     def __init__(self, path: str, line: int, col: int, id: str, message: str, params: dict, source_line: str = ""):
         self.path, self.line, self.col, self.source_line = path, line, col, source_line

@@ -57,7 +57,7 @@ class FormFeeds:
         self.taken = taken  # 1-based line -> the bytes taken from its start (after a BOM)
 
     @classmethod
-    def take_out(cls, source: bytes) -> tuple[bytes, "FormFeeds"]:
+    def take_out(cls, source: bytes) -> tuple[bytes, FormFeeds]:
         """``source`` without those form feeds, and what was taken out."""
         if b"\f" not in source:
             return source, cls({})

@@ -42,7 +42,7 @@ class Binding:
     remote: str | None = None  # remote="nvshmem": remote peers through NVSHMEM (table form only)
     rebound: frozenset[str] = frozenset()  # names the arguments use that are assigned at or after the binding
     constexpr_rebound: frozenset[str] = frozenset()  # those of them that are constexpr
-    param: "MulticastParam | None" = None  # a Multicast parameter: the binding of whatever tensor is passed
+    param: MulticastParam | None = None  # a Multicast parameter: the binding of whatever tensor is passed
 
     @property
     def ndim(self) -> int:

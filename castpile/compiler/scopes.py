@@ -90,7 +90,7 @@ class Scope:
         """Whether this scope binds ``name`` at all."""
         return name in self.imports or name in self.aliases or name in self.other
 
-    def merge(self, other: "Scope", keep_out: set[str] = frozenset()) -> None:
+    def merge(self, other: Scope, keep_out: set[str] = frozenset()) -> None:
         """Add what ``other`` binds (a block walked apart), except the names in ``keep_out``."""
         for mine, theirs in ((self.imports, other.imports), (self.aliases, other.aliases)):
             for name, meanings in theirs.items():
@@ -110,7 +110,7 @@ class Resolver:
     def __init__(self, scopes: list[Scope]):
         self.scopes = scopes
 
-    def inner(self, local: Scope) -> "Resolver":
+    def inner(self, local: Scope) -> Resolver:
         """The resolver of a function nested in this one, whose own scope is ``local``."""
         return Resolver([*self.scopes, local])
 

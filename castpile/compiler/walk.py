@@ -19,7 +19,7 @@ rebuilt)`` applied to every node, descending only into nodes in ``dirty``.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import libcst as cst
 

@@ -44,8 +44,14 @@ import torch
 
 from . import device_share
 from .launch_cache import LaunchCache
-from .symmetric import LowLatencyScratch, Scratch, SymmetricTensor, low_latency_blocks, low_latency_words, \
-    push_scratch_elements
+from .symmetric import (
+    LowLatencyScratch,
+    Scratch,
+    SymmetricTensor,
+    low_latency_blocks,
+    low_latency_words,
+    push_scratch_elements,
+)
 
 if not torch.cuda.is_initialized():
     os.environ.setdefault("CUDA_MODULE_LOADING", "EAGER")

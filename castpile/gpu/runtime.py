@@ -26,9 +26,19 @@ from __future__ import annotations
 import torch
 
 from . import backends
-from .symmetric import (Allocation, LowLatencyScratch, Reachability, RemoteTables, Scratch, SymmetricMemoryError,
-                        SymmetricTensor, low_latency_blocks, low_latency_words, push_scratch_elements,
-                        remote_ptrs_tensor)
+from .symmetric import (
+    Allocation,
+    LowLatencyScratch,
+    Reachability,
+    RemoteTables,
+    Scratch,
+    SymmetricMemoryError,
+    SymmetricTensor,
+    low_latency_blocks,
+    low_latency_words,
+    push_scratch_elements,
+    remote_ptrs_tensor,
+)
 
 
 def symmetric_empty(shape, dtype: torch.dtype, device=None, group=None, push_scratch=False,

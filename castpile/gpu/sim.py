@@ -41,8 +41,18 @@ import triton
 
 from . import hang_sites
 from .backends import node_reachability, remote_table, table_reachability
-from .symmetric import (Allocation, LowLatencyScratch, Reachability, RemoteTables, Scratch, SymmetricTensor,
-                        low_latency_blocks, low_latency_words, push_scratch_elements, remote_ptrs_tensor)
+from .symmetric import (
+    Allocation,
+    LowLatencyScratch,
+    Reachability,
+    RemoteTables,
+    Scratch,
+    SymmetricTensor,
+    low_latency_blocks,
+    low_latency_words,
+    push_scratch_elements,
+    remote_ptrs_tensor,
+)
 
 #: Signal-pad slots per simulated rank; a barriered kernel may launch
 #: ``SIM_PAD_SLOTS // world_size`` blocks at most.
@@ -326,7 +336,7 @@ def _whereabouts(pids: dict[int, int], reports: dict[int, int]) -> dict[int, str
     """
     for pid in pids.values():
         os.kill(pid, hang_sites.REPORT_SIGNAL)
-    text: dict[int, bytes] = {r: b"" for r in pids}
+    text: dict[int, bytes] = dict.fromkeys(pids, b"")
     waiting = {reports[r]: r for r in pids}
     give_up = time.monotonic() + REPORT_WAIT_S
     while waiting and time.monotonic() < give_up:

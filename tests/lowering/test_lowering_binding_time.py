@@ -10,7 +10,6 @@ import pytest
 import castpile
 from testkit.lowering import check_cases_compile_for_sm90, check_kernel_lines, check_left_alone
 
-
 KERNEL_CASES = [
     # binding time (v1.2): arguments evaluated where the binding stands
     pytest.param(

@@ -8,8 +8,14 @@ from textwrap import dedent
 import pytest
 
 import castpile
-from testkit.lowering import head_and_helpers, kernel_module, transpile, check_cases_compile_for_sm90, check_kernel_lines, check_left_alone
-
+from testkit.lowering import (
+    check_cases_compile_for_sm90,
+    check_kernel_lines,
+    check_left_alone,
+    head_and_helpers,
+    kernel_module,
+    transpile,
+)
 
 KERNEL_CASES = [
     # bindings: table form

@@ -10,7 +10,6 @@ import pytest
 import castpile
 from testkit.lowering import check_cases_compile_for_sm90, check_kernel_lines, check_left_alone
 
-
 KERNEL_CASES = [
     # value arguments with side effects written out of the helper's order: evaluated in the order
     # written.  A call that stands alone as a statement puts them (and impure indices before them) in

@@ -5,7 +5,6 @@ import pytest
 import castpile
 from testkit.lowering import head_and_helpers, kernel_module, transpile
 
-
 # Which helpers get appended: those called, with the helpers they call (castpile's helpers.py), no others.
 LOAD_LOOP = {"load_loop", "offsets", "positions", "zeros", "prepend", "peer", "entry_valid", "lane_mask"}
 LOAD_GATHER = {"load_gather", "pointers", "offsets", "prepend"}

@@ -10,7 +10,6 @@ import pytest
 import castpile
 from testkit.lowering import check_cases_compile_for_sm90, check_kernel_lines, check_left_alone, check_whole_file
 
-
 KERNEL_CASES = [
     # layout: line numbers kept, untouched bytes kept
     pytest.param(

@@ -11,7 +11,6 @@ import pytest
 import castpile
 from testkit.lowering import check_cases_compile_for_sm90, check_left_alone, check_whole_file
 
-
 FILE_CASES = [
     # Module-level code after a rewritten kernel: the first statement that calls anything defines the helpers first.
     pytest.param(

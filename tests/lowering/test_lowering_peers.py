@@ -9,9 +9,12 @@ from textwrap import dedent
 import pytest
 
 import castpile
-from testkit.lowering import (check_cases_compile_for_sm90, check_kernel_lines, check_left_alone,
-                              check_remote_kernel_lines)
-
+from testkit.lowering import (
+    check_cases_compile_for_sm90,
+    check_kernel_lines,
+    check_left_alone,
+    check_remote_kernel_lines,
+)
 
 KERNEL_CASES = [
     pytest.param(

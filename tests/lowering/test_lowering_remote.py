@@ -10,8 +10,13 @@ from textwrap import dedent
 import pytest
 
 import castpile
-from testkit.lowering import kernel_module, transpile, check_cases_compile_for_sm90, check_left_alone, check_remote_kernel_lines
-
+from testkit.lowering import (
+    check_cases_compile_for_sm90,
+    check_left_alone,
+    check_remote_kernel_lines,
+    kernel_module,
+    transpile,
+)
 
 REMOTE_CASES = [
     pytest.param(

@@ -9,9 +9,15 @@ import pytest
 
 import castpile
 from castpile import TranspileError
-from testkit.lowering import (HEADER, check_cases_compile_for_sm90, check_kernel_lines, check_left_alone,
-                              check_remote_kernel_lines, kernel_module, transpile)
-
+from testkit.lowering import (
+    HEADER,
+    check_cases_compile_for_sm90,
+    check_kernel_lines,
+    check_left_alone,
+    check_remote_kernel_lines,
+    kernel_module,
+    transpile,
+)
 
 KERNEL_CASES = [
     # signal and wait (one lowering under both strategies)

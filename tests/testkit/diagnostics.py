@@ -6,6 +6,7 @@ message whose wording improves changes the catalogue and docs/language.md, not t
     diagnostics_of(source) == [(9, 5, "E203", {"name": "bufs"})]
 """
 
+import re
 import textwrap
 
 import pytest
@@ -34,9 +35,8 @@ def headline(path, line: int, col: int, id: str, **params) -> str:
     return f"{path}:{line}:{col}: error: {CATALOGUE[id].text(**params)} [castpile:{id}]"
 
 
-def message_pattern(message) -> "re.Pattern":
+def message_pattern(message) -> re.Pattern:
     """What a catalogue ``message`` may print, as a regular expression: its text with any value for each parameter."""
-    import re
     import string
 
     parts = [re.escape(literal) + ("" if field is None else ".+")

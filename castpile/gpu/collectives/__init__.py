@@ -23,7 +23,6 @@ scratch (at most 256 KB of bf16, fp16 or fp32) and the one-shot otherwise.
 that they are needed, and gives wrong results whenever ranks are not in step.
 """
 
-import torch
 import triton
 
 from ..arguments import output

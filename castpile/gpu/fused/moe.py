@@ -286,4 +286,4 @@ def _symmetric(*scratches: Scratch) -> list:
     return [t for s in scratches for t in (s.tensor, s.ptrs)]
 
 
-__all__ = ["Dispatched", "HIDDEN_BLOCK", "MoE", "MoEPlan", "SIM_BLOCKS", "TOKEN_BLOCK", "combine", "dispatch"]
+__all__ = ["HIDDEN_BLOCK", "SIM_BLOCKS", "TOKEN_BLOCK", "Dispatched", "MoE", "MoEPlan", "combine", "dispatch"]

@@ -17,8 +17,15 @@ from ...launch_cache import LaunchCache
 from ...symmetric import Scratch
 from ..state import FusedState
 from . import all_gather_kernels_triton as kernels
-from .gemm import (TensorParallelPlan, check_sizes, checked_config, default_blocks, default_config, ensure_allocator,
-                   tiles)
+from .gemm import (
+    TensorParallelPlan,
+    check_sizes,
+    checked_config,
+    default_blocks,
+    default_config,
+    ensure_allocator,
+    tiles,
+)
 
 #: Elements copied per step by a communication block, per warp (the next step's load is in flight during the
 #: store; 8 warps move 64 KB of bf16 a step, 64 registers a thread for each of the two steps).

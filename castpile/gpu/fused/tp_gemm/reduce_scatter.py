@@ -12,8 +12,15 @@ from ...launch_cache import LaunchCache
 from ...symmetric import Scratch
 from ..state import FusedState
 from . import reduce_scatter_kernels_triton as kernels
-from .gemm import (TensorParallelPlan, check_sizes, checked_config, default_blocks, default_config, ensure_allocator,
-                   tiles)
+from .gemm import (
+    TensorParallelPlan,
+    check_sizes,
+    checked_config,
+    default_blocks,
+    default_config,
+    ensure_allocator,
+    tiles,
+)
 
 
 @dataclass(eq=False)
