@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test test-fast test-oldest snapshots generated bench-cpu plots clean
+.PHONY: venv demo lint test test-fast test-oldest snapshots generated bench-cpu plots clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,9 +33,15 @@ $(OLDEST_STAMP): pyproject.toml Makefile
 demo: $(STAMP)
 	$(BIN)/python scripts/demo.py
 
-# Every test, on every core (pytest-xdist). test-fast: the compiler, CLI, diagnostics and lowering
-# tests only (the tiers are the markers of tests/conftest.py).
-test: $(STAMP)
+# ruff's lint and format check over the tree, mypy over castpile/ (configured in pyproject.toml).
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+# Every test, on every core (pytest-xdist), after lint. test-fast: the compiler, CLI, diagnostics and
+# lowering tests only (the tiers are the markers of tests/conftest.py).
+test: lint
 	TRITON_INTERPRET=1 $(BIN)/python -m pytest -n auto
 
 test-fast: $(STAMP)
@@ -66,4 +72,4 @@ plots: $(STAMP)
 	$(BIN)/python benchmarks/plot.py docs/data/bench-tp-gemm.json docs/data/bench-tp-gemm-rs.png --x M --xlabel "M x K x N (M: all ranks' rows)" --select op=matmul_reduce_scatter --title "GEMM + reduce-scatter, 2 x H200, bf16"
 
 clean:
-	rm -rf $(VENV) $(OLDEST_VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(OLDEST_VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache

@@ -22,9 +22,11 @@ from .plain_args import plain_form
 def _copied(argv: list[str]) -> bool:
     """Whether ``argv`` asked for a plain SRC to be transpiled to OUT, and OUT now holds its bytes."""
     plain = plain_form(argv)
-    if plain is None or plain[1] is None or plain[0] == "-":
+    if plain is None:
         return False
     src, out = plain
+    if out is None or src == "-":
+        return False
     try:
         with open(src, "rb") as f:
             st = os.fstat(f.fileno())

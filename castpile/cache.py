@@ -40,6 +40,7 @@ import re
 import stat
 import sys
 import time
+import types
 import warnings
 from pathlib import Path
 
@@ -293,7 +294,8 @@ def transpiled_file(module: str, source_path: str, source: bytes, options: dict[
 def _first_frame_outside_castpile() -> int:
     """The ``stacklevel`` (the caller: 1) of the first frame whose code is not castpile's."""
     package = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    frame, level = sys._getframe(1), 1
+    frame: types.FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None and frame.f_code.co_filename.startswith(package):
         frame, level = frame.f_back, level + 1
     return level
@@ -344,10 +346,11 @@ def entries(directory: Path) -> list[dict]:
     now = time.time()
     listed = []
     for e in _files(directory):
-        if not _is_entry_name(e.name):
+        match = _ENTRY_RE.fullmatch(e.name)
+        if match is None or not _is_entry_name(e.name):
             continue
         st = e.stat(follow_symlinks=False)
-        listed.append({"module": _ENTRY_RE.fullmatch(e.name)["module"], "source": _recorded_source(e.path),
+        listed.append({"module": match["module"], "source": _recorded_source(e.path),
                        "bytes": st.st_size, "age_s": max(now - st.st_mtime, 0.0)})
     return sorted(listed, key=lambda entry: (entry["module"], entry["age_s"]))
 

@@ -25,6 +25,7 @@ import contextlib
 import io
 import os
 import sys
+from collections.abc import Sequence
 
 from .files import MAX_SOURCE_BYTES, write_outputs
 from .options import STRATEGIES, VERSION
@@ -106,7 +107,7 @@ def _capped(stream, name: str) -> bytes:
     return data
 
 
-def _targets(sources: list[str], output: str | None) -> list[str | None]:
+def _targets(sources: list[str], output: str | None) -> Sequence[str | None]:
     """Where each SRC's output goes: a path, or None for stdout (no ``-o``, or ``-o -``)."""
     if output is None or output == "-":
         return [None] * len(sources)
@@ -223,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except _Internal as exc:
-        return report_internal_error(exc.args[0], exc.__cause__)
+        return report_internal_error(exc.args[0], exc.__cause__ or exc)  # raised from the failure it reports
     except Exception as exc:
         return report_internal_error(", ".join(sources), exc)
     return _print(printed, status)
@@ -281,13 +282,14 @@ def _shown(target: str) -> tuple[str, str]:
         raise _Usage(f"{target}: cannot find this module: {type(exc).__name__}: {exc}") from None
     if spec is None:
         raise _Usage(f"{target}: no such file or module")
-    if not spec.has_location or not (spec.origin or "").endswith(".py"):
-        raise _Usage(f"{target}: has no Python source file (found {spec.origin})")
+    origin = spec.origin
+    if not spec.has_location or origin is None or not origin.endswith(".py"):
+        raise _Usage(f"{target}: has no Python source file (found {origin})")
     options = hooked_options(spec)
     if options is None:
         print(f"castpile show: note: no import hook takes {target}; showing what `castpile {spec.origin}` writes",
               file=sys.stderr)
-    return spec.origin, (options or {}).get("strategy", "loop")
+    return origin, (options or {}).get("strategy", "loop")
 
 
 def _print(data: bytes, status: int) -> int:

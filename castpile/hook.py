@@ -138,6 +138,8 @@ def _python_source(spec: importlib.machinery.ModuleSpec) -> tuple[str, bytes] | 
     extension module, a namespace package, a module with no source) is None.
     """
     loader, path = spec.loader, spec.origin
+    if path is None:
+        return None
     if isinstance(loader, zipimport.zipimporter) and path.endswith(".pyc"):
         path = path[:-1]
     elif not isinstance(loader, (importlib.machinery.SourceFileLoader, zipimport.zipimporter)):

@@ -62,9 +62,9 @@ class _WrapOnImport(importlib.abc.MetaPathFinder):
 def _wrap(module, is_marker, how: str) -> None:
     executor = getattr(module, "GridExecutor", None)
     error_type = getattr(module, "InterpreterError", None)
-    launch = None if executor is None else executor.__call__
-    if launch is None or error_type is None or getattr(launch, "castpile_wrapped", False):
+    if executor is None or error_type is None or getattr(executor.__call__, "castpile_wrapped", False):
         return
+    launch = executor.__call__
 
     def call(self, *args, **kwargs):
         try:
@@ -75,7 +75,7 @@ def _wrap(module, is_marker, how: str) -> None:
                 raise
             raise error_type(hint) from error.__cause__
 
-    call.castpile_wrapped = True
+    call.castpile_wrapped = True  # type: ignore[attr-defined]  # a function attribute, which mypy does not model
     executor.__call__ = call
 
 
@@ -97,7 +97,8 @@ def untranspiled_call(fn, error: BaseException | None, is_marker, how: str) -> s
         if not isinstance(node, ast.Call):
             continue
         name = _castpile_name(node.func, fn.__globals__, is_marker)
-        if name and node.lineno + first - 1 <= line <= node.end_lineno + first - 1:
+        end = node.end_lineno if node.end_lineno is not None else node.lineno  # ast.parse sets it
+        if name and node.lineno + first - 1 <= line <= end + first - 1:
             return f"{fn.__code__.co_filename}:{line}: " + how.format(name=name)
     return None
 
@@ -121,4 +122,4 @@ def _castpile_name(func: ast.expr, scope: dict, is_marker) -> str | None:
         value = getattr(scope.get(func.value.id), func.attr, None)
     else:
         return None
-    return value.__name__ if is_marker(value) else None
+    return value.__name__ if value is not None and is_marker(value) else None

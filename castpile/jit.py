@@ -30,8 +30,13 @@ from __future__ import annotations
 import functools
 import sys
 import types
+from typing import TYPE_CHECKING
 
 from .options import APPENDED_MARK, HELPERS_TITLE, WRAPS_TITLE
+
+if TYPE_CHECKING:  # imported by jit() on first use, for the whole module (see there)
+    import ast
+    import linecache
 
 _OPTIONS = {"strategy": "loop"}
 _transpiled: dict[str, tuple[str, str, ast.Module]] = {}
@@ -196,12 +201,19 @@ def _blanked(text: str, path: str, lines: set[int], span: tuple[int, int]) -> st
         statement = _outermost(tree, line, span)
         if statement is None:
             return None
-        start = statement.decorator_list[0].lineno if getattr(statement, "decorator_list", None) else statement.lineno
+        start, end = _lines_of(statement)
         first = out[start - 1]
         out[start - 1] = first[: len(first) - len(first.lstrip())] + "pass\n"
-        for k in range(start, statement.end_lineno):
+        for k in range(start, end):
             out[k] = "\n"
     return "".join(out)
+
+
+def _lines_of(statement: ast.stmt) -> tuple[int, int]:
+    """A parsed statement's first line (its first decorator's, for a decorated definition) and last line."""
+    decorators = getattr(statement, "decorator_list", None)
+    assert statement.end_lineno is not None  # ast.parse sets it on every statement
+    return (decorators[0].lineno if decorators else statement.lineno), statement.end_lineno
 
 
 def _outermost(tree: ast.Module, line: int, span: tuple[int, int]) -> ast.stmt | None:
@@ -209,12 +221,12 @@ def _outermost(tree: ast.Module, line: int, span: tuple[int, int]) -> ast.stmt |
     body = tree.body
     while True:
         for statement in body:
-            start = statement.decorator_list[0].lineno if getattr(statement, "decorator_list", None) else statement.lineno
-            if start <= line <= statement.end_lineno:
+            start, end = _lines_of(statement)
+            if start <= line <= end:
                 break
         else:
             return None
-        if statement.end_lineno < span[0] or start > span[1]:
+        if end < span[0] or start > span[1]:
             return statement
         body = [child for child in ast.iter_child_nodes(statement) if isinstance(child, ast.stmt)]
 
@@ -276,14 +288,18 @@ def _appended(tree: ast.Module, text: str) -> tuple[list[ast.stmt], list[ast.stm
 def _define_helpers(statements: list[ast.stmt], text: str, filename: str, scope: dict) -> dict:
     """Define the helper ``statements`` of ``text`` (those not defined yet in this process), bind them
     in ``scope``, and return the namespace they are defined in."""
-    namespace = {"__name__": "castpile_jit_helpers"}
+    namespace: dict[str, object] = {"__name__": "castpile_jit_helpers"}
     for statement in statements:
         code = compile(ast.Module([statement], []), filename, "exec")
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
             exec(code, namespace)
             continue
-        name = statement.name if isinstance(statement, ast.FunctionDef) else statement.targets[0].id
-        segment = ast.get_source_segment(text, statement)
+        if isinstance(statement, ast.FunctionDef):
+            name = statement.name
+        else:  # the helpers castpile appends are imports, definitions and `NAME = value` constants
+            assert isinstance(statement, ast.Assign) and isinstance(statement.targets[0], ast.Name)
+            name = statement.targets[0].id
+        segment = ast.get_source_segment(text, statement) or ""  # always found: the statement was parsed from text
         if segment not in _helpers:
             exec(code, namespace)
             _helpers[segment] = namespace[name]

@@ -88,8 +88,9 @@ def run_script(script: str, source: bytes, args: list[str], strategy: str) -> in
         return report_internal_error(script, exc)
     code = compile(text, filename, "exec", dont_inherit=True)
     main = types.ModuleType("__main__")
-    main.__file__, main.__cached__, main.__loader__, main.__spec__ = path, None, None, None
-    saved = sys.modules.get("__main__"), sys.argv, sys.path[0]
+    main.__file__, main.__loader__, main.__spec__ = path, None, None
+    main.__dict__["__cached__"] = None  # as runpy sets it (typeshed's ModuleType does not declare it)
+    saved_main, saved = sys.modules.get("__main__"), (sys.argv, sys.path[0])
     sys.modules["__main__"], sys.argv, sys.path[0] = main, [script, *args], os.path.dirname(path)
     names = _importable_names(os.path.dirname(path))
     hook = install_import_hook(*names, strategy=strategy) if names else None
@@ -109,7 +110,11 @@ def run_script(script: str, source: bytes, args: list[str], strategy: str) -> in
     finally:
         if hook is not None:
             hook.uninstall()
-        sys.modules["__main__"], sys.argv, sys.path[0] = saved
+        sys.argv, sys.path[0] = saved
+        if saved_main is None:
+            del sys.modules["__main__"]
+        else:
+            sys.modules["__main__"] = saved_main
     return 0
 
 

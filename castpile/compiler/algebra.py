@@ -49,7 +49,7 @@ class _Terms:
         self.mentioned[self.names[name]] = None
         return self.names[name]
 
-    def _opaque(self, node: ast.AST, source: bytes) -> sp.Symbol:
+    def _opaque(self, node: ast.expr, source: bytes) -> sp.Symbol:
         # One line of text: ast's column offsets are byte offsets into it.
         text = source[node.col_offset : node.end_col_offset].decode("utf-8")
         symbol = sp.Symbol(f"_cp{len(self.text)}'", integer=True)  # never a Python name: no clash with the user's
@@ -57,7 +57,7 @@ class _Terms:
         self.mentioned[symbol] = None
         return symbol
 
-    def _node(self, node: ast.AST, source: bytes) -> sp.Expr:
+    def _node(self, node: ast.expr, source: bytes) -> sp.Expr:
         if isinstance(node, ast.BinOp) and isinstance(node.op, _LINEAR):
             terms = []
             while isinstance(node, ast.BinOp) and isinstance(node.op, _LINEAR):  # a left-nested chain

@@ -59,15 +59,17 @@ class _ModuleAnalyser(TargetChecks):
     def visit_Assign(self, node: cst.Assign) -> bool:
         if node in self.binding_assigns:
             self.binding_walked = node
-            for arg in node.value.args:  # before the name is bound: they see what it held
+            for arg in cst.ensure_type(node.value, cst.Call).args:  # before the name is bound: they see what it held
                 self.walk(arg.value)
             self.binding_walked = None
             use = self.plan.uses.get(node)
             if isinstance(use, Binding):
-                shadowed = self.bindings.get(use.name)
+                bindings = self.bindings
+                assert bindings is not None  # binding assignments are those of the jit function walked
+                shadowed = bindings.get(use.name)
                 if shadowed is not None and shadowed.param is not None:
                     self.plan.error(node.targets[0].target, diagnostics.MULTICAST_PARAM_REBOUND, name=use.name)
-                self.bindings[use.name] = use
+                bindings[use.name] = use
                 del self.ahead[-1][use.name]
             return False
         if self.bindings:
@@ -131,7 +133,8 @@ class _ModuleAnalyser(TargetChecks):
         missing = self.resolver.missing_import(node.func)
         if missing is not None:
             spelled, statement = missing
-            what = f"castpile.{node.func.attr.value}" if spelled == "castpile" else f"castpile's {spelled}"
+            what = (f"castpile.{cst.ensure_type(node.func, cst.Attribute).attr.value}" if spelled == "castpile"
+                    else f"castpile's {spelled}")
             self.plan.error(node, diagnostics.NOT_DEFINED, name=spelled, statement=statement, what=what)
             return
         ambiguous = self.resolver.ambiguous(node.func) if self.bindings else None
@@ -217,11 +220,11 @@ class _ModuleAnalyser(TargetChecks):
         params = REDUCTION_PARAMS[op][1:] if method else REDUCTION_PARAMS[op]
         positions, problems = argument_positions(node, params, 0)
         given = {name: node.args[k].value for name, k in positions.items()}
-        operand = self._stack_operand(node.func.value if method else given.get("input"))
+        operand = self._stack_operand(cst.ensure_type(node.func, cst.Attribute).value if method else given.get("input"))
         if operand is None:
             return
-        for problem, params in problems:
-            self.plan.error(node, problem, call=f"tl.{op} of a multicast access", **params)
+        for problem, problem_params in problems:
+            self.plan.error(node, problem, call=f"tl.{op} of a multicast access", **problem_params)
         if problems or "axis" not in given or literal_int(given["axis"]) != 0:
             return
         access, load, load_positions, steps = operand
@@ -246,7 +249,8 @@ class _ModuleAnalyser(TargetChecks):
         while node is not None and (step := self._step(node)) is not None:
             steps.append(step[0])
             node = step[1]
-        load, load_positions = None, {}
+        load = None
+        load_positions: dict[str, int] = {}
         if isinstance(node, cst.Call) and self.resolver.triton_language(node.func) == "load" and node.args:
             load_positions, problems = argument_positions(node, CALL_PARAMS["load"], 1)
             if problems or {"boundary_check", "padding_option"} & set(load_positions):
@@ -281,10 +285,10 @@ class _ModuleAnalyser(TargetChecks):
         if isinstance(rounding, cst.Name) and rounding.value == "None":
             rounding = None
         if rounding is not None:
-            rounding = rounding.evaluated_value if isinstance(rounding, cst.SimpleString) else None
-            if bitcast is not False or rounding not in ("rtne", "rtz"):
+            mode = rounding.evaluated_value if isinstance(rounding, cst.SimpleString) else None
+            if bitcast is not False or mode not in ("rtne", "rtz"):
                 return None
-            return Step(f"to_{rounding}", args["dtype"]), node.func.value
+            return Step(f"to_{mode}", args["dtype"]), node.func.value
         if bitcast is None:
             return None
         return Step("bitcast" if bitcast else "to", args["dtype"]), node.func.value
@@ -302,7 +306,9 @@ class _ModuleAnalyser(TargetChecks):
             return True
         mask = call.args[positions["mask"]].value
         indices = [element.slice.value for element in access.subscript.slice if isinstance(element.slice, cst.Index)]
-        arange = self.arange_frames[-1].per_buffer(access.binding, indices, mask)
+        aranges = self.arange_frames[-1]
+        assert aranges is not None  # accesses are in jit functions, which have their aranges
+        arange = aranges.per_buffer(access.binding, indices, mask)
         if arange is None:
             return True
         name = access.binding.name
@@ -330,7 +336,7 @@ class _ModuleAnalyser(TargetChecks):
     def visit_Subscript(self, node: cst.Subscript) -> bool:
         access = self.access(node)
         if access is None:
-            if self.enclosing_binding(node.value):
+            if isinstance(node.value, cst.Name) and self.enclosing_binding(node.value):
                 self.plan.error(node, diagnostics.NESTED_USE, name=node.value.value)
                 return False
             return True
@@ -348,7 +354,7 @@ class _ModuleAnalyser(TargetChecks):
         for part in elements:
             if isinstance(part, cst.Slice):
                 self.plan.error(part, diagnostics.SLICE_INDEX, name=binding.name)
-            elif part.star is not None:
+            elif isinstance(part, cst.Index) and part.star is not None:
                 self.plan.error(part, diagnostics.STARRED_INDEX)
         values = [part.value for part in elements if isinstance(part, cst.Index)]
         for value in values:

@@ -8,6 +8,8 @@ whether an expression is a multicast access, a multicast tensor's name, or pure.
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 import libcst as cst
 
 from . import diagnostics
@@ -29,7 +31,7 @@ class ScopeModel(Walker):
         self.plan = plan
         self.helpers = helpers
         self.handled_args: set[cst.CSTNode] = set()  # arguments of helper calls, judged by Helpers.call
-        self.module_constexprs = set()
+        self.module_constexprs: set[str] = set()
         self.resolvers: list[Resolver] = [Resolver([module_scope])]
         self.frames: list[dict[str, Binding] | None] = [None]  # bindings of the enclosing jit function, once passed
         self.ahead: list[dict[str, cst.Assign]] = [{}]  # bindings the walk has not passed yet, by name
@@ -38,7 +40,7 @@ class ScopeModel(Walker):
         self.binding_walked: cst.Assign | None = None  # the binding whose arguments are being walked
         self.binding_assigns: set[cst.Assign] = set()
         self.owned: set[cst.CSTNode] = set()  # accesses and loads lowered with the use around them
-        self.reported: set[cst.Name] = set()  # names with an error already: one diagnostic per mistake
+        self.reported: set[cst.CSTNode] = set()  # names with an error already: one diagnostic per mistake
         self.ambiguous_reported: set[str] = set()  # Triton names bound to two things, reported once each
         self.accesses: dict[cst.Subscript, Access] = {}
         self.constexprs: set[str] = set()  # of the jit function being walked
@@ -93,7 +95,8 @@ class ScopeModel(Walker):
             self.binding_loops.update(found.loops)
             self.constexprs = found.constexprs
             self.frames.append(passed)
-            self.ahead.append({binding.name: binding.node for binding in found.bindings.values()})
+            self.ahead.append({binding.name: binding.node for binding in found.bindings.values()
+                               if isinstance(binding.node, cst.Assign)})  # every one: JitBindings binds assignments
             self.arange_frames.append(Aranges(self.resolver, found.values))
         else:
             self.frames.append(None)
@@ -113,6 +116,9 @@ class ScopeModel(Walker):
             self.plan.error(remote[0].node, diagnostics.REMOTE_KERNEL_NESTED, kernel=node.name.value)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._leave_function()
+
+    def _leave_function(self) -> None:
         self.resolvers.pop()
         self.frames.pop()
         self.ahead.pop()
@@ -126,7 +132,7 @@ class ScopeModel(Walker):
         return True
 
     def leave_Lambda(self, original_node: cst.Lambda) -> None:
-        self.leave_FunctionDef(original_node)
+        self._leave_function()
 
     def enclosing_binding(self, node: cst.BaseExpression) -> bool:
         """Whether ``node`` names a multicast tensor of an enclosing jit function from a nested function."""
@@ -157,8 +163,9 @@ class ScopeModel(Walker):
         loops = self.binding_loops[binding]
         return any(ancestor in loops for ancestor in self.ancestors)
 
-    def is_multicast_name(self, node: cst.BaseExpression) -> bool:
-        return bool(self.bindings) and isinstance(node, cst.Name) and node.value in self.bindings
+    def is_multicast_name(self, node: cst.CSTNode) -> TypeGuard[cst.Name]:
+        bindings = self.bindings
+        return bindings is not None and isinstance(node, cst.Name) and node.value in bindings
 
     def pure(self, node: cst.BaseExpression) -> bool:
         """Free of side effects and cheap to repeat: names, literals, operators, ``x[:, None]``, ``tl.arange``."""
@@ -180,7 +187,8 @@ class ScopeModel(Walker):
                 if isinstance(part, cst.Index):
                     if not self.pure(part.value):
                         return False
-                elif any(b is not None and not self.pure(b) for b in (part.lower, part.upper, part.step)):
+                elif isinstance(part, cst.Slice) and any(
+                        b is not None and not self.pure(b) for b in (part.lower, part.upper, part.step)):
                     return False
             return True
         if isinstance(node, cst.Call):

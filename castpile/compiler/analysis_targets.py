@@ -43,9 +43,11 @@ class TargetChecks(ScopeModel):
 
     def visit_Del(self, node: cst.Del) -> bool:
         if self.bindings:
-            targets = node.target.elements if isinstance(node.target, (cst.Tuple, cst.List)) else [node.target]
+            if isinstance(node.target, (cst.Tuple, cst.List)):
+                targets = [element.value for element in node.target.elements]
+            else:
+                targets = [node.target]
             for target in targets:
-                target = target.value if isinstance(target, cst.BaseElement) else target
                 if self.is_multicast_name(target) or self.access(target) is not None:
                     self.plan.error(target, diagnostics.DELETED)
         return False

@@ -47,12 +47,14 @@ def table_slice(tile: cst.BaseExpression) -> cst.Slice | None:
 def table_entry(tile: cst.BaseExpression) -> cst.Index | None:
     """The index of ``table[r]`` (one peer), or the first of ``table[a, b]`` (which the binding refuses), else
     ``None`` (``x[None, :]`` is a tensor with a dim added, not a table entry)."""
-    if not isinstance(tile, cst.Subscript) or not all(isinstance(e.slice, cst.Index) for e in tile.slice):
+    if not isinstance(tile, cst.Subscript):
         return None
-    first = tile.slice[0].slice
-    if any(isinstance(e.slice.value, cst.Name) and e.slice.value.value == "None" for e in tile.slice):
+    indices = [e.slice for e in tile.slice if isinstance(e.slice, cst.Index)]
+    if len(indices) < len(tile.slice):
         return None
-    return first
+    if any(isinstance(index.value, cst.Name) and index.value.value == "None" for index in indices):
+        return None
+    return indices[0]
 
 
 _NOT_A_RANK = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Float, cst.Imaginary, cst.Ellipsis,
@@ -90,7 +92,7 @@ class JitBindings:
                 self.plan.uses[assign] = binding
 
     def _binding(self, name: str, assign: cst.Assign) -> Binding | None:
-        call = assign.value
+        call = cst.ensure_type(assign.value, cst.Call)  # the finder collects `name = multicast_like(...)` only
         positions, problems = argument_positions(call, BINDING_KEYWORDS, 0)
         args = {key: call.args[position].value for key, position in positions.items()}
         for problem, params in problems:
@@ -114,15 +116,19 @@ class JitBindings:
             tile = alias.value
         slice_, entry = table_slice(tile), table_entry(tile)
         if slice_ is not None:
+            assert isinstance(tile, cst.Subscript)  # what table_slice found its slice in
             ok = self._table_form(binding, tile, slice_) and ok
             if ok and alias is not None:
+                assert binding.table is not None  # _table_form sets it
                 self.plan.uses[alias] = SliceAlias(alias, binding.table, binding.lo)
-                binding.start = args["ptr_tile"]
+                binding.start = cst.ensure_type(args["ptr_tile"], cst.Name)  # the name an alias is reached through
         elif entry is not None:
+            assert isinstance(tile, cst.Subscript)  # what table_entry found its index in
             ok = self._peer_form(binding, tile, entry) and ok
             if ok and alias is not None:
+                assert binding.peer_table is not None  # _peer_form sets it
                 self.plan.uses[alias] = SliceAlias(alias, binding.peer_table, None, binding.peer)
-                binding.start = args["ptr_tile"]
+                binding.start = cst.ensure_type(args["ptr_tile"], cst.Name)  # the name an alias is reached through
         else:
             binding.tile = tile
         if "ptr_mask" in args and not _is_none(args["ptr_mask"]):
@@ -160,6 +166,7 @@ class JitBindings:
     def _example(self, binding: Binding) -> bool:
         """A pointer, or (v1.2) a dtype of ``triton.language`` through any of its names: the buffers' element type."""
         example = binding.example
+        assert example is not None  # a multicast_like binding's first argument
         module, _, member = (self.resolver.qualified(example) or "").rpartition(".")
         if module == "triton.language" and member in TRITON_DTYPES:
             binding.dtype = example
@@ -335,9 +342,10 @@ class _BindingFinder(Walker):
         if isinstance(node.value, cst.Call) and self.resolver.castpile(node.value.func) == "multicast_like":
             self.found.append(node)
         elif _slice_assignment(node):
-            self.slice_names.add(node.targets[0].target.value)
+            name = cst.ensure_type(node.targets[0].target, cst.Name).value  # _slice_assignment: one name
+            self.slice_names.add(name)
             if table_slice(node.value) is None:
-                self.entry_names.add(node.targets[0].target.value)
+                self.entry_names.add(name)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._place(node)

@@ -58,7 +58,7 @@ def argument_positions(
     [(Message('E404', "{call}: argument '{keyword}' given twice"), {'keyword': 'val'})]
     """
     named: dict[str, int] = {}
-    problems = []
+    problems: list[tuple[Message, dict[str, object]]] = []
     if any(a.star for a in call.args):
         problems.append((STARRED_ARGUMENTS, {}))
     positional = [i for i, a in enumerate(call.args) if a.keyword is None and not a.star]

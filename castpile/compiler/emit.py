@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -29,7 +30,9 @@ from .walk import Walker, rebuild
 
 # The family modules of the package castpile.compiler.helpers, found (not run: they import triton) through the
 # import system, in the order their helpers are appended.
-_HELPER_FILES = sorted(Path(importlib.util.find_spec(f"{__package__}.helpers").origin).parent.glob("[!_]*.py"))
+_HELPERS_SPEC = importlib.util.find_spec(f"{__package__}.helpers")
+assert _HELPERS_SPEC is not None and _HELPERS_SPEC.origin is not None  # a package of this one, in its files
+_HELPER_FILES = sorted(Path(_HELPERS_SPEC.origin).parent.glob("[!_]*.py"))
 
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -123,7 +126,8 @@ def _or_first(trigger: cst.BaseExpression, expression: cst.BaseExpression) -> cs
     return cst.BooleanOperation(left=trigger, operator=cst.Or(), right=expression)
 
 
-def _with_early_helpers(statement: cst.BaseStatement) -> cst.BaseStatement | None:
+def _with_early_helpers(statement: cst.BaseStatement | cst.SimpleStatementSuite,
+                        ) -> cst.BaseStatement | cst.SimpleStatementSuite | None:
     """``statement`` defining the helpers before anything else in it runs, on its own lines; ``None``
     for a ``def`` or ``class`` (which runs nothing that could launch a kernel)."""
     trigger = cst.parse_expression(_EARLY_HELPERS)
@@ -143,6 +147,7 @@ def _with_early_helpers(statement: cst.BaseStatement) -> cst.BaseStatement | Non
         block = statement.body
         if isinstance(block, cst.SimpleStatementSuite):
             return statement.with_changes(body=_with_early_helpers(block))
+        block = cst.ensure_type(block, cst.IndentedBlock)
         for k, inner in enumerate(block.body):
             rewritten = _with_early_helpers(inner)
             if rewritten is not None:
@@ -168,6 +173,7 @@ def _replace_uses(module: cst.Module, plan: Plan, lowering: Lowering,
 
     def swap(original: cst.CSTNode, updated: cst.CSTNode):
         if original is launch_site:
+            assert isinstance(updated, cst.BaseStatement)  # the launch site is a statement
             return _with_early_helpers(updated) or updated
         name = lowering.placeholders.get(original)
         if name is None:
@@ -180,15 +186,17 @@ def _replace_uses(module: cst.Module, plan: Plan, lowering: Lowering,
             return original.with_changes(name=cst.Name(name), annotation=None)
         if isinstance(plan.uses[original], STATEMENTS):
             texts[name] = _statements(replacement, lines(original), newline)
+            assert isinstance(original, cst.BaseSmallStatement)  # what a statement use is planned at
             return cst.Expr(cst.Name(name), semicolon=original.semicolon)
         if len(replacement) > 1:  # a call standing alone as a statement, become statements: no parentheses
             texts[name] = _statements(replacement, lines(original, parentheses_kept=False), newline)
             return cst.Name(name)
         texts[name] = _padded(replacement[0], lines(original), newline)
+        assert isinstance(original, cst.BaseExpression)  # any other planned node is an expression
         return cst.Name(name, lpar=original.lpar, rpar=original.rpar)
 
     dirty = lowering.paths if launch_site is None else lowering.paths | {launch_site}
-    return rebuild(module, swap, dirty).code, texts
+    return cst.ensure_type(rebuild(module, swap, dirty), cst.Module).code, texts
 
 
 def _statements(texts: list[str], lines: int, newline: str) -> str:
@@ -224,7 +232,7 @@ def _helper_sources() -> tuple[dict[str, str], dict[str, set[str]], list[str]]:
     return sources, calls, order
 
 
-def helpers_block(used: set[str], newline: str, prefix: str = HELPER_PREFIX, remote_kernels: list[str] = ()) -> str:
+def helpers_block(used: set[str], newline: str, prefix: str = HELPER_PREFIX, remote_kernels: Sequence[str] = ()) -> str:
     """The source appended to a module that calls ``used`` helpers (with their dependencies),
     their names starting with ``prefix``; then each of ``remote_kernels`` wrapped for NVSHMEM."""
     if remote_kernels:

@@ -37,7 +37,7 @@ _NOT_CODE = {tokenize.ENCODING, tokenize.NL, tokenize.COMMENT, tokenize.INDENT, 
 _FSTRING_STARTS = {getattr(tokenize, name) for name in ("FSTRING_START", "TSTRING_START") if hasattr(tokenize, name)}
 _FSTRING_ENDS = {getattr(tokenize, name) for name in ("FSTRING_END", "TSTRING_END") if hasattr(tokenize, name)}
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
-_FIELDS: dict[type, tuple[str, ...]] = {}
+_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
 
 
 def _lines(source: bytes) -> list[bytes]:
@@ -129,14 +129,15 @@ def measure(tree: ast.Module) -> Nesting:
     push, extend = stack.append, stack.extend
     while stack:  # children are pushed last first: of equally deep nodes, the first in the source is reported
         node, level = stack.pop()
-        if level > depth and hasattr(node, "lineno"):
-            depth, line, col = level, node.lineno, node.col_offset
+        node_line = getattr(node, "lineno", None)  # the nodes that have a position
+        if level > depth and node_line is not None:
+            depth, line, col = level, node_line, getattr(node, "col_offset", 0)
         kind = type(node)
-        if kind is ast.BoolOp:
+        if isinstance(node, ast.BoolOp):
             count = len(node.values)
             extend([(value, level + count - max(i, 1)) for i, value in reversed(list(enumerate(node.values)))])
             continue
-        if kind in _COMPREHENSIONS:
+        if isinstance(node, _COMPREHENSIONS):
             extend([(clause, level + k) for k, clause in reversed(list(enumerate(node.generators, 1)))])
             if crowded is None and len(node.generators) > LIBCST_REPEATS:
                 crowded = node.generators[LIBCST_REPEATS]
@@ -150,7 +151,7 @@ def measure(tree: ast.Module) -> Nesting:
     return Nesting(depth, line, col, crowded)
 
 
-def _code_fields(kind: type) -> tuple[str, ...]:
+def _code_fields(kind: type[ast.AST]) -> tuple[str, ...]:
     """The fields of an ast node type that may hold nodes (a comprehension's clauses, pushed
     by :func:`measure` at their own depths, and the load/store context left out)."""
     names = _FIELDS.get(kind)

@@ -185,6 +185,7 @@ class Lowerer:
         smask = "None"
         anchor = "None"  # memory a dtype example's pointer may point at (see _castpile_typed)
         if binding.table is not None:
+            assert binding.hi is not None  # a table slice has both ends (parse fills in an absent one)
             lo = code(binding.lo) if binding.lo is not None else "0"
             count = simplify(f"({code(binding.hi)}) - ({lo})")
             if names_in(binding.lo, binding.hi) & binding.rebound:
@@ -192,17 +193,20 @@ class Lowerer:
             start = anchor = code(binding.start) if binding.start is not None else self._start(binding.table, binding.lo)
             stack = f"{binding.name} = {start}"
         elif binding.peer is not None:
+            assert binding.peer_table is not None  # the table a peer is an entry of
             anchor = self.render.text(binding.peer_table)
             entry = code(binding.start) if binding.start is not None else self._entry(binding.peer_table, binding.peer)
             stack = f"{binding.name} = {entry}"
             count = "1"
         else:
+            assert binding.tile is not None  # neither a slice nor a peer: an expression of stacks
             stack = f"{binding.name} = {self.render.text(binding.tile)}"
             count = f"{binding.name}.numel"
         if binding.dtype is not None:
             example = self._evaluated(binding, f"{self._helper(TYPED)}({anchor}, {code(binding.dtype)})", "example",
                                       statements)
         else:
+            assert binding.example is not None  # only a parameter's binding has none, and passing builds those
             example = self._hoisted(binding, binding.example, "example", statements)
         arguments: list[str] = []
         shape = strides_ = None
@@ -217,8 +221,9 @@ class Lowerer:
             smask = self._evaluated(binding, mask, "mask", arguments)
         table = None
         if binding.remote:
-            table = self._hoisted(binding, binding.table if binding.peer is None else binding.peer_table, "table",
-                                  arguments)
+            source = binding.table if binding.peer is None else binding.peer_table
+            assert source is not None  # a remote binding is a slice or a peer of a table
+            table = self._hoisted(binding, source, "table", arguments)
         if binding.name in binding.rebound:
             statements += [*arguments, stack]
         else:
@@ -243,12 +248,15 @@ class Lowerer:
     def _index_texts(self, access: Access) -> list[str]:
         """One text per element dim: the explicit indices, then what a trailing ``...`` stands for."""
         explicit = [
-            self.render.text(e.slice.value) for e in access.subscript.slice if not isinstance(e.slice.value, cst.Ellipsis)
+            self.render.text(index.value) for index in (cst.ensure_type(e.slice, cst.Index) for e in access.subscript.slice)
+            if not isinstance(index.value, cst.Ellipsis)
         ]
         if not access.spans:
             return explicit
         r = len(access.spans)
-        extents = self.stack(access.binding).shape[len(explicit):]  # the spans' extents, as the binding holds them
+        shape = self.stack(access.binding).shape
+        assert shape is not None  # spans come from a binding's shape
+        extents = shape[len(explicit):]  # the spans' extents, as the binding holds them
         explicit = [i if i.isdigit() else f"{self._helper(TRAILING)}({i}, {r})" for i in explicit]
         return explicit + [f"{self._helper(SPAN)}({n}, {d}, {r})" for d, n in enumerate(extents)]
 
@@ -258,7 +266,7 @@ class Lowerer:
         if pure:
             offs = offsets(tuple(indices), stack.shape, stack.strides)
             bounds = bounds_mask(tuple(indices), stack.shape) if stack.shape is not None else None
-            if bounds is not None and stack.shape_optional:  # Triton evaluates one side of a constexpr condition
+            if bounds is not None and stack.shape is not None and stack.shape_optional:  # Triton evaluates one side of a constexpr condition
                 bounds = f"({bounds}) if {stack.shape[0]} is not None else None"
             return f"{offs}, {bounds or 'None'}"
         extents = _tuple(stack.shape) if stack.shape is not None else "None"

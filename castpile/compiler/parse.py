@@ -11,11 +11,14 @@ depth found tells :mod:`castpile.compiler.thread_stack` how deep a stack libcst 
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from . import diagnostics
 from .diagnostics import Message
 from .errors import Diagnostic, TranspileError, source_line
+
+if TYPE_CHECKING:  # imported where a source is checked (see check)
+    from .libcst_gaps import FormFeeds
 
 # Deeper nesting, counted as libcst nests (an `and` of n operands is n - 1 levels),
 # is refused with a diagnostic rather than transpiled.
@@ -31,7 +34,7 @@ class Checked(NamedTuple):
 
     text: str
     plain: bytes
-    form_feeds: object
+    form_feeds: FormFeeds
     levels: int
     deepest: tuple[int, int]
 
@@ -116,6 +119,7 @@ def parse_module(checked: Checked, path: str):
         return cst.parse_module(checked.plain)
     except cst.ParserSyntaxError as exc:
         run = long_concatenation(checked.plain)
+        params: dict[str, object]
         if run is not None:
             line, col = run[0], run[1] + 1
             message, params = diagnostics.TOO_MANY_STRINGS, {"limit": LIBCST_REPEATS}

@@ -91,8 +91,10 @@ class Helpers:
         if not annotated:
             return {}
         name = func.name.value
+        first_annotation = annotated[0].annotation
+        assert first_annotation is not None  # is_multicast(None) is False
         if not any(is_triton_jit(d) for d in func.decorators):
-            self.plan.error(annotated[0].annotation, diagnostics.MULTICAST_PARAM_NOT_JIT, function=name,
+            self.plan.error(first_annotation, diagnostics.MULTICAST_PARAM_NOT_JIT, function=name,
                             param=annotated[0].name.value)
             return {}
         for param in annotated:
@@ -103,7 +105,9 @@ class Helpers:
             return {}
         signature = self.functions.get(name)
         if not top_level or signature is None or annotated[0] not in [p.node for p in signature.multicast.values()]:
-            self.plan.error(annotated[0].annotation, diagnostics.MULTICAST_HELPER_NOT_TOP_LEVEL, function=name)
+            first_annotation = annotated[0].annotation
+            assert first_annotation is not None
+            self.plan.error(first_annotation, diagnostics.MULTICAST_HELPER_NOT_TOP_LEVEL, function=name)
             return {}
         bindings = {}
         for param in annotated:
@@ -143,23 +147,23 @@ class Helpers:
         parameters = {*signature.positional, *signature.keyword_only}
         for param, k in bound.items():
             value = node.args[k].value
-            is_multicast_name = isinstance(value, cst.Name) and value.value in multicast
+            multicast_name = value.value if isinstance(value, cst.Name) and value.value in multicast else None
             if param not in parameters:
                 continue  # an unknown keyword: Triton's to report (a multicast tensor there: the walk's)
             if param not in signature.multicast:
-                if is_multicast_name:
+                if multicast_name is not None:
                     handled.add(value)
-                    self.plan.error(value, diagnostics.MULTICAST_TO_PLAIN_PARAM, name=value.value, param=param,
+                    self.plan.error(value, diagnostics.MULTICAST_TO_PLAIN_PARAM, name=multicast_name, param=param,
                                     function=name)
                 continue
             handled.add(value)
             record = signature.multicast[param]
-            if not is_multicast_name:
+            if multicast_name is None:
                 ok = False
                 self.plan.error(value, diagnostics.NOT_MULTICAST_FOR_PARAM, param=param, function=name,
                                 code=_code(value))
                 continue
-            binding = multicast[value.value]
+            binding = multicast[multicast_name]
             passed[k] = (record, binding)
             self.received.setdefault(record, []).append((value, binding))
         missing = [param for param in signature.multicast if param not in bound]
@@ -184,7 +188,9 @@ class Helpers:
         then the index counts of the accesses through parameters, and atomics on ``remote=`` tensors."""
         first_access: dict[MulticastParam, Access] = {}
         for access in self.accesses:
-            first_access.setdefault(access.binding.param, access)
+            param = access.binding.param
+            assert param is not None  # the accesses collected here are those through parameters
+            first_access.setdefault(param, access)
         layouts = self._layouts()
         for param in self.received:
             if param in layouts:
@@ -249,8 +255,11 @@ def is_multicast(annotation: cst.Annotation | None, resolver: Resolver) -> bool:
         return False
     node = annotation.annotation
     if isinstance(node, cst.SimpleString):
+        text = node.evaluated_value
+        if not isinstance(text, str):  # a bytes literal names no type
+            return False
         try:
-            node = cst.parse_expression(node.evaluated_value)
+            node = cst.parse_expression(text)
         except (cst.ParserSyntaxError, SyntaxError, ValueError):
             return False
     return resolver.qualified(node) == MULTICAST

@@ -25,8 +25,8 @@ class Binding:
     """``name = multicast_like(example, ptr_tile, shape=..., strides=..., ptr_mask=..., align=..., remote=...)``."""
 
     name: str
-    node: cst.Assign
-    example: cst.BaseExpression
+    node: cst.Assign | cst.Param  # a Multicast parameter's binding: its parameter
+    example: cst.BaseExpression | None  # None for a parameter's (its layout comes from the tensors passed)
     dtype: cst.BaseExpression | None = None  # the example is a dtype (tl.bfloat16): the buffers' element type
     table: cst.BaseExpression | None = None  # table form: table[lo:hi]
     lo: cst.BaseExpression | None = None

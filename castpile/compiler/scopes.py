@@ -19,6 +19,7 @@ fallback).  Names a star import may bind are not guessed.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -61,15 +62,15 @@ class Scope:
                 if alias.asname is None:  # `import triton.language` binds `triton`
                     self._import(name.split(".")[0], name.split(".")[0])
                 else:
-                    self._import(alias.asname.name.value, name)
+                    self._import(cst.ensure_type(alias.asname.name, cst.Name).value, name)
             return
         if isinstance(node.names, cst.ImportStar):
             self.starred = True
             return
         module = dotted(node.module) if node.module is not None and not node.relative else None
         for alias in node.names:
-            name = alias.name.value
-            local = alias.asname.name.value if alias.asname else name
+            name = cst.ensure_type(alias.name, cst.Name).value  # `from m import a`: never dotted
+            local = cst.ensure_type(alias.asname.name, cst.Name).value if alias.asname else name
             if module is None:  # a relative import: not followed
                 self.other.add(local)
             else:
@@ -90,7 +91,7 @@ class Scope:
         """Whether this scope binds ``name`` at all."""
         return name in self.imports or name in self.aliases or name in self.other
 
-    def merge(self, other: Scope, keep_out: set[str] = frozenset()) -> None:
+    def merge(self, other: Scope, keep_out: AbstractSet[str] = frozenset()) -> None:
         """Add what ``other`` binds (a block walked apart), except the names in ``keep_out``."""
         for mine, theirs in ((self.imports, other.imports), (self.aliases, other.aliases)):
             for name, meanings in theirs.items():

@@ -71,7 +71,7 @@ def _extent(lo: cst.BaseExpression | None, hi: cst.BaseExpression) -> str:
 
 def _spans_the_slice(call: cst.Call, binding: Binding) -> bool:
     """Whether ``tl.arange(a, b)`` spans ``binding``'s table slice: ``b - a`` is ``hi - lo``, or its padded extent."""
-    if len(call.args) < 2 or any(arg.keyword is not None or arg.star for arg in call.args[:2]):
+    if binding.hi is None or len(call.args) < 2 or any(arg.keyword is not None or arg.star for arg in call.args[:2]):
         return False
     count = simplify(_extent(binding.lo, binding.hi))
     extent = simplify(_extent(call.args[0].value, call.args[1].value))

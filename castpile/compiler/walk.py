@@ -104,7 +104,7 @@ def rebuild(node: cst.CSTNode, replace: Replace, dirty: set) -> cst.CSTNode | cs
     """``node`` with its dirty descendants rebuilt (children first), then ``replace`` applied."""
     if node not in dirty:
         return node
-    changes = {}
+    changes: dict[str, object] = {}
     for name in code_fields(type(node)):
         value = getattr(node, name)
         if isinstance(value, cst.CSTNode):
@@ -112,7 +112,7 @@ def rebuild(node: cst.CSTNode, replace: Replace, dirty: set) -> cst.CSTNode | cs
             if new is not value:
                 changes[name] = new
         elif isinstance(value, (tuple, list)) and any(item in dirty for item in value if isinstance(item, cst.CSTNode)):
-            items = []
+            items: list[object] = []
             for item in value:
                 new = rebuild(item, replace, dirty) if isinstance(item, cst.CSTNode) else item
                 items.extend(new.nodes if isinstance(new, cst.FlattenSentinel) else [new])

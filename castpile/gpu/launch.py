@@ -141,7 +141,7 @@ def late_tensors(given: dict, late) -> dict[str, LateTensor]:
     expected = {}
     for name in late:
         tensor = given.get(name)
-        if not hasattr(tensor, "data_ptr"):
+        if tensor is None or not hasattr(tensor, "data_ptr"):
             raise TypeError(f"bind: late parameter {name!r} must be given a tensor, got {tensor!r}")
         expected[name] = LateTensor(tensor.dtype, tensor.data_ptr() % 16 == 0)
     return expected

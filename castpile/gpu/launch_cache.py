@@ -12,6 +12,7 @@ bound once, with the per-call tensors passed late (``castpile.gpu.launch.bind``)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -35,7 +36,7 @@ class LaunchCache:
     #: Called after each new binding, before its first launch (or None).  :mod:`castpile.gpu.one_gpu` passes a
     #: barrier of every rank: loading a kernel's module waits for the device, so no rank may start a kernel that
     #: waits for peers while a peer still has to load it.
-    after_bind: object = None
+    after_bind: Callable[[], object] | None = None
 
     def issue(self, key, bind_for, tensors: dict, owned: bool, device_tensor: torch.Tensor) -> None:
         """Issue the launch cached under ``key``; ``bind_for(tensors, **options)`` binds it on first use.

@@ -39,6 +39,7 @@ import os
 import threading
 import time
 import traceback
+from collections.abc import Sequence
 
 import torch
 
@@ -112,7 +113,7 @@ def symmetric_empty(world_size: int, shape, dtype: torch.dtype, push_scratch=Fal
     buffer_ptrs = torch.tensor([b.data_ptr() for b in bufs], dtype=torch.int64, device=device)
     pads = symmetric_scratch(world_size, (PAD_SLOTS,), torch.int32, device)
     words = low_latency_words(bufs[0])
-    low_latency = [None] * world_size
+    low_latency: Sequence[LowLatencyScratch | None] = [None] * world_size
     if words is not None:
         slots = symmetric_scratch(world_size, (2 * world_size * words,), torch.int64, device)
         low_latency = [LowLatencyScratch(slots=s, epochs=torch.zeros(low_latency_blocks(words, sms), dtype=torch.int32,
@@ -120,7 +121,7 @@ def symmetric_empty(world_size: int, shape, dtype: torch.dtype, push_scratch=Fal
                                          words=words, tile_sums=torch.zeros(words, dtype=torch.float32, device=device),
                                          row_arrivals=torch.zeros(words, dtype=torch.int32, device=device))
                        for s in slots]
-    pushes = [None] * world_size
+    pushes: Sequence[Scratch | None] = [None] * world_size
     if push_scratch:
         pushes = symmetric_scratch(world_size, (push_scratch_elements(bufs[0].numel(), world_size),), dtype, device)
     caches = launch_caches(world_size)

@@ -53,6 +53,7 @@ dispatch, and runs it first.
 from __future__ import annotations
 
 import inspect
+import typing
 from collections.abc import Callable, Sequence
 
 import torch
@@ -304,7 +305,10 @@ def all_reduce_residual_rmsnorm(input: torch.Tensor, symm: str, residual: torch.
 
 #: The outputs of ``moe_dispatch``, in order: the fields of :class:`~castpile.gpu.fused.moe.Dispatched`.
 DISPATCHED = tuple(moe.Dispatched.__dataclass_fields__)
-_DispatchResult = tuple[(torch.Tensor,) * len(DISPATCHED)]
+#: ``moe_dispatch``'s result: one tensor per name of DISPATCHED (spelled out, so that type checkers read it too).
+_DispatchResult = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
+                        torch.Tensor, torch.Tensor, torch.Tensor]
+assert len(typing.get_args(_DispatchResult)) == len(DISPATCHED)
 
 
 def _moe_inputs(state: str, **tensors):
@@ -349,7 +353,8 @@ def moe_dispatch(x: torch.Tensor, topk_idx: torch.Tensor, topk_weights: torch.Te
     """
     st = _moe_inputs(state, x=x, topk_idx=topk_idx, topk_weights=topk_weights)
     moe.dispatch(st, x.contiguous(), topk_idx.contiguous(), topk_weights.contiguous())
-    return tuple(t.clone(memory_format=torch.contiguous_format) for t in _results(st))
+    copies = tuple(t.clone(memory_format=torch.contiguous_format) for t in _results(st))
+    return typing.cast(_DispatchResult, copies)  # one per name of DISPATCHED, which the alias counts
 
 
 def _fake_moe_combine(expert_out, slot_positions, state):

@@ -35,6 +35,7 @@ import threading
 import time
 import traceback
 import warnings
+from collections.abc import Sequence
 
 import torch
 import triton
@@ -44,7 +45,6 @@ from .backends import node_reachability, remote_table, table_reachability
 from .symmetric import (
     Allocation,
     LowLatencyScratch,
-    Reachability,
     RemoteTables,
     Scratch,
     SymmetricTensor,
@@ -149,7 +149,7 @@ def symmetric_empty(world_size: int, shape, dtype: torch.dtype, push_scratch=Fal
     pads = symmetric_scratch(world_size, (SIM_PAD_SLOTS,), torch.int32, local_world_size=local_world_size,
                              remote_scratch=remote, force_remote=force_remote)
     scratch = _low_latency_scratch(world_size, bufs[0].tensor, local_world_size)
-    pushes = [None] * world_size
+    pushes: Sequence[Scratch | None] = [None] * world_size
     if push_scratch:
         pushes = symmetric_scratch(world_size, (push_scratch_elements(bufs[0].tensor.numel(), world_size),), dtype,
                                    local_world_size=local_world_size)
@@ -163,7 +163,7 @@ def symmetric_empty(world_size: int, shape, dtype: torch.dtype, push_scratch=Fal
             world_size=world_size,
             max_blocks=SIM_PAD_SLOTS // world_size,
             allocation=Allocation("nvshmem" if nvshmem else "cuda"),
-            reachability=Reachability(bufs[r].reachable),
+            reachability=bufs[r].reachability,
             remote=RemoteTables(bufs[r].remote_ptrs, pads[r].remote_ptrs, bufs[r].remote_scratch),
             low_latency=scratch[r],
             push_scratch=pushes[r],
@@ -312,7 +312,7 @@ def run(fn, world_size: int, *, args=(), timeout: float = 60.0) -> list:
         for fd in reports.values():
             os.close(fd)
 
-    errors = {}
+    errors: dict[int, str] = {}
     results = []
     for rank in range(world_size):
         if rank in stopped:
@@ -321,7 +321,7 @@ def run(fn, world_size: int, *, args=(), timeout: float = 60.0) -> list:
         if status == "ok":
             results.append(value)
         else:
-            errors[rank] = value
+            errors[rank] = str(value)  # the rank's traceback
     if errors:
         raise RankError(errors, stopped)
     if stopped:

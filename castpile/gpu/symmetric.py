@@ -130,12 +130,19 @@ class SymmetricTensor:
     @property
     def reachable(self) -> tuple[bool, ...]:
         """Per rank: whether its buffer (and signal pad) is load/store addressable from this GPU."""
-        return self.reachability.reachable
+        return self._reachability.reachable
 
     @property
     def pes(self) -> tuple[int, ...]:
         """Per rank: its NVSHMEM PE (its global rank)."""
-        return self.reachability.pes
+        pes = self._reachability.pes
+        assert pes is not None  # Reachability.__post_init__ fills it
+        return pes
+
+    @property
+    def _reachability(self) -> Reachability:
+        assert self.reachability is not None  # __post_init__ fills it
+        return self.reachability
 
     @property
     def remote_ptrs(self) -> torch.Tensor | None:
@@ -188,6 +195,12 @@ class Scratch:
         _fill(self, "reachable", (True,) * self.ptrs.numel(), self.ptrs.numel())
         if self.remote_ptrs is None and all(self.reachable):
             object.__setattr__(self, "remote_ptrs", reachable_table(self.ptrs))
+
+    @property
+    def reachability(self) -> Reachability:
+        """``reachable``, each rank's PE its rank."""
+        assert self.reachable is not None  # __post_init__ fills it
+        return Reachability(self.reachable)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import fields
+from typing import Any
 
 import torch
 
@@ -29,7 +30,7 @@ class FusedState(ABC):
 
     @classmethod
     @abstractmethod
-    def plan(cls, world_size: int, device: torch.device, **arguments):
+    def plan(cls, world_size: int, device: torch.device, *args: Any, **arguments: Any):
         """The checked sizes and the launch shape for ``device`` (the same on every rank): the op's plan."""
 
     @staticmethod
@@ -45,7 +46,8 @@ class FusedState(ABC):
         of a zeroed symmetric buffer (collective); ``arguments`` are :meth:`plan`'s.
         """
         plan = cls.plan(world_size, torch.device("cuda", torch.cuda.current_device()), **arguments)
-        return cls(rank=rank, **_values(plan), **{name: alloc(shape, dtype)
+        # The call-arg ignores: each state class is a dataclass whose fields are rank, the plan's and the buffers
+        return cls(rank=rank, **_values(plan), **{name: alloc(shape, dtype)  # type: ignore[call-arg]
                                                   for name, (shape, dtype) in cls.buffers(plan).items()})
 
     @classmethod
@@ -60,7 +62,7 @@ class FusedState(ABC):
         """
         plan = cls.plan(world_size, torch.device("cpu") if device is None else torch.device(device), **arguments)
         per_rank = {name: alloc(world_size, shape, dtype) for name, (shape, dtype) in cls.buffers(plan).items()}
-        return [cls(rank=r, **_values(plan), **{name: scratch[r] for name, scratch in per_rank.items()})
+        return [cls(rank=r, **_values(plan), **{name: scratch[r] for name, scratch in per_rank.items()})  # type: ignore[call-arg]  # as in create
                 for r in range(world_size)]
 
 
