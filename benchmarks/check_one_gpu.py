@@ -20,8 +20,8 @@ from __future__ import annotations
 import argparse
 import faulthandler
 import gc
-import os
 import json
+import os
 import random
 import select
 import signal
@@ -36,8 +36,8 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent)]
 
-from castpile.gpu import one_gpu  # noqa: E402
-from one_gpu_cases import Case, cases  # noqa: E402
+from castpile.gpu import one_gpu
+from one_gpu_cases import Case, cases
 
 #: Seconds a case may take in a child before it counts as hung.
 CASE_LIMIT_S = 150.0

@@ -240,11 +240,11 @@ def v1_call(case: Case, kind: str) -> tuple[tuple[str, ...], int]:
     """The v1 spelling of each call: ``tl.store(p, v, mask=m)``, ``tl.atomic_cas(p, cmp, v)``, keywords otherwise."""
     mask = ("mask",) if case.use_mask else ()
     if kind == "tl_load":
-        return mask + ("other",), 0
+        return (*mask, "other"), 0
     if kind == "tl_store":
-        return ("value",) + mask, 1
+        return ("value", *mask), 1
     if kind == "atomic":
-        return ("val",) + mask, 1
+        return ("val", *mask), 1
     if kind == "cas":
         return ("cmp", "val"), 2
     if kind == "signal":
@@ -267,9 +267,9 @@ def effect_positions(case: Case) -> dict[str, int]:
     index = [f"index{d}" for d in range(len(case.indices))]
     c = case.context
     if c == "store":
-        order = ["value"] + index
+        order = ["value", *index]
     elif c == "aug":
-        order = index + ["value"]
+        order = [*index, "value"]
     elif c == "load" or (c == "reduce" and case.reduced != "tl_load"):
         order = index
     else:
@@ -295,10 +295,10 @@ def _index_tensors(case: Case) -> list[torch.Tensor]:
 
 def offsets(case: Case, strides: tuple[int, ...] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Each lane of I, flattened: its element offset and whether it is in bounds."""
-    I = case.ishape
+    ishape = case.ishape
     idx = _index_tensors(case)
-    offs = sum((i * s for i, s in zip(idx, strides or case.strides)), torch.zeros(I, dtype=torch.int64))
-    bounds = torch.ones(I, dtype=torch.bool)
+    offs = sum((i * s for i, s in zip(idx, strides or case.strides)), torch.zeros(ishape, dtype=torch.int64))
+    bounds = torch.ones(ishape, dtype=torch.bool)
     if case.shape is not None:
         for i, n in zip(idx, case.shape):
             bounds &= (i >= 0) & (i < n)

@@ -8,11 +8,30 @@ from __future__ import annotations
 
 import math
 
+from fuzz_case import (
+    ATOMIC_OPS,
+    AUG_OPS,
+    BF16_CONTEXTS,
+    CALL_PARAMS,
+    CONTEXTS,
+    DTYPES,
+    EXTRAS,
+    FLAG_CONTEXTS,
+    IMPORTS,
+    MASKED_SLOTS,
+    REDUCED,
+    REDUCED_MORE,
+    REDUCTIONS,
+    SEMS,
+    WAIT_HOLDS,
+    Case,
+    Index,
+    call_form,
+    has_ptr_mask,
+    p2,
+    v1_call,
+)
 from hypothesis import strategies as st
-
-from fuzz_case import (ATOMIC_OPS, AUG_OPS, BF16_CONTEXTS, CALL_PARAMS, CONTEXTS, DTYPES, EXTRAS, FLAG_CONTEXTS, IMPORTS,
-                       MASKED_SLOTS, REDUCED, REDUCED_MORE, REDUCTIONS, SEMS, WAIT_HOLDS, Case, Index, call_form,
-                       has_ptr_mask, p2, v1_call)
 
 
 def _call_slots(draw, case: Case, on) -> None:
@@ -43,7 +62,7 @@ def _call_slots(draw, case: Case, on) -> None:
         prefix += 1
     written = [p for p in params if p in present]
     if on("keyword_orders"):
-        extra = draw(st.sampled_from((None,) + EXTRAS.get(kind, ())))  # one: ptxas refuses .volatile with .cg, say
+        extra = draw(st.sampled_from((None, *EXTRAS.get(kind, ()))))  # one: ptxas refuses .volatile with .cg, say
         written += [extra] if extra else []
         positional = draw(st.integers(0, prefix))
         case.call_args = tuple(written[:positional]) + tuple(draw(st.permutations(written[positional:])))

@@ -40,9 +40,21 @@ import math
 from dataclasses import dataclass
 
 import torch
-
-from fuzz_case import (CONTEXTS, DTYPES, FEATURES, FLAG_CONTEXTS, IMPORTS, TRITON_NAMES, WAIT_HOLDS, Case, Index,
-                       call_form, effect_positions, has_ptr_mask, offsets)
+from fuzz_case import (
+    CONTEXTS,
+    DTYPES,
+    FEATURES,
+    FLAG_CONTEXTS,
+    IMPORTS,
+    TRITON_NAMES,
+    WAIT_HOLDS,
+    Case,
+    Index,
+    call_form,
+    effect_positions,
+    has_ptr_mask,
+    offsets,
+)
 from fuzz_generate import cases
 
 __all__ = ["CONTEXTS", "FEATURES", "FLAG_CONTEXTS", "IMPORTS", "TRITON_NAMES", "Case", "Expected", "Index", "call_form",
@@ -51,8 +63,8 @@ __all__ = ["CONTEXTS", "FEATURES", "FLAG_CONTEXTS", "IMPORTS", "TRITON_NAMES", "
 
 def _user_mask(case: Case, mk: torch.Tensor) -> torch.Tensor:
     """The user's mask over I, flattened (all true without one)."""
-    I = case.ishape
-    lanes = max(math.prod(I), 1)
+    ishape = case.ishape
+    lanes = max(math.prod(ishape), 1)
     if not case.use_mask or case.mask_form == "none":
         return torch.ones(lanes, dtype=torch.bool)
     if case.mask_form in ("constexpr", "scalar"):
@@ -182,7 +194,7 @@ def _reduced(case: Case, bufs: list[torch.Tensor], base: int, offs, bounds, user
             loaded = bufs[e][(base + offs).clamp(0, bufs[e].numel() - 1)].double()
             values[p] = torch.where(user, loaded, float(other))
             valid[p] = bounds
-    values, valid = values.reshape(case.ptile + (lanes,)), valid.reshape(case.ptile + (lanes,))
+    values, valid = values.reshape((*case.ptile, lanes)), valid.reshape((*case.ptile, lanes))
     if case.op == "sum":
         result = torch.where(valid, values, 0.0).sum(0)
     elif case.op == "max":
@@ -200,8 +212,8 @@ def _reduced(case: Case, bufs: list[torch.Tensor], base: int, offs, bounds, user
 
 def expected(case: Case, data: dict) -> Expected:
     """What the contract says: final buffers (racing stores: any lane's value), the result and its defined lanes."""
-    P, I = case.ptile, case.ishape
-    full = P + I
+    P, ishape = case.ptile, case.ishape
+    full = P + ishape
     dt = DTYPES[case.dtype]
     base, _ = layout(case)
     k = effect_positions(case)
@@ -219,7 +231,7 @@ def expected(case: Case, data: dict) -> Expected:
     elif case.value == "full":
         v = data["vals"].reshape(full)
     else:
-        v = data["vals"][: max(math.prod(I), 1)].reshape(I).expand(full)
+        v = data["vals"][: max(math.prod(ishape), 1)].reshape(ishape).expand(full)
     v = (v + k.get(slot, 0)).to(dt).reshape(len(case.entries), -1)
     other = case.other + k.get("other", 0) if case.context == "tl_load" else 0
     res = torch.full(full, other, dtype=dt).reshape(len(case.entries), -1)

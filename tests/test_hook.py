@@ -25,9 +25,19 @@ import castpile
 from castpile import cache, options
 from castpile.hook import TranspileImportError
 from compile_sm90 import Job, compile_for_sm90
-from testkit.hook import (BROKEN, BROKEN_LINE, KERNEL, REPO, Pkg, assert_triton_reads_transpiled_text, entries, line_of,
-                          run_python)
-from testkit.hook import hook_cache_dir, hook_package  # noqa: F401 (the fixtures cache_dir and pkg)
+from testkit.hook import (  # noqa: F401 (the fixtures cache_dir and pkg)
+    BROKEN,
+    BROKEN_LINE,
+    KERNEL,
+    REPO,
+    Pkg,
+    assert_triton_reads_transpiled_text,
+    entries,
+    hook_cache_dir,
+    hook_package,
+    line_of,
+    run_python,
+)
 
 
 def test_kernel_module_is_transpiled_and_runs(pkg, cache_dir):

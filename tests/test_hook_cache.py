@@ -24,9 +24,15 @@ import torch
 import castpile
 from castpile import cache, files
 from castpile.hook import CacheWarning
-from testkit.hook import KERNEL, REPO, assert_triton_reads_transpiled_text, entries, run_python
-from testkit.hook import hook_cache_dir, hook_package  # noqa: F401 (the fixtures cache_dir and pkg)
-
+from testkit.hook import (  # noqa: F401 (the fixtures cache_dir and pkg)
+    KERNEL,
+    REPO,
+    assert_triton_reads_transpiled_text,
+    entries,
+    hook_cache_dir,
+    hook_package,
+    run_python,
+)
 
 CORRUPTIONS = {
     "truncated": lambda data: data[: len(data) // 2],

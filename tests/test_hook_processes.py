@@ -7,10 +7,7 @@ import subprocess
 import sys
 import time
 
-
-from testkit.hook import REPO, entries
-from testkit.hook import hook_cache_dir, hook_package  # noqa: F401 (the fixtures cache_dir and pkg)
-
+from testkit.hook import REPO, entries, hook_cache_dir, hook_package  # noqa: F401 (the fixtures cache_dir and pkg)
 
 RACER = """
 import os, sys, time

@@ -10,7 +10,6 @@ import torch
 from castpile.gpu import sim
 from testkit import import_file
 
-
 # -- the GPU proof's kernel (benchmarks/check_nvshmem.py), as checked in -------------------------------------
 
 

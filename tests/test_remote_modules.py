@@ -4,10 +4,8 @@ a module with remote kernels imported (and its kernels wrapped) without NVSHMEM'
 import os
 from pathlib import Path
 
-
 import castpile
 from testkit.remote import TRANSFER_KERNELS, remote_source
-
 
 # -- compiling for sm_90 -----------------------------------------------------------------------------------
 

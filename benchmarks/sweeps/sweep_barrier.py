@@ -15,9 +15,9 @@ import torch
 import triton
 
 import sweepkit  # first: benchmarks/ and the repository root onto sys.path
+from castpile.gpu.collectives import kernels_triton as lib
 from castpile.gpu.launch import bind
 from harness import GRAPH_CALLS, graph_timed, start_ranks
-from castpile.gpu.collectives import kernels_triton as lib
 
 SIZES = [4 << 10, 32 << 10, 256 << 10]
 BLOCK = 2048

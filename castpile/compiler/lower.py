@@ -31,11 +31,37 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from .algebra import bounds_mask, offsets, simplify, strides
-from .calling import (DEFAULTS, ENTRY, HELPER_PREFIX, HELPERS, IN_ORDER, INDEX, OPTIONS, SITE_WORD, SLICE_MASK, SPAN,
-                      TRAILING, TYPED, VALUE_ARGUMENTS, WAIT_FLAGS)
+from .calling import (
+    DEFAULTS,
+    ENTRY,
+    HELPER_PREFIX,
+    HELPERS,
+    IN_ORDER,
+    INDEX,
+    OPTIONS,
+    SITE_WORD,
+    SLICE_MASK,
+    SPAN,
+    TRAILING,
+    TYPED,
+    VALUE_ARGUMENTS,
+    WAIT_FLAGS,
+)
 from .contract import ATOMICS
 from .lower_passing import PassedLowering
-from .plan import Access, AugStore, Binding, CallOn, HelperCall, Load, MulticastParam, Plan, Reduction, SliceAlias, Store
+from .plan import (
+    Access,
+    AugStore,
+    Binding,
+    CallOn,
+    HelperCall,
+    Load,
+    MulticastParam,
+    Plan,
+    Reduction,
+    SliceAlias,
+    Store,
+)
 from .render import Renderer, code
 from .walk import names_in, paths_to
 

@@ -41,10 +41,15 @@ class Renderer:
         name = self.placeholders.get(original)
         if name is None:
             return updated
+        assert isinstance(original, cst.BaseExpression)  # placeholders stand for expressions
         return cst.Name(name, lpar=original.lpar, rpar=original.rpar)
 
     def text(self, node: cst.CSTNode) -> str:
-        return code(rebuild(node, self._swap, self.paths) if node in self.paths else node)
+        if node not in self.paths:
+            return code(node)
+        rebuilt = rebuild(node, self._swap, self.paths)
+        assert isinstance(rebuilt, cst.CSTNode)  # _swap returns one node for one
+        return code(rebuilt)
 
     def atom(self, node: cst.BaseExpression) -> str:
         """:meth:`text`, parenthesised unless the node is atomic."""

@@ -12,7 +12,6 @@ import pytest
 import castpile
 from testkit.lowering import check_whole_file
 
-
 FILE_CASES = [
     pytest.param(
         dedent("""\

@@ -11,7 +11,6 @@ import pytest
 import castpile
 from testkit.lowering import check_cases_compile_for_sm90, check_whole_file
 
-
 FILE_CASES = [
     pytest.param(
         dedent("""\

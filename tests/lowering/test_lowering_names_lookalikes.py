@@ -10,7 +10,6 @@ import pytest
 import castpile
 from testkit.lowering import check_left_alone
 
-
 # Files castpile must return byte for byte: nothing in them is castpile's.
 LEFT_ALONE = [
     pytest.param(
