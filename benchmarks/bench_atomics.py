@@ -37,12 +37,19 @@ def competitors(world: int, dev):
     table = torch.tensor([b.data_ptr() for b in bufs], device=dev, dtype=torch.int64)
     vals = torch.randint(0, 4, (N,), device=dev).float()
     grid = (triton.cdiv(N, BLOCK),)
-    return bufs, vals, {
-        "hand": lambda: hand.hand_scatter_add[grid](bufs[0], table, vals, N, world, BLOCK, True, num_warps=WARPS),
-        "castpile_loop": lambda: cp_loop.stack_scatter_add[grid](bufs[0], table, vals, N, world, BLOCK, num_warps=WARPS),
-        "castpile_gather": lambda: cp_gather.stack_scatter_add[grid](bufs[0], table, vals, N, world, BLOCK,
-                                                                     num_warps=WARPS),
-    }
+    return (
+        bufs,
+        vals,
+        {
+            "hand": lambda: hand.hand_scatter_add[grid](bufs[0], table, vals, N, world, BLOCK, True, num_warps=WARPS),
+            "castpile_loop": lambda: cp_loop.stack_scatter_add[grid](
+                bufs[0], table, vals, N, world, BLOCK, num_warps=WARPS
+            ),
+            "castpile_gather": lambda: cp_gather.stack_scatter_add[grid](
+                bufs[0], table, vals, N, world, BLOCK, num_warps=WARPS
+            ),
+        },
+    )
 
 
 def main(argv=None):
@@ -51,8 +58,15 @@ def main(argv=None):
     parser.add_argument("--reps", type=int, default=11)
     args = parser.parse_args(argv)
     dev = torch.device("cuda", 0)
-    meta = run_header(dev, launcher="python ", python=platform.python_version(), elements=N, block=BLOCK,
-                      num_warps=WARPS, reps=args.reps)
+    meta = run_header(
+        dev,
+        launcher="python ",
+        python=platform.python_version(),
+        elements=N,
+        block=BLOCK,
+        num_warps=WARPS,
+        reps=args.reps,
+    )
     rows = []
     for world in WORLDS:
         bufs, vals, fns = competitors(world, dev)

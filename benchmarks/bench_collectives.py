@@ -70,8 +70,20 @@ def lib_bound(name, symm, out, work):
     ``collectives.BLOCK``-element tiles, the grid capped at ``symm.max_blocks``, Triton's default 4 warps.
     """
     grid = (max(1, min(triton.cdiv(work, collectives.BLOCK), symm.max_blocks)),)
-    return bind(getattr(lib, name), grid, symm.tensor, symm.buffer_ptrs, symm.signal_pad, symm.signal_pad_ptrs,
-                out, symm.rank, work, WORLD=symm.world_size, BLOCK=collectives.BLOCK, BARRIER=True)
+    return bind(
+        getattr(lib, name),
+        grid,
+        symm.tensor,
+        symm.buffer_ptrs,
+        symm.signal_pad,
+        symm.signal_pad_ptrs,
+        out,
+        symm.rank,
+        work,
+        WORLD=symm.world_size,
+        BLOCK=collectives.BLOCK,
+        BARRIER=True,
+    )
 
 
 def size_case(nbytes, rank, world, sms, group_name, dog, reps):
@@ -121,8 +133,15 @@ def size_case(nbytes, rank, world, sms, group_name, dog, reps):
     iters = 200 if nbytes <= 2 << 20 else (30 if nbytes <= 32 << 20 else 20)
     eager = timed(ar, iters, reps, dog)
     host = host_times(ar) if nbytes <= 256 << 10 else {}
-    graph_names = ["nccl", "symm_mem_one_shot", "castpile_one_shot_bound", "castpile_one_shot_tuned",
-                   "castpile_two_shot_tuned", "castpile_two_shot_wrapper", "castpile_all_reduce_wrapper"]
+    graph_names = [
+        "nccl",
+        "symm_mem_one_shot",
+        "castpile_one_shot_bound",
+        "castpile_one_shot_tuned",
+        "castpile_two_shot_tuned",
+        "castpile_two_shot_wrapper",
+        "castpile_all_reduce_wrapper",
+    ]
     graph_names += ["castpile_low_latency_wrapper"] if "castpile_low_latency_wrapper" in ar else []
     graph = graph_timed({name: ar[name] for name in graph_names}, max(1, iters // GRAPH_CALLS), reps, dog)
     # all-gather and reduce-scatter: input of nbytes per rank.
@@ -145,8 +164,18 @@ def size_case(nbytes, rank, world, sms, group_name, dog, reps):
     errors["all_gather"] = max_abs_error(ours_ag.flatten(), gathered)
     errors["reduce_scatter"] = max_abs_error(ours_rs, scattered)
     eager.update(timed(others, iters, reps, dog))
-    row = {"bytes": nbytes, "elements": n, "iters": iters, "tuned_config": cfg, "max_blocks": symm.max_blocks,
-           "pad_blocks": pad_blocks(symm), "eager_us": eager, "graph_us": graph, "host_us_rank": host, "max_abs_error": errors}
+    row = {
+        "bytes": nbytes,
+        "elements": n,
+        "iters": iters,
+        "tuned_config": cfg,
+        "max_blocks": symm.max_blocks,
+        "pad_blocks": pad_blocks(symm),
+        "eager_us": eager,
+        "graph_us": graph,
+        "host_us_rank": host,
+        "max_abs_error": errors,
+    }
     torch.cuda.synchronize()
     return row  # symm, x and out, which the closures above hold, go with this frame
 
@@ -163,12 +192,20 @@ def main(argv=None):
     # Not run_header: this file's own keys stand between the common ones (in docs/data/bench-collectives.json's order).
     result = {
         "command": TORCHRUN + " ".join(sys.argv),
-        "env": {k: os.environ.get(k) for k in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
-                                                "NVSHMEM_DISABLE_NVLS")},
-        "gpu": torch.cuda.get_device_name(dev), "world_size": world, "torch": torch.__version__,
-        "triton": triton.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
-        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "reps": args.reps, "graph_calls_per_replay": GRAPH_CALLS,
-        "dtype": "bf16", "rows": [],
+        "env": {
+            k: os.environ.get(k)
+            for k in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
+        },
+        "gpu": torch.cuda.get_device_name(dev),
+        "world_size": world,
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "reps": args.reps,
+        "graph_calls_per_replay": GRAPH_CALLS,
+        "dtype": "bf16",
+        "rows": [],
     }
     for nbytes in SIZES:
         record_row(result, size_case(nbytes, rank, world, sms, group_name, dog, args.reps), rank, args.out)

@@ -68,9 +68,11 @@ def module(template: str, header: str, bindings: int = 200, lines: int = 3000) -
     return text + "".join(f"CONSTANT_{i} = {i}  # padding line\n" for i in range(max(0, filler)))
 
 
-PARSE_WRITE = ("import sys, libcst\n"
-               "m = libcst.parse_module(open(sys.argv[1], 'rb').read())\n"
-               "open(sys.argv[2], 'w').write(m.code)\n")
+PARSE_WRITE = (
+    "import sys, libcst\n"
+    "m = libcst.parse_module(open(sys.argv[1], 'rb').read())\n"
+    "open(sys.argv[2], 'w').write(m.code)\n"
+)
 COPY = "import shutil, sys\nshutil.copyfile(sys.argv[1], sys.argv[2])\n"
 IMPORT = "import sys\nsys.path.insert(0, sys.argv[1])\n{hook}import {name}\n"
 
@@ -151,15 +153,34 @@ def main(argv=None):
         results = {}
         transpile_big = [py, "-m", "castpile", str(big), "-o", str(tmp / "big_out.py")]
         if "big_module" in cases:
-            t = compare({"castpile": transpile_big,
-                         "libcst_parse_write": [py, "-c", PARSE_WRITE, str(big), str(tmp / "big_cst.py")]}, args.runs)
-            results["big_module"] = {"lines": big.read_text().count("\n"), "bindings": 200, "seconds": t,
-                                     "ratio": t["castpile"] / t["libcst_parse_write"], "target": 2.0}
+            t = compare(
+                {
+                    "castpile": transpile_big,
+                    "libcst_parse_write": [py, "-c", PARSE_WRITE, str(big), str(tmp / "big_cst.py")],
+                },
+                args.runs,
+            )
+            results["big_module"] = {
+                "lines": big.read_text().count("\n"),
+                "bindings": 200,
+                "seconds": t,
+                "ratio": t["castpile"] / t["libcst_parse_write"],
+                "target": 2.0,
+            }
         if "no_castpile" in cases:
-            t = compare({"castpile": [py, "-m", "castpile", str(plain), "-o", str(tmp / "plain_out.py")],
-                         "python_copy": [py, "-c", COPY, str(plain), str(tmp / "plain_copy.py")]}, args.runs)
-            results["no_castpile"] = {"lines": plain.read_text().count("\n"), "seconds": t,
-                                      "ratio": t["castpile"] / t["python_copy"], "target": 1.1}
+            t = compare(
+                {
+                    "castpile": [py, "-m", "castpile", str(plain), "-o", str(tmp / "plain_out.py")],
+                    "python_copy": [py, "-c", COPY, str(plain), str(tmp / "plain_copy.py")],
+                },
+                args.runs,
+            )
+            results["no_castpile"] = {
+                "lines": plain.read_text().count("\n"),
+                "seconds": t,
+                "ratio": t["castpile"] / t["python_copy"],
+                "target": 1.1,
+            }
         if "warm_import" in cases:
             if "big_module" not in cases:
                 run(transpile_big)  # the transpiled file that the plain import reads
@@ -174,8 +195,13 @@ def main(argv=None):
     for r in previous.values():  # files written before results carried their own command and date
         r.setdefault("command", old.get("command"))
         r.setdefault("date", old.get("date"))
-    out = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
-           "runs": args.runs, "results": {**previous, **results}}
+    out = {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "runs": args.runs,
+        "results": {**previous, **results},
+    }
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps(results, indent=1))
 

@@ -108,7 +108,7 @@ def case(kernel, world, n, dev, helion_sum):
     errors = {}
     for name, fn in list(fns.items()):
         try:
-            for t in (bufs if kernel == "store" else [third]):
+            for t in bufs if kernel == "store" else [third]:
                 t.zero_()
             out = fn()
             got = out if (name in ("torch", "helion") and kernel == "sum") else result()
@@ -159,11 +159,23 @@ def row_norm_rows(dev, reps: int) -> list[dict]:
         eager = timed_one_gpu(fns, 20, reps)
         graphs = {name: graphed(fn) for name, fn in fns.items()}
         graph = {name: t / GRAPH_CALLS for name, t in timed_one_gpu(graphs, 5, reps).items()}
-        ratios = {f"{when}_{name}": times["hand"] / times[name] for when, times in (("eager", eager), ("graph", graph))
-                  for name in times if name != "hand" and "hand" in times}
-        row = {"kernel": "row_norm", "W": world, **ROW_NORM, "programs": grid[0],
-               "bytes_moved": (world + 1) * ROW_NORM["M"] * ROW_NORM["D"] * 2, "eager_us": eager, "graph_us": graph,
-               "hand_over_castpile": ratios, "max_abs_error": errors}
+        ratios = {
+            f"{when}_{name}": times["hand"] / times[name]
+            for when, times in (("eager", eager), ("graph", graph))
+            for name in times
+            if name != "hand" and "hand" in times
+        }
+        row = {
+            "kernel": "row_norm",
+            "W": world,
+            **ROW_NORM,
+            "programs": grid[0],
+            "bytes_moved": (world + 1) * ROW_NORM["M"] * ROW_NORM["D"] * 2,
+            "eager_us": eager,
+            "graph_us": graph,
+            "hand_over_castpile": ratios,
+            "max_abs_error": errors,
+        }
         rows.append(row)
         print(json.dumps(row), flush=True)
         del fns, graphs, bufs
@@ -175,8 +187,13 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="docs/data/bench-gpu.json")
     parser.add_argument("--reps", type=int, default=11)
-    parser.add_argument("--cases", nargs="+", choices=("stack", "row_norm"), default=["stack", "row_norm"],
-                        help="the stack kernels (sum, store, gather) and/or the row norm")
+    parser.add_argument(
+        "--cases",
+        nargs="+",
+        choices=("stack", "row_norm"),
+        default=["stack", "row_norm"],
+        help="the stack kernels (sum, store, gather) and/or the row norm",
+    )
     args = parser.parse_args(argv)
     dev = torch.device("cuda", 0)
     helion_sum, helion_note = helion_kernels()
@@ -184,10 +201,17 @@ def main(argv=None):
     iters = {"4K": 200, "1M": 100, "64M": 10}
     meta = {
         "command": " ".join(["python", *sys.argv]),
-        "gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__, "triton": triton.__version__,
-        "python": platform.python_version(), "helion": helion_note,
-        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "block": BLOCK, "num_warps": WARPS, "reps": args.reps,
-        "iters": iters, "graph_calls_per_replay": GRAPH_CALLS,
+        "gpu": torch.cuda.get_device_name(dev),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "python": platform.python_version(),
+        "helion": helion_note,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "block": BLOCK,
+        "num_warps": WARPS,
+        "reps": args.reps,
+        "iters": iters,
+        "graph_calls_per_replay": GRAPH_CALLS,
     }
     # Bandwidth reference for each W: a device copy moving as many bytes as the 64M-element sum (read + write).
     copies = {}
@@ -206,12 +230,21 @@ def main(argv=None):
                 eager = timed_one_gpu(fns, iters[size], args.reps)
                 graph = {}
                 if size in GRAPH_SIZES:
-                    graphs = {k: graphed(fns[k])
-                              for k in ("hand", "castpile_loop", "castpile_gather", "torch") if k in fns}
+                    graphs = {
+                        k: graphed(fns[k]) for k in ("hand", "castpile_loop", "castpile_gather", "torch") if k in fns
+                    }
                     graph = timed_one_gpu(graphs, 5, args.reps)
                     graph = {k: v / GRAPH_CALLS for k, v in graph.items()}
-                row = {"kernel": kernel, "W": world, "size": size, "elements": n, "bytes_moved": moved,
-                       "eager_us": eager, "graph_us": graph, "max_abs_error": errors}
+                row = {
+                    "kernel": kernel,
+                    "W": world,
+                    "size": size,
+                    "elements": n,
+                    "bytes_moved": moved,
+                    "eager_us": eager,
+                    "graph_us": graph,
+                    "max_abs_error": errors,
+                }
                 if size == "4K":
                     row["host_us"] = host_times(fns, calls=500)
                 rows.append(row)

@@ -80,10 +80,12 @@ def fill_inputs(inputs: dict, gen: torch.Generator):
 
 def new_inputs(state: moe.MoE, dev) -> dict:
     T, H = state.tokens, state.hidden
-    return {"x": torch.empty(T, H, dtype=torch.bfloat16, device=dev),
-            "idx": torch.empty(T, TOPK, dtype=torch.int64, device=dev),
-            "w": torch.empty(T, TOPK, dtype=torch.float32, device=dev),
-            "expert_out": torch.empty(state.capacity_pairs, H, dtype=torch.bfloat16, device=dev)}
+    return {
+        "x": torch.empty(T, H, dtype=torch.bfloat16, device=dev),
+        "idx": torch.empty(T, TOPK, dtype=torch.int64, device=dev),
+        "w": torch.empty(T, TOPK, dtype=torch.float32, device=dev),
+        "expert_out": torch.empty(state.capacity_pairs, H, dtype=torch.bfloat16, device=dev),
+    }
 
 
 # -- the torch path --------------------------------------------------------------------------------------------
@@ -121,9 +123,16 @@ class TorchMoE:
         place[order] = torch.arange(order.numel(), device=dev)
         slots = torch.where(mine, place.view(rows, K), -1)
         self.plan = (tok, send, recv, slots, recv_w)
-        return {"recv_x": recv_x, "recv_splits": recv, "recv_idx": recv_idx, "recv_w": recv_w,
-                "expert_counts": counts, "expert_offsets": torch.cat([counts.new_zeros(1), counts.cumsum(0)]),
-                "grouped_rows": order // K, "slot_positions": slots}
+        return {
+            "recv_x": recv_x,
+            "recv_splits": recv,
+            "recv_idx": recv_idx,
+            "recv_w": recv_w,
+            "expert_counts": counts,
+            "expert_offsets": torch.cat([counts.new_zeros(1), counts.cumsum(0)]),
+            "grouped_rows": order // K,
+            "slot_positions": slots,
+        }
 
     def combine(self, expert_out) -> torch.Tensor:
         tok, send, recv, slots, recv_w = self.plan
@@ -136,7 +145,7 @@ class TorchMoE:
         out = torch.zeros(self.tokens, self.hidden, dtype=torch.float32, device=expert_out.device)
         start = 0
         for n in send:  # rank order; a token appears at most once per rank
-            out.index_add_(0, tok[start:start + n], back[start:start + n].float())
+            out.index_add_(0, tok[start : start + n], back[start : start + n].float())
             start += n
         return out.to(expert_out.dtype)
 
@@ -150,12 +159,17 @@ def mismatches(state: moe.MoE, got: moe.Dispatched, out, ref: dict, ref_out, src
     splits = ref["recv_splits"]
     starts = [sum(splits[:s]) for s in range(len(splits))]
     bad = {"recv_counts": int((got.recv_counts.long().cpu() != torch.tensor(splits)).sum())}
-    pairs = (("recv_x", got.recv_x, ref["recv_x"]), ("recv_topk_idx", got.recv_topk_idx, ref["recv_idx"]),
-             ("recv_weights", got.recv_weights, ref["recv_w"]), ("recv_src_token", got.recv_src_token, src_token),
-             ("slot_positions", got.slot_positions, ref["slot_positions"]))
+    pairs = (
+        ("recv_x", got.recv_x, ref["recv_x"]),
+        ("recv_topk_idx", got.recv_topk_idx, ref["recv_idx"]),
+        ("recv_weights", got.recv_weights, ref["recv_w"]),
+        ("recv_src_token", got.recv_src_token, src_token),
+        ("slot_positions", got.slot_positions, ref["slot_positions"]),
+    )
     for name, mine, theirs in pairs:
-        bad[name] = sum(int((mine[s, :n] != theirs[a:a + n].to(mine.dtype)).sum())
-                        for s, (a, n) in enumerate(zip(starts, splits)))
+        bad[name] = sum(
+            int((mine[s, :n] != theirs[a : a + n].to(mine.dtype)).sum()) for s, (a, n) in enumerate(zip(starts, splits))
+        )
     bad["expert_counts"] = int((got.expert_counts.long() != ref["expert_counts"]).sum())
     bad["expert_offsets"] = int((got.expert_offsets.long() != ref["expert_offsets"]).sum())
     total = int(ref["expert_offsets"][-1])
@@ -216,8 +230,9 @@ def peer_copies(rank, world, x, rows_to: list, dev):
     for peer in range(world):
         if peer != rank and rows_to[peer]:
             remote = hdl.get_buffer(peer, (n,), x.dtype)
-            launches.append(bind(_copy, (2 * sms,), x.view(-1), remote, rows_to[peer] * x.shape[1], BLOCK=4096,
-                                 num_warps=8))
+            launches.append(
+                bind(_copy, (2 * sms,), x.view(-1), remote, rows_to[peer] * x.shape[1], BLOCK=4096, num_warps=8)
+            )
 
     def copy():
         for launch in launches:
@@ -248,13 +263,19 @@ def time_case(state, torch_moe, inputs, rank, world, dev, iters, reps, dog) -> d
     dist.all_reduce(sent, op=dist.ReduceOp.MAX)
     nbytes = int(sent) * state.hidden * 2
     del keep
-    return {"rows_to_each_rank": rows_to, "nvlink_bytes_max_rank": nbytes,
-            "eager_us": eager, "graph_us": graph,
-            "eager_vs_copy": {k: v / eager["nvlink_copy"] for k, v in eager.items()},
-            "graph_vs_copy": {k: v / graph["nvlink_copy"] for k, v in graph.items()},
-            "copy_GBps": {"eager": nbytes / eager["nvlink_copy"] / 1e3, "graph": nbytes / graph["nvlink_copy"] / 1e3},
-            "castpile_dispatch_GBps": {"eager": nbytes / eager["castpile_dispatch"] / 1e3,
-                                       "graph": nbytes / graph["castpile_dispatch"] / 1e3}}
+    return {
+        "rows_to_each_rank": rows_to,
+        "nvlink_bytes_max_rank": nbytes,
+        "eager_us": eager,
+        "graph_us": graph,
+        "eager_vs_copy": {k: v / eager["nvlink_copy"] for k, v in eager.items()},
+        "graph_vs_copy": {k: v / graph["nvlink_copy"] for k, v in graph.items()},
+        "copy_GBps": {"eager": nbytes / eager["nvlink_copy"] / 1e3, "graph": nbytes / graph["nvlink_copy"] / 1e3},
+        "castpile_dispatch_GBps": {
+            "eager": nbytes / eager["castpile_dispatch"] / 1e3,
+            "graph": nbytes / graph["castpile_dispatch"] / 1e3,
+        },
+    }
 
 
 def main(argv=None):
@@ -269,22 +290,50 @@ def main(argv=None):
     parser.add_argument("--num-warps", type=int, default=8)
     args = parser.parse_args(argv)
     rank, world, dev, dog = start_ranks(args.timeout)
-    env = {k: os.environ.get(k) for k in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
-                                                        "NVSHMEM_DISABLE_NVLS")}
-    result = run_header(dev, env=env, world_size=world, hidden=HIDDEN, topk=TOPK, experts=EXPERTS, dtype="bf16",
-                        reps=args.reps, calls=args.calls, token_block=args.token_block,
-                        hidden_block=args.hidden_block, num_warps=args.num_warps, rows=[])
+    env = {
+        k: os.environ.get(k) for k in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
+    }
+    result = run_header(
+        dev,
+        env=env,
+        world_size=world,
+        hidden=HIDDEN,
+        topk=TOPK,
+        experts=EXPERTS,
+        dtype="bf16",
+        reps=args.reps,
+        calls=args.calls,
+        token_block=args.token_block,
+        hidden_block=args.hidden_block,
+        num_warps=args.num_warps,
+        rows=[],
+    )
     for T in args.tokens:
-        state = moe.MoE.create(rank, world, tokens=T, hidden=HIDDEN, topk=TOPK, experts=EXPERTS,
-                               dtype=torch.bfloat16, token_block=args.token_block, hidden_block=args.hidden_block,
-                               num_warps=args.num_warps)
+        state = moe.MoE.create(
+            rank,
+            world,
+            tokens=T,
+            hidden=HIDDEN,
+            topk=TOPK,
+            experts=EXPERTS,
+            dtype=torch.bfloat16,
+            token_block=args.token_block,
+            hidden_block=args.hidden_block,
+            num_warps=args.num_warps,
+        )
         torch_moe = TorchMoE(rank, world, T, HIDDEN)
         inputs = new_inputs(state, dev)
         gen = torch.Generator(device=dev).manual_seed(1000 * T + rank)
         t0 = time.perf_counter()
         errors = check(state, torch_moe, inputs, gen, args.calls, rank, world, dog)
-        row = {"tokens": T, "blocks": state.blocks, "check_calls": args.calls, "mismatches": errors,
-               "exact": all(v == 0 for v in errors.values()), "check_s": round(time.perf_counter() - t0, 1)}
+        row = {
+            "tokens": T,
+            "blocks": state.blocks,
+            "check_calls": args.calls,
+            "mismatches": errors,
+            "exact": all(v == 0 for v in errors.values()),
+            "check_s": round(time.perf_counter() - t0, 1),
+        }
         iters = 100 if T <= 128 else (20 if T <= 4096 else 5)
         row.update(iters=iters, **time_case(state, torch_moe, inputs, rank, world, dev, iters, args.reps, dog))
         result["rows"].append(row)

@@ -38,8 +38,18 @@ from castpile.gpu import collectives, runtime
 from castpile.gpu.fused import rmsnorm
 from harness import graph_timed, record_row, run_header, start_ranks, stop_ranks, timed
 
-SHAPES = [(1, 4096), (1, 8192), (4, 8192), (16, 8192), (16, 16384), (64, 8192), (256, 8192), (1024, 8192),
-          (4096, 8192), (8192, 8192)]
+SHAPES = [
+    (1, 4096),
+    (1, 8192),
+    (4, 8192),
+    (16, 8192),
+    (16, 16384),
+    (64, 8192),
+    (256, 8192),
+    (1024, 8192),
+    (4096, 8192),
+    (8192, 8192),
+]
 EPS = 1e-6
 
 
@@ -78,7 +88,7 @@ def check(symm, rank, world, calls, dog):
         rmsnorm.all_reduce_residual_rmsnorm(symm, residual, weight, EPS, out)
         torch.cuda.synchronize()
         wrong["residual"] += int(not torch.equal(residual, expect_residual))
-        close = (out.float() - expect_y.float()).abs() <= 2 ** -7 * expect_y.float().abs() + 1e-30
+        close = (out.float() - expect_y.float()).abs() <= 2**-7 * expect_y.float().abs() + 1e-30
         wrong["y"] += int(not bool(close.all()))
         digest = out.view(torch.int16).to(torch.int64).mul(torch.arange(1, out.numel() + 1, device=dev).view(m, d))
         digests = torch.stack([digest.sum(), -digest.sum()])
@@ -94,8 +104,14 @@ def check(symm, rank, world, calls, dog):
 def shape_case(m, d, rank, world, group_name, dog, reps, calls):
     symm = runtime.symmetric_empty((m, d), torch.bfloat16)
     dev = symm.tensor.device
-    row = {"rows": m, "D": d, "label": f"{m} x {d}", "bytes": m * d * 2, "method": "one_shot" if symm.low_latency is None else "low_latency",
-           "check": check(symm, rank, world, calls, dog)}
+    row = {
+        "rows": m,
+        "D": d,
+        "label": f"{m} x {d}",
+        "bytes": m * d * 2,
+        "method": "one_shot" if symm.low_latency is None else "low_latency",
+        "check": check(symm, rank, world, calls, dog),
+    }
     x = symm.tensor
     x.copy_(pattern((m, d), rank, dev))
     residual = pattern((m, d), 99, dev)
@@ -111,8 +127,9 @@ def shape_case(m, d, rank, world, group_name, dog, reps, calls):
         "nccl": lambda: (dist.all_reduce(nccl_buf), torch_norm(nccl_buf)),
         "symm_mem": lambda: torch_norm(torch.ops.symm_mem.one_shot_all_reduce(x, "sum", group_name)),
         "castpile_fused": lambda: rmsnorm.all_reduce_residual_rmsnorm(symm, residual, weight, EPS, out),
-        "castpile_fused_one_shot": lambda: rmsnorm.all_reduce_residual_rmsnorm(symm, residual, weight, EPS, out,
-                                                                              method="one_shot"),
+        "castpile_fused_one_shot": lambda: rmsnorm.all_reduce_residual_rmsnorm(
+            symm, residual, weight, EPS, out, method="one_shot"
+        ),
         "castpile_unfused": lambda: torch_norm(collectives.all_reduce(symm, out)),
         "castpile_all_reduce": lambda: collectives.all_reduce(symm, out),
     }

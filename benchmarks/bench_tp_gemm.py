@@ -61,13 +61,28 @@ from harness import graphed, run_header, start_ranks, stop_ranks, timed, write_r
 AG_SHAPES = [(256, 8192, 8192), (4096, 8192, 8192), (16384, 8192, 14336)]
 RS_SHAPES = [(256, 8192, 8192), (4096, 8192, 8192), (16384, 14336, 8192)]
 SWEEP_CONFIGS = [  # our GEMM alone at M = 4096, as --config strings
-    "128x256x64:g8:w8:s3", "128x256x64:g8:w8:s4", "128x256x64:g4:w8:s3", "128x256x64:g16:w8:s3",
-    "128x256x64:g8:w8:s3:flat", "128x256x64:g8:w8:s2:flat", "256x128x64:g8:w8:s3", "128x128x64:g8:w8:s4",
-    "128x128x64:g8:w4:s4", "128x256x64:g8:w8:s3:ptr", "128x256x64:g8:w8:s3:ptr:flat", "64x256x64:g8:w4:s4",
+    "128x256x64:g8:w8:s3",
+    "128x256x64:g8:w8:s4",
+    "128x256x64:g4:w8:s3",
+    "128x256x64:g16:w8:s3",
+    "128x256x64:g8:w8:s3:flat",
+    "128x256x64:g8:w8:s2:flat",
+    "256x128x64:g8:w8:s3",
+    "128x128x64:g8:w8:s4",
+    "128x128x64:g8:w4:s4",
+    "128x256x64:g8:w8:s3:ptr",
+    "128x256x64:g8:w8:s3:ptr:flat",
+    "64x256x64:g8:w4:s4",
 ]
 SMALL_SWEEP_CONFIGS = [  # at M = 256
-    "128x128x64:g8:w8:s4", "128x128x64:g8:w4:s4", "128x128x64:g8:w8:s4:flat", "64x128x64:g8:w4:s4",
-    "128x64x64:g8:w4:s4", "128x256x64:g8:w8:s3", "64x256x64:g8:w4:s4", "128x128x128:g8:w8:s3",
+    "128x128x64:g8:w8:s4",
+    "128x128x64:g8:w4:s4",
+    "128x128x64:g8:w8:s4:flat",
+    "64x128x64:g8:w4:s4",
+    "128x64x64:g8:w4:s4",
+    "128x256x64:g8:w8:s3",
+    "64x256x64:g8:w4:s4",
+    "128x128x128:g8:w8:s3",
 ]
 COMM_SWEEP = [(2, None), (4, None), (8, None), (4, 16), (4, 32), (8, 8), (16, 8)]  # (comm_blocks, chunk_rows)
 K_SEGMENT_SWEEP = [(4, 512), (4, 1024), (4, 2048), (4, 4096), (2, 1024), (2, 512)]  # (comm_blocks, k_segment), M = 256
@@ -129,7 +144,7 @@ def closeness(got, ref):
     """(bitwise equal, within tolerance, max abs error) of a bf16 result against its reference."""
     g, r = got.float(), ref.float()
     err = (g - r).abs()
-    tol = 2 ** -7 * r.abs() + 1e-3 * float(r.abs().max())
+    tol = 2**-7 * r.abs() + 1e-3 * float(r.abs().max())
     worst = float(err.max())
     return bool(torch.equal(got, ref)), bool((err <= tol).all()), worst if worst == worst else float("inf")
 
@@ -157,15 +172,17 @@ class Problem:
         if self.op == "all_gather_matmul":
             first = [pattern((self.ms, self.k), seed * 64 + r, dev, integer) for r in range(w)]
             return first, [pattern((self.k, self.n), seed * 64 + 32 + r, dev, integer) for r in range(w)]
-        return ([pattern((self.m, self.kl), seed * 64 + r, dev, integer) for r in range(w)],
-                [pattern((self.kl, self.n), seed * 64 + 32 + r, dev, integer) for r in range(w)])
+        return (
+            [pattern((self.m, self.kl), seed * 64 + r, dev, integer) for r in range(w)],
+            [pattern((self.kl, self.n), seed * 64 + 32 + r, dev, integer) for r in range(w)],
+        )
 
     def reference(self, xs, bs):
         r = self.rank
         if self.op == "all_gather_matmul":
             return torch.cat(xs) @ bs[r]
         total = sum((xs[q] @ bs[q]).float() for q in range(self.world))
-        return total[r * self.ms:(r + 1) * self.ms].to(torch.bfloat16)
+        return total[r * self.ms : (r + 1) * self.ms].to(torch.bfloat16)
 
     def fused(self, xs, bs, out):
         r = self.rank
@@ -209,11 +226,17 @@ class Problem:
         graph()
         torch.cuda.synchronize()
         wrong["graph"] = int(not torch.equal(out, ref))
-        counts = torch.tensor([int(self.state.flags.tensor.abs().sum()), int(self.state.pad.tensor.abs().sum())],
-                              device=self.dev)
+        counts = torch.tensor(
+            [int(self.state.flags.tensor.abs().sum()), int(self.state.pad.tensor.abs().sum())], device=self.dev
+        )
         dist.all_reduce(counts)
-        return {"calls": calls, "wrong": wrong, "normal_max_abs_error": max_err,
-                "flags_sum": int(counts[0]), "pad_sum": int(counts[1])}
+        return {
+            "calls": calls,
+            "wrong": wrong,
+            "normal_max_abs_error": max_err,
+            "flags_sum": int(counts[0]),
+            "pad_sum": int(counts[1]),
+        }
 
     def competitors(self):
         """The timed callables on fixed normal data."""
@@ -339,8 +362,17 @@ def sweep(rank, world, group_name, dog, args):
         errors = {}
         fns = probe(fns, errors, dog)
         us = timed(fns, iters_for(2.0 * m * k * n), args.reps, dog)
-        rows.append({"what": "triton_gemm", "M": m, "K": k, "N": n, "eager_us": us, "errors": errors,
-                     "tflops": {name: 2.0 * m * k * n / (t * 1e-6) / 1e12 for name, t in us.items()}})
+        rows.append(
+            {
+                "what": "triton_gemm",
+                "M": m,
+                "K": k,
+                "N": n,
+                "eager_us": us,
+                "errors": errors,
+                "tflops": {name: 2.0 * m * k * n / (t * 1e-6) / 1e12 for name, t in us.items()},
+            }
+        )
         if rank == 0:
             print(json.dumps(rows[-1]), flush=True)
     for m in (256, 4096):
@@ -349,20 +381,31 @@ def sweep(rank, world, group_name, dog, args):
         rows_options = [{"comm_blocks": c, "chunk_rows": r, "k_segment": 0} for c, r in COMM_SWEEP]
         column_options = [{"comm_blocks": c, "k_segment": s} for c, s in K_SEGMENT_SWEEP] if m == 256 else []
         for options in rows_options + column_options:
-            problem = Problem("all_gather_matmul", m, k, n, rank, world, group_name,
-                              args.config or tp_gemm.default_config(m, "all_gather_matmul"), options)
+            problem = Problem(
+                "all_gather_matmul",
+                m,
+                k,
+                n,
+                rank,
+                world,
+                group_name,
+                args.config or tp_gemm.default_config(m, "all_gather_matmul"),
+                options,
+            )
             keep.append(problem)
             xs, bs = problem.inputs(7, False)
             problem.state.a_shard.copy_(xs[rank])
             out = torch.empty(problem.out_shape(), dtype=torch.bfloat16, device=dev)
             st = problem.state
-            name = f"comm_blocks={st.comm_blocks}," + (f"k_segment={st.k_segment}" if st.k_segment
-                                                        else f"chunk_rows={st.chunk_rows}")
+            name = f"comm_blocks={st.comm_blocks}," + (
+                f"k_segment={st.k_segment}" if st.k_segment else f"chunk_rows={st.chunk_rows}"
+            )
             fns[name] = lambda p=problem, b=bs[rank], out=out: tp_gemm.all_gather_matmul(p.state, None, b, out)
         fns = probe(fns, errors, dog)
         us = timed(fns, iters_for(2.0 * m * k * n), args.reps, dog)
-        rows.append({"what": "castpile_fused all_gather_matmul", "M": m, "K": k, "N": n, "eager_us": us,
-                     "errors": errors})
+        rows.append(
+            {"what": "castpile_fused all_gather_matmul", "M": m, "K": k, "N": n, "eager_us": us, "errors": errors}
+        )
         if rank == 0:
             print(json.dumps(rows[-1]), flush=True)
         del keep
@@ -392,8 +435,11 @@ def main(argv=None):
     parser.add_argument("--sweep", action="store_true")
     parser.add_argument("--timeout", type=float, default=300)
     args = parser.parse_args(argv)
-    args.ag_options = {k: v for k, v in (("comm_blocks", args.comm_blocks), ("chunk_rows", args.chunk_rows),
-                                         ("k_segment", args.k_segment)) if v is not None}
+    args.ag_options = {
+        k: v
+        for k, v in (("comm_blocks", args.comm_blocks), ("chunk_rows", args.chunk_rows), ("k_segment", args.k_segment))
+        if v is not None
+    }
     rank, world, dev, dog = start_ranks(args.timeout)
     group_name = dist.group.WORLD.group_name
     with warnings.catch_warnings():  # deprecated (and not needed) in torch 2.11; older torch needs it

@@ -56,19 +56,30 @@ def collective_cases(symm, x, world):
         return scattered
 
     cases = {
-        "all_reduce_one_shot": (lambda: collectives.all_reduce_one_shot(symm, ours_ar), nccl_all_reduce,
-                                lambda: dist.all_reduce(x)),
-        "all_reduce_two_shot": (lambda: collectives.all_reduce_two_shot(symm, push=False), nccl_all_reduce,
-                                lambda: dist.all_reduce(x)),
-        "all_reduce_two_shot_push": (lambda: collectives.all_reduce_two_shot(symm, push=True), nccl_all_reduce,
-                                     lambda: dist.all_reduce(x)),
+        "all_reduce_one_shot": (
+            lambda: collectives.all_reduce_one_shot(symm, ours_ar),
+            nccl_all_reduce,
+            lambda: dist.all_reduce(x),
+        ),
+        "all_reduce_two_shot": (
+            lambda: collectives.all_reduce_two_shot(symm, push=False),
+            nccl_all_reduce,
+            lambda: dist.all_reduce(x),
+        ),
+        "all_reduce_two_shot_push": (
+            lambda: collectives.all_reduce_two_shot(symm, push=True),
+            nccl_all_reduce,
+            lambda: dist.all_reduce(x),
+        ),
         "all_gather": (lambda: collectives.all_gather(symm, ours_ag), nccl_all_gather, nccl_all_gather),
-        "reduce_scatter": (lambda: collectives.reduce_scatter(symm, ours_rs), nccl_reduce_scatter,
-                           nccl_reduce_scatter),
+        "reduce_scatter": (lambda: collectives.reduce_scatter(symm, ours_rs), nccl_reduce_scatter, nccl_reduce_scatter),
     }
     if symm.low_latency is not None:
-        cases["all_reduce_low_latency"] = (lambda: collectives.all_reduce_low_latency(symm, ours_ar),
-                                           nccl_all_reduce, lambda: dist.all_reduce(x))
+        cases["all_reduce_low_latency"] = (
+            lambda: collectives.all_reduce_low_latency(symm, ours_ar),
+            nccl_all_reduce,
+            lambda: dist.all_reduce(x),
+        )
     return cases
 
 
@@ -119,10 +130,18 @@ def main():
                 dist.all_reduce(totals)  # summed over ranks
                 ours_us = time_us(ours, args.timing_calls)
                 nccl_us = time_us(nccl_timed, args.timing_calls)
-                row = dict(collective=name, dtype=dname, bytes=nbytes, elements=n, iters=args.iters,
-                           mismatches=int(totals[0]), pads_nonzero_after=int(totals[1]),
-                           check_seconds=round(check_s, 3),
-                           castpile_us=round(ours_us, 1), nccl_us=round(nccl_us, 1))
+                row = dict(
+                    collective=name,
+                    dtype=dname,
+                    bytes=nbytes,
+                    elements=n,
+                    iters=args.iters,
+                    mismatches=int(totals[0]),
+                    pads_nonzero_after=int(totals[1]),
+                    check_seconds=round(check_s, 3),
+                    castpile_us=round(ours_us, 1),
+                    nccl_us=round(nccl_us, 1),
+                )
                 results.append(row)
                 if rank == 0:
                     print(json.dumps(row), flush=True)
@@ -132,9 +151,14 @@ def main():
     if rank == 0:
         report = dict(
             command="NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 "
-                    f"torchrun --nproc_per_node {world} " + " ".join(sys.argv),
-            world_size=world, device=torch.cuda.get_device_name(device), torch=torch.__version__,
-            triton=triton.__version__, all_ranks_ok=ok, results=results)
+            f"torchrun --nproc_per_node {world} " + " ".join(sys.argv),
+            world_size=world,
+            device=torch.cuda.get_device_name(device),
+            torch=torch.__version__,
+            triton=triton.__version__,
+            all_ranks_ok=ok,
+            results=results,
+        )
         with open(args.out, "w") as f:
             json.dump(report, f, indent=1)
         print("ALL OK" if ok else "FAILURES", flush=True)

@@ -72,8 +72,11 @@ class Run:
     def __init__(self, out: Path, rank: int):
         self.out, self.rank = out, rank
         self.log = Path(f"{out}.rank{rank}.log")
-        self.record = {"rank": rank, "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
-                       "phases": []}
+        self.record = {
+            "rank": rank,
+            "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
+            "phases": [],
+        }
 
     @contextlib.contextmanager
     def phase(self, name: str, **fields):
@@ -205,15 +208,20 @@ def check_and_time_fused(name: str, symm, fused, args, dog, entry):
         symm.tensor.copy_(xs[rank])
         fused(residual, weight, out)
         wrong[0] += (residual != expect_h).sum()
-        wrong[1] += ((out.float() - expect_y.float()).abs() > 2 ** -7 * expect_y.float().abs()).sum()
+        wrong[1] += ((out.float() - expect_y.float()).abs() > 2**-7 * expect_y.float().abs()).sum()
         if it % 50 == 0:
             dog.tick(f"{name} call {it}")
     torch.cuda.synchronize()
     dist.barrier()
     totals = torch.cat([wrong, symm.signal_pad.count_nonzero().to(torch.int64).view(1)])
     dist.all_reduce(totals)
-    entry.update(iters=args.iters, mismatches=int(totals[0] + totals[1]), wrong_residual=int(totals[0]),
-                 wrong_y=int(totals[1]), pads_nonzero_after=int(totals[2]))
+    entry.update(
+        iters=args.iters,
+        mismatches=int(totals[0] + totals[1]),
+        wrong_residual=int(totals[0]),
+        wrong_y=int(totals[1]),
+        pads_nonzero_after=int(totals[2]),
+    )
     residual, weight = torch.zeros_like(symm.tensor), torch.ones(d, dtype=torch.bfloat16, device=dev)
     nccl_buf = symm.tensor.clone()
 
@@ -238,8 +246,9 @@ def all_gather_phases(run, args, dog, rank, world, remote_kernels, started):
             continue
         symm = None
         with run.phase("allocate all-gather", bytes=nbytes) as entry:
-            symm = runtime.symmetric_empty((world, n), torch.bfloat16, backend="nvshmem",
-                                           force_remote=args.force_remote)
+            symm = runtime.symmetric_empty(
+                (world, n), torch.bfloat16, backend="nvshmem", force_remote=args.force_remote
+            )
             entry.update(remote_tags=remote_tags(symm))
         if symm is None:
             return
@@ -249,9 +258,17 @@ def all_gather_phases(run, args, dog, rank, world, remote_kernels, started):
             entry["blocks"] = blocks
 
             def gather():
-                remote_kernels.all_gather_remote[(blocks,)](symm.tensor, symm.remote_ptrs, symm.signal_pad,
-                                                            symm.signal_pad_remote_ptrs, rank, n, WORLD=world,
-                                                            BLOCK=BLOCK, num_warps=WARPS)
+                remote_kernels.all_gather_remote[(blocks,)](
+                    symm.tensor,
+                    symm.remote_ptrs,
+                    symm.signal_pad,
+                    symm.signal_pad_remote_ptrs,
+                    rank,
+                    n,
+                    WORLD=world,
+                    BLOCK=BLOCK,
+                    num_warps=WARPS,
+                )
 
             rows, mismatches = torch.empty((world, n), dtype=torch.bfloat16, device=symm.tensor.device), 0
             for it in range(args.iters):
@@ -294,15 +311,34 @@ def fused_phases(run, args, dog, rank, world, remote_kernels, started):
 
             def remote(residual, weight, out):
                 remote_kernels.all_reduce_residual_rmsnorm_remote[(blocks,)](
-                    symm.tensor, symm.remote_ptrs, symm.signal_pad, symm.signal_pad_remote_ptrs, residual, weight, out,
-                    rank, m, d, EPS, WORLD=world, BLOCK=triton.next_power_of_2(d), num_warps=8)
+                    symm.tensor,
+                    symm.remote_ptrs,
+                    symm.signal_pad,
+                    symm.signal_pad_remote_ptrs,
+                    residual,
+                    weight,
+                    out,
+                    rank,
+                    m,
+                    d,
+                    EPS,
+                    WORLD=world,
+                    BLOCK=triton.next_power_of_2(d),
+                    num_warps=8,
+                )
                 return out
 
             check_and_time_fused("castpile_remote_fused", symm, remote, args, dog, entry)
         if symm.all_reachable and not run.failed("remote fused rmsnorm"):
             with run.phase("library fused rmsnorm", shape=[m, d]) as entry:
-                check_and_time_fused("castpile_fused", symm, lambda r, w, o: rmsnorm.all_reduce_residual_rmsnorm(
-                    symm, r, w, EPS, o), args, dog, entry)
+                check_and_time_fused(
+                    "castpile_fused",
+                    symm,
+                    lambda r, w, o: rmsnorm.all_reduce_residual_rmsnorm(symm, r, w, EPS, o),
+                    args,
+                    dog,
+                    entry,
+                )
         symm = None
         torch.cuda.synchronize()
         dist.barrier()
@@ -317,8 +353,11 @@ def main():
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--timeout", type=float, default=90.0, help="watchdog: seconds without progress")
     parser.add_argument("--budget", type=float, default=150.0, help="seconds after which no new size starts")
-    parser.add_argument("--force-remote", action="store_true",
-                        help="tag every peer remote in the remote_ptrs tables (runtime.symmetric_empty(force_remote=))")
+    parser.add_argument(
+        "--force-remote",
+        action="store_true",
+        help="tag every peer remote in the remote_ptrs tables (runtime.symmetric_empty(force_remote=))",
+    )
     args = parser.parse_args()
     started = time.monotonic()
     out = Path(args.out)
@@ -327,8 +366,11 @@ def main():
     rank, world, dev, dog = start_ranks(args.timeout, share_gpus=True)
     run = Run(out, rank)
     p2p = os.environ.get("NVSHMEM_DISABLE_P2P", "0").lower() in ("", "0", "false", "n", "no")
-    mode = ("p2p" if p2p else "no-p2p") + ("-forced-remote" if args.force_remote else "") + (
-        "" if dist.get_backend() == "nccl" else "-shared-gpu")
+    mode = (
+        ("p2p" if p2p else "no-p2p")
+        + ("-forced-remote" if args.force_remote else "")
+        + ("" if dist.get_backend() == "nccl" else "-shared-gpu")
+    )
     run.record.update(run_header(dev, world_size=world, mode=mode))
     reference = nccl_all_reduce if dist.get_backend() == "nccl" else summed_patterns
 
@@ -355,10 +397,16 @@ def main():
         with run.phase("allocate", bytes=nbytes) as entry:
             symm = runtime.symmetric_empty((n,), torch.bfloat16, backend="nvshmem", force_remote=args.force_remote)
             expected = backends.node_reachability(symm.pes, rank, backends.local_world_size(world), p2p=p2p)
-            entry.update(backend=symm.backend, pes=list(symm.pes), reachable=list(symm.reachable),
-                         expected_reachable=list(expected), as_expected=tuple(symm.reachable) == tuple(expected),
-                         buffer_ptr_nonzero=[int(p) != 0 for p in symm.buffer_ptrs.tolist()], remote_tags=remote_tags(symm),
-                         max_blocks=symm.max_blocks)
+            entry.update(
+                backend=symm.backend,
+                pes=list(symm.pes),
+                reachable=list(symm.reachable),
+                expected_reachable=list(expected),
+                as_expected=tuple(symm.reachable) == tuple(expected),
+                buffer_ptr_nonzero=[int(p) != 0 for p in symm.buffer_ptrs.tolist()],
+                remote_tags=remote_tags(symm),
+                max_blocks=symm.max_blocks,
+            )
         if symm is None:
             break  # allocation is collective: a failure leaves nothing to run on
         dist.barrier()
@@ -370,8 +418,17 @@ def main():
 
             def ours():
                 remote_kernels.all_reduce_remote[(blocks,)](
-                    symm.tensor, symm.remote_ptrs, symm.signal_pad, symm.signal_pad_remote_ptrs, out_buf, rank, n,
-                    WORLD=world, BLOCK=BLOCK, num_warps=WARPS)
+                    symm.tensor,
+                    symm.remote_ptrs,
+                    symm.signal_pad,
+                    symm.signal_pad_remote_ptrs,
+                    out_buf,
+                    rank,
+                    n,
+                    WORLD=world,
+                    BLOCK=BLOCK,
+                    num_warps=WARPS,
+                )
                 return out_buf
 
             check_and_time("castpile_remote", symm, ours, reference, args, dog, entry)
@@ -412,8 +469,13 @@ def main():
     if rank == 0:
         checked = [p for r in records if r and "phases" in r for p in r["phases"] if "mismatches" in p]
         ok = bool(checked) and all(p["mismatches"] == 0 and p["pads_nonzero_after"] == 0 for p in checked)
-        failed = [(r.get("rank"), p["phase"]) for r in records if r and "phases" in r for p in r["phases"]
-                  if p.get("status") == "failed"]
+        failed = [
+            (r.get("rank"), p["phase"])
+            for r in records
+            if r and "phases" in r
+            for p in r["phases"]
+            if p.get("status") == "failed"
+        ]
         out.write_text(json.dumps({"all_checks_exact": ok, "failed_phases": failed, "ranks": records}, indent=1))
         print("ALL EXACT" if ok and not failed else f"NOT ALL OK: failed phases {failed}", flush=True)
     try:

@@ -93,8 +93,11 @@ def check_case(case: Case, world: int, iters: int, phased: bool, seed: int) -> d
     for counts in per_rank:
         for key, v in counts.items():
             total[key] = total.get(key, 0) + v
-    return dict(wrong_elements=total, pads_nonzero_after=int(sum(int(p.count_nonzero()) for p in case.pads())),
-                seconds=round(seconds, 2))
+    return dict(
+        wrong_elements=total,
+        pads_nonzero_after=int(sum(int(p.count_nonzero()) for p in case.pads())),
+        seconds=round(seconds, 2),
+    )
 
 
 def child(world: int, iters: int, only: list[str] | None, phased: bool) -> None:
@@ -138,8 +141,18 @@ def _stop(signum, frame):
 
 def run_child(world: int, iters: int, names: list[str], phased: bool) -> tuple[list[dict], dict | None, str]:
     """Run the cases ``names`` in a child; its rows, the hung case's row (if one passed :data:`CASE_LIMIT_S`), stderr."""
-    command = [sys.executable, __file__, "--child", str(world), "--iters", str(iters), "--case-limit",
-               str(CASE_LIMIT_S), "--cases", *names]
+    command = [
+        sys.executable,
+        __file__,
+        "--child",
+        str(world),
+        "--iters",
+        str(iters),
+        "--case-limit",
+        str(CASE_LIMIT_S),
+        "--cases",
+        *names,
+    ]
     command += ["--phased"] if phased else []
     global _CHILD
     proc = _CHILD = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -160,8 +173,11 @@ def run_child(world: int, iters: int, names: list[str], phased: bool) -> tuple[l
                 current, deadline = row["starting"], time.monotonic() + CASE_LIMIT_S
             else:
                 rows.append(row)
-                print(f"W={world} {row['case']}: {'FAILED ' + json.dumps(row) if failed(row) else 'ok'} "
-                      f"({row.get('seconds', '-')} s)", flush=True)
+                print(
+                    f"W={world} {row['case']}: {'FAILED ' + json.dumps(row) if failed(row) else 'ok'} "
+                    f"({row.get('seconds', '-')} s)",
+                    flush=True,
+                )
     proc.wait()
     return rows, hung, proc.stderr.read()[-6000:]
 
@@ -205,9 +221,19 @@ def main():
                 done = {names[0]}
             names = [n for n in names if n not in done]
         if args.out:  # after every W: a later W that hangs leaves the earlier results written
-            write(args.out, dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, iters=args.iters,
-                                 phased=args.phased, command=" ".join(["python", *sys.argv]), rows=rows,
-                                 failures=failures, stderr_of_hung=stderr))
+            write(
+                args.out,
+                dict(
+                    device=torch.cuda.get_device_name(0),
+                    torch=torch.__version__,
+                    iters=args.iters,
+                    phased=args.phased,
+                    command=" ".join(["python", *sys.argv]),
+                    rows=rows,
+                    failures=failures,
+                    stderr_of_hung=stderr,
+                ),
+            )
     print(f"{len(rows)} rows, {len(failures)} failures")
     sys.exit(1 if failures else 0)
 

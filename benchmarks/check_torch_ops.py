@@ -54,10 +54,15 @@ def staged_fn(name, world, low_latency):
         castpile.all_gather_out(h, name, gathered)
         in_place = h.clone()
         castpile.all_reduce_(in_place, name)
-        results = {"all_reduce": castpile.all_reduce(h, name),
-                   "all_reduce_one_shot": castpile.all_reduce(h, name, "one_shot"), "all_reduce_out": out,
-                   "all_reduce_": in_place, "all_gather": castpile.all_gather(h, name), "all_gather_out": gathered,
-                   "reduce_scatter": castpile.reduce_scatter(h, name)}
+        results = {
+            "all_reduce": castpile.all_reduce(h, name),
+            "all_reduce_one_shot": castpile.all_reduce(h, name, "one_shot"),
+            "all_reduce_out": out,
+            "all_reduce_": in_place,
+            "all_gather": castpile.all_gather(h, name),
+            "all_gather_out": gathered,
+            "reduce_scatter": castpile.reduce_scatter(h, name),
+        }
         if low_latency:
             results["all_reduce_low_latency"] = castpile.all_reduce(h, name, "low_latency")
         return results
@@ -67,6 +72,7 @@ def staged_fn(name, world, low_latency):
 
 def in_buffer_fn(symm, name):
     """The function on the registered buffer itself: out of place, then in place (the two-shot)."""
+
     def in_buffer():
         summed = torch.ops.castpile.all_reduce(symm.tensor, name)
         torch.ops.castpile.all_reduce_(symm.tensor, name)
@@ -79,18 +85,23 @@ def in_buffer_fn(symm, name):
 D = 2048
 EPS = 1e-5
 #: Tolerance of the fused ops against the fp32 reference (an rsqrt: not exact).
-TOLERANCE = {torch.float32: (1e-5, 1e-5), torch.bfloat16: (2 ** -7, 1e-2)}
+TOLERANCE = {torch.float32: (1e-5, 1e-5), torch.bfloat16: (2**-7, 1e-2)}
 
 
 def rmsnorm_fn(name):
     """The fused ops on an input computed in the graph: y, y with residual, the new residual."""
+
     def fused(x, residual, weight):
         h = x * 2 + 1
         residual = residual.clone()
         y = torch.ops.castpile.all_reduce_rmsnorm(h, name, weight, EPS)
-        return {"all_reduce_rmsnorm": y, "residual": residual,
-                "all_reduce_residual_rmsnorm": torch.ops.castpile.all_reduce_residual_rmsnorm(h, name, residual,
-                                                                                              weight, EPS)}
+        return {
+            "all_reduce_rmsnorm": y,
+            "residual": residual,
+            "all_reduce_residual_rmsnorm": torch.ops.castpile.all_reduce_residual_rmsnorm(
+                h, name, residual, weight, EPS
+            ),
+        }
 
     return fused
 
@@ -105,8 +116,11 @@ def rmsnorm_references(h, residual, weight):
         t = t.float()
         return t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + EPS) * weight.float()
 
-    return {"all_reduce_rmsnorm": norm(summed), "all_reduce_residual_rmsnorm": norm(new_residual),
-            "residual": new_residual}
+    return {
+        "all_reduce_rmsnorm": norm(summed),
+        "all_reduce_residual_rmsnorm": norm(new_residual),
+        "residual": new_residual,
+    }
 
 
 def off(got, want, dtype):
@@ -138,9 +152,18 @@ def check_rmsnorm(dtype, nbytes, iters, rank, device, dog):
             differs[key] = differs.get(key, 0) + int((value != eager[key]).sum())
     torch.cuda.synchronize()
     dist.barrier()
-    return dict(op="rmsnorm", dtype=str(dtype).replace("torch.", ""), bytes=nbytes, rows=rows, D=D, iters=iters,
-                low_latency=symm.low_latency is not None, outside_tolerance=outside, compiled_vs_eager_differ=differs,
-                pads_nonzero_after=int(symm.signal_pad.count_nonzero()))
+    return dict(
+        op="rmsnorm",
+        dtype=str(dtype).replace("torch.", ""),
+        bytes=nbytes,
+        rows=rows,
+        D=D,
+        iters=iters,
+        low_latency=symm.low_latency is not None,
+        outside_tolerance=outside,
+        compiled_vs_eager_differ=differs,
+        pads_nonzero_after=int(symm.signal_pad.count_nonzero()),
+    )
 
 
 #: The MoE check's shape: tokens per rank, hidden, top-k, experts (over all ranks).
@@ -196,7 +219,7 @@ def check_moe(iters, rank, world, device, dog):
         dog.tick(f"moe call {it}")
         x.copy_(torch.randint(-3, 4, (T, H), generator=gen, device=device))  # small integers, weights k/8: exact
         topk_idx.copy_(torch.rand((T, E), generator=gen, device=device).argsort(1)[:, :K])
-        topk_idx[it % T:: 7, -1] = -1  # some slots routed nowhere
+        topk_idx[it % T :: 7, -1] = -1  # some slots routed nowhere
         topk_weights.copy_(torch.randint(1, 9, (T, K), generator=gen, device=device) / 8)
         refs = moe_references(x, topk_idx, topk_weights, world)
         got = {k: v.clone() for k, v in compiled(x, topk_idx, topk_weights).items()}
@@ -217,9 +240,18 @@ def nccl_references(h, world):
     dist.all_gather_into_tensor(gathered, h)
     scattered = h.new_empty((h.shape[0] // world, *h.shape[1:]))
     dist.reduce_scatter_tensor(scattered, h)
-    return {"all_reduce": summed, "all_reduce_one_shot": summed, "all_reduce_low_latency": summed,
-            "all_reduce_out": summed, "all_reduce_": summed, "all_gather": gathered, "all_gather_out": gathered,
-            "reduce_scatter": scattered, "all_reduce(buffer)": summed, "all_reduce_(buffer)": summed}
+    return {
+        "all_reduce": summed,
+        "all_reduce_one_shot": summed,
+        "all_reduce_low_latency": summed,
+        "all_reduce_out": summed,
+        "all_reduce_": summed,
+        "all_gather": gathered,
+        "all_gather_out": gathered,
+        "reduce_scatter": scattered,
+        "all_reduce(buffer)": summed,
+        "all_reduce_(buffer)": summed,
+    }
 
 
 def recorded_graphs(device):
@@ -244,7 +276,9 @@ def main():
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--sizes", type=int, nargs="+", default=SIZES, help="bytes of each rank's input")
     parser.add_argument("--dtypes", nargs="+", default=list(DTYPES), choices=list(DTYPES))
-    parser.add_argument("--checks", nargs="+", default=["collectives", "rmsnorm", "moe"], choices=["collectives", "rmsnorm", "moe"])
+    parser.add_argument(
+        "--checks", nargs="+", default=["collectives", "rmsnorm", "moe"], choices=["collectives", "rmsnorm", "moe"]
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds without progress before a rank gives up")
     parser.add_argument("--out", default="docs/data/torch-ops-2xh200.json")
     args = parser.parse_args()
@@ -272,8 +306,10 @@ def main():
             n = nbytes // dtype.itemsize
             symm = runtime.symmetric_empty((n,), dtype, push_scratch=True)
             name = ops.register(symm, f"check_{dname}_{nbytes}")
-            functions = {"staged": staged_fn(name, world, symm.low_latency is not None),
-                         "in_buffer": in_buffer_fn(symm, name)}
+            functions = {
+                "staged": staged_fn(name, world, symm.low_latency is not None),
+                "in_buffer": in_buffer_fn(symm, name),
+            }
             compiled = {k: torch.compile(fn, mode="reduce-overhead", fullgraph=True) for k, fn in functions.items()}
             mismatches, eager_mismatches = {}, {}
             x = torch.empty(n, dtype=dtype, device=device)
@@ -295,20 +331,46 @@ def main():
             torch.cuda.synchronize()
             dist.barrier()
             pads = int(symm.signal_pad.count_nonzero())
-            rows.append(dict(op="collectives", dtype=dname, bytes=nbytes, elements=n, iters=args.iters,
-                             seconds=round(time.perf_counter() - t0, 2), mismatches=mismatches,
-                             eager_mismatches=eager_mismatches, pads_nonzero_after=pads))
+            rows.append(
+                dict(
+                    op="collectives",
+                    dtype=dname,
+                    bytes=nbytes,
+                    elements=n,
+                    iters=args.iters,
+                    seconds=round(time.perf_counter() - t0, 2),
+                    mismatches=mismatches,
+                    eager_mismatches=eager_mismatches,
+                    pads_nonzero_after=pads,
+                )
+            )
             if rank == 0:
                 print(json.dumps(rows[-1]), flush=True)
     dog.tick("the summary")
-    summary = dict(rank=rank, rows=rows, graph_breaks=sum(counters["graph_break"].values()),
-                   cudagraph_skips=counters["inductor"]["cudagraph_skips"], cudagraphs_recorded=recorded_graphs(device))
+    summary = dict(
+        rank=rank,
+        rows=rows,
+        graph_breaks=sum(counters["graph_break"].values()),
+        cudagraph_skips=counters["inductor"]["cudagraph_skips"],
+        cudagraphs_recorded=recorded_graphs(device),
+    )
     every = [None] * world
     dist.all_gather_object(every, summary)
-    ok = all(s["graph_breaks"] == 0 and s["cudagraph_skips"] == 0 and s["cudagraphs_recorded"] != 0
-             and all(r.get("pads_nonzero_after", 0) == 0 and not any(v for key in ("mismatches", "eager_mismatches",
-                     "outside_tolerance", "compiled_vs_eager_differ") for v in r.get(key, {}).values())
-                     for r in s["rows"]) for s in every)
+    ok = all(
+        s["graph_breaks"] == 0
+        and s["cudagraph_skips"] == 0
+        and s["cudagraphs_recorded"] != 0
+        and all(
+            r.get("pads_nonzero_after", 0) == 0
+            and not any(
+                v
+                for key in ("mismatches", "eager_mismatches", "outside_tolerance", "compiled_vs_eager_differ")
+                for v in r.get(key, {}).values()
+            )
+            for r in s["rows"]
+        )
+        for s in every
+    )
     if rank == 0:
         write_result(args.out, run_header(device, world_size=world, all_ranks_ok=ok, ranks=every))
         print("ALL OK" if ok else "FAILURES", flush=True)

@@ -38,14 +38,23 @@ from castpile.gpu.fused.tp_gemm import all_gather_kernels_triton as lib
 from harness import load_variant, start_ranks, timed, variant_outcomes, write_result
 
 BARRIER = "        barrier(pad, pad_ptrs, rank, WORLD, True)  # every peer's previous call is done with its buffer\n"
-SEND = ("        send_chunk(a, a_peers, tl.cast(rank, tl.int64) * Ms * K + pid * STRIPE, tl.cast(Ms, tl.int64) * STRIPE,\n"
-        "                   length, K, WORLD, COPY_BLOCK, STRIPE)\n")
-SIGNAL = ("            _castpile_signal(peer_flags, 1, None, flags, SENDERS*(j0 + readers) + pid, None, 1, "
-          "None, readers < SENDERS)\n")
-WAIT = ("            _castpile_wait_flags(flags + j * SENDERS + sender, 1, 0, (senders < SEGMENT) & "
-        "(sender < SENDERS))\n")
-DROPS = {"no_barrier": (BARRIER,), "no_send": (SEND,), "no_flags": (SIGNAL, WAIT),
-         "no_comm": (BARRIER, SEND, SIGNAL, WAIT)}
+SEND = (
+    "        send_chunk(a, a_peers, tl.cast(rank, tl.int64) * Ms * K + pid * STRIPE, tl.cast(Ms, tl.int64) * STRIPE,\n"
+    "                   length, K, WORLD, COPY_BLOCK, STRIPE)\n"
+)
+SIGNAL = (
+    "            _castpile_signal(peer_flags, 1, None, flags, SENDERS*(j0 + readers) + pid, None, 1, "
+    "None, readers < SENDERS)\n"
+)
+WAIT = (
+    "            _castpile_wait_flags(flags + j * SENDERS + sender, 1, 0, (senders < SEGMENT) & (sender < SENDERS))\n"
+)
+DROPS = {
+    "no_barrier": (BARRIER,),
+    "no_send": (SEND,),
+    "no_flags": (SIGNAL, WAIT),
+    "no_comm": (BARRIER, SEND, SIGNAL, WAIT),
+}
 
 
 def variants(source: str) -> dict:
@@ -57,7 +66,7 @@ def variants(source: str) -> dict:
     for name, lines in DROPS.items():
         text = source
         for line in lines:
-            text = text.replace(line, line[:len(line) - len(line.lstrip())] + "pass\n")
+            text = text.replace(line, line[: len(line) - len(line.lstrip())] + "pass\n")
         made[name] = text
     return made
 
@@ -69,14 +78,17 @@ def main():
     args = parser.parse_args()
     rank, world, dev, dog = start_ranks(200)
     folder = Path(tempfile.mkdtemp())
-    modules = {name: load_variant(f"ag_variant_{name}", text, folder)
-               for name, text in variants(Path(lib.__file__).read_text()).items()}
+    modules = {
+        name: load_variant(f"ag_variant_{name}", text, folder)
+        for name, text in variants(Path(lib.__file__).read_text()).items()
+    }
     group = dist.group.WORLD.group_name
     result = {"command": " ".join(sys.argv), "rows": []}
     for shape in args.shapes:
         m, k, n = map(int, shape.split("x"))
-        problem = Problem("all_gather_matmul", m, k, n, rank, world, group,
-                          tp_gemm.default_config(m, "all_gather_matmul"), {})
+        problem = Problem(
+            "all_gather_matmul", m, k, n, rank, world, group, tp_gemm.default_config(m, "all_gather_matmul"), {}
+        )
         st, cfg = problem.state, problem.state.config
         if not st.one_wave:
             sys.exit(f"{shape}: the library does not take the one-wave kernel here")
@@ -91,16 +103,40 @@ def main():
         def launcher(module):
             def launch():
                 module.all_gather_matmul[(st.comm_blocks + st.consumers,)](
-                    st.gathered.tensor, st.peers, b, out, st.flags.tensor, st.flag_peers, st.pad.tensor,
-                    st.pad.ptrs, rank, st.shard_rows, n, st.chunk_rows, K=k, WORLD=world,
-                    COMM_BLOCKS=st.comm_blocks, COPY_BLOCK=st.copy_block, CONSUMERS=triton.next_power_of_2(st.consumers),
-                    TMA=cfg.tma, TMA_STORE=cfg.tma and st.shard_rows % cfg.block_m == 0, PROXY_FENCE=cfg.tma,
-                    K_SEGMENT=st.k_segment, ONE_WAVE=True, STRIPE=st.stripe, SEGMENT=st.segment, **cfg.options())
+                    st.gathered.tensor,
+                    st.peers,
+                    b,
+                    out,
+                    st.flags.tensor,
+                    st.flag_peers,
+                    st.pad.tensor,
+                    st.pad.ptrs,
+                    rank,
+                    st.shard_rows,
+                    n,
+                    st.chunk_rows,
+                    K=k,
+                    WORLD=world,
+                    COMM_BLOCKS=st.comm_blocks,
+                    COPY_BLOCK=st.copy_block,
+                    CONSUMERS=triton.next_power_of_2(st.consumers),
+                    TMA=cfg.tma,
+                    TMA_STORE=cfg.tma and st.shard_rows % cfg.block_m == 0,
+                    PROXY_FENCE=cfg.tma,
+                    K_SEGMENT=st.k_segment,
+                    ONE_WAVE=True,
+                    STRIPE=st.stripe,
+                    SEGMENT=st.segment,
+                    **cfg.options(),
+                )
+
             return launch
 
-        fns = {"library": lambda: tp_gemm.all_gather_matmul(st, None, b, out),
-               "gemm_alone": lambda: tp_gemm.matmul(gathered, b, product, config=cfg),
-               "cublas": lambda: torch.matmul(gathered, b, out=product)}
+        fns = {
+            "library": lambda: tp_gemm.all_gather_matmul(st, None, b, out),
+            "gemm_alone": lambda: tp_gemm.matmul(gathered, b, product, config=cfg),
+            "cublas": lambda: torch.matmul(gathered, b, out=product),
+        }
         fns.update({name: launcher(module) for name, module in modules.items()})
         reference = gathered @ b
         exact, errors, failed = variant_outcomes(fns, out, reference, untested=("gemm_alone", "cublas"))

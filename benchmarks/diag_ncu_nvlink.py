@@ -35,14 +35,19 @@ def main():
     n = NBYTES // 2
     symm = runtime.symmetric_empty((n,), torch.bfloat16)
     symm.tensor.fill_(1)
-    remote = symm_mem.rendezvous(symm.tensor, dist.group.WORLD.group_name).get_buffer((rank + 1) % world, (n,),
-                                                                                      torch.bfloat16)
+    remote = symm_mem.rendezvous(symm.tensor, dist.group.WORLD.group_name).get_buffer(
+        (rank + 1) % world, (n,), torch.bfloat16
+    )
     local = torch.ones_like(symm.tensor)
     sms = torch.cuda.get_device_properties(dev).multi_processor_count
     pull = launch.bind(_copy, (2 * sms,), remote, local, n, BLOCK=4096, num_warps=8)
     push = launch.bind(_copy, (2 * sms,), local, remote, n, BLOCK=4096, num_warps=8)
-    steps = (pull, push, lambda: collectives.all_reduce_one_shot(symm, barrier=False),
-             lambda: collectives.all_reduce_two_shot(symm, barrier=False))
+    steps = (
+        pull,
+        push,
+        lambda: collectives.all_reduce_one_shot(symm, barrier=False),
+        lambda: collectives.all_reduce_two_shot(symm, barrier=False),
+    )
     for step in steps:
         torch.cuda.synchronize()
         dist.barrier()

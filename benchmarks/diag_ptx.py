@@ -55,10 +55,11 @@ def variants():
 
 
 def stats(ptx: str) -> dict:
-    body = ptx[ptx.index(".entry"):]
+    body = ptx[ptx.index(".entry") :]
     counts = {k: len(re.findall(p, body)) for k, p in PATTERNS.items()}
-    counts["instructions"] = sum(1 for line in body.splitlines()
-                                 if line.strip() and line.strip()[0].isalpha() and line.strip().endswith(";"))
+    counts["instructions"] = sum(
+        1 for line in body.splitlines() if line.strip() and line.strip()[0].isalpha() and line.strip().endswith(";")
+    )
     return counts
 
 
@@ -79,15 +80,22 @@ def main(argv=None):
         for world in WORLDS:
             constexprs = {"W": world, "BLOCK": 1024, **extra}
             signature_full = {**signature, **dict.fromkeys(extra, "constexpr")}
-            compiled = triton.compile(ASTSource(fn, signature_full, constexprs, attrs), target=GPUTarget("cuda", 90, 32))
+            compiled = triton.compile(
+                ASTSource(fn, signature_full, constexprs, attrs), target=GPUTarget("cuda", 90, 32)
+            )
             ptx = compiled.asm["ptx"]
             if args.ptx_dir:
                 Path(args.ptx_dir).mkdir(parents=True, exist_ok=True)
                 (Path(args.ptx_dir) / f"{kernel}_{label}_W{world}.ptx").write_text(ptx)
             rows.append({"kernel": kernel, "impl": label, "W": world, **stats(ptx)})
             print(json.dumps(rows[-1]), flush=True)
-    result = {"command": " ".join(["python", *sys.argv]), "triton": triton.__version__, "target": "sm_90",
-              "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "rows": rows}
+    result = {
+        "command": " ".join(["python", *sys.argv]),
+        "triton": triton.__version__,
+        "target": "sm_90",
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "rows": rows,
+    }
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
 
 

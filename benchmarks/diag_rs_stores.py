@@ -33,23 +33,30 @@ from castpile.gpu.fused import tp_gemm
 from castpile.gpu.fused.tp_gemm import reduce_scatter_kernels_triton as lib
 from harness import load_variant, start_ranks, timed, variant_outcomes
 
-STORE = ("            _castpile_store_loop(dest, 1, None, scratch, Ms*N*slot + N*rows[:, None] + cols[None, :], "
-         "(slot >= 0) & (slot < dest_shape0) & (rows[:, None] >= 0) & (rows[:, None] < Ms) & (cols[None, :] >= 0) & "
-         "(cols[None, :] < N), part.to(out.dtype.element_ty), align=16, "
-         "site='castpile/gpu/fused/tp_gemm/reduce_scatter_kernels.py:76')\n")
+STORE = (
+    "            _castpile_store_loop(dest, 1, None, scratch, Ms*N*slot + N*rows[:, None] + cols[None, :], "
+    "(slot >= 0) & (slot < dest_shape0) & (rows[:, None] >= 0) & (rows[:, None] < Ms) & (cols[None, :] >= 0) & "
+    "(cols[None, :] < N), part.to(out.dtype.element_ty), align=16, "
+    "site='castpile/gpu/fused/tp_gemm/reduce_scatter_kernels.py:76')\n"
+)
 WAIT = "        _castpile_wait_flags(flags + slots * T + j, 1, 0, slots < WORLD - 1)\n"
 RAISE_PENDING = "                raise_flag(flags, flag_ptrs, owner, slot * T + pending)\n"
 RAISE_LAST = "            raise_flag(flags, flag_ptrs, owner, slot * T + pending)\n"
 DEST = "dest = _castpile_table_entry(scratch_ptrs, owner)"
-TMA_STORE = ("            peer = tl.load(scratch_ptrs + owner).to(tl.pointer_type(out.dtype.element_ty))\n"
-             "            pd = tl.make_tensor_descriptor(peer + slot * Ms * N, shape=[Ms, N], strides=[N, 1], "
-             "block_shape=[BM, BN])\n"
-             "            pd.store([r0, c0], part.to(out.dtype.element_ty))\n")
+TMA_STORE = (
+    "            peer = tl.load(scratch_ptrs + owner).to(tl.pointer_type(out.dtype.element_ty))\n"
+    "            pd = tl.make_tensor_descriptor(peer + slot * Ms * N, shape=[Ms, N], strides=[N, 1], "
+    "block_shape=[BM, BN])\n"
+    "            pd.store([r0, c0], part.to(out.dtype.element_ty))\n"
+)
 
 
 def without_sync(text: str) -> str:
-    return text.replace(WAIT, "").replace(RAISE_PENDING, "                pass\n").replace(RAISE_LAST,
-                                                                                         "            pass\n")
+    return (
+        text.replace(WAIT, "")
+        .replace(RAISE_PENDING, "                pass\n")
+        .replace(RAISE_LAST, "            pass\n")
+    )
 
 
 def variants(source: str) -> dict:
@@ -57,17 +64,22 @@ def variants(source: str) -> dict:
         if line not in source:
             sys.exit(f"the generated kernel changed; not found: {line.strip()[:80]}")
     local = source.replace(DEST, "dest = _castpile_table_entry(scratch_ptrs, rank)")
-    return {"local_store_nosync": without_sync(local), "remote_store_nosync": without_sync(source),
-            "no_store_nosync": without_sync(source.replace(STORE, "")),
-            "tma_remote_store": source.replace(STORE, TMA_STORE),
-            "tma_remote_store_nosync": without_sync(source.replace(STORE, TMA_STORE))}
+    return {
+        "local_store_nosync": without_sync(local),
+        "remote_store_nosync": without_sync(source),
+        "no_store_nosync": without_sync(source.replace(STORE, "")),
+        "tma_remote_store": source.replace(STORE, TMA_STORE),
+        "tma_remote_store_nosync": without_sync(source.replace(STORE, TMA_STORE)),
+    }
 
 
 def main():
     rank, world, dev, dog = start_ranks(200)
     folder = Path(tempfile.mkdtemp())
-    modules = {name: load_variant(f"rs_variant_{name}", text, folder)
-               for name, text in variants(Path(lib.__file__).read_text()).items()}
+    modules = {
+        name: load_variant(f"rs_variant_{name}", text, folder)
+        for name, text in variants(Path(lib.__file__).read_text()).items()
+    }
     group = dist.group.WORLD.group_name
     rows = []
     for m, k, n in [(4096, 8192, 8192), (256, 8192, 8192)]:
@@ -81,13 +93,31 @@ def main():
         def launcher(module):
             def launch():
                 module.matmul_reduce_scatter[(st.blocks,)](
-                    a, b, out, st.scratch.tensor, st.scratch.ptrs, st.flags.tensor, st.flags.ptrs, st.pad.tensor,
-                    st.pad.ptrs, rank, problem.ms, n, K=problem.kl, WORLD=world, TMA=cfg.tma, **cfg.options())
+                    a,
+                    b,
+                    out,
+                    st.scratch.tensor,
+                    st.scratch.ptrs,
+                    st.flags.tensor,
+                    st.flags.ptrs,
+                    st.pad.tensor,
+                    st.pad.ptrs,
+                    rank,
+                    problem.ms,
+                    n,
+                    K=problem.kl,
+                    WORLD=world,
+                    TMA=cfg.tma,
+                    **cfg.options(),
+                )
+
             return launch
 
         product = torch.empty((m, n), dtype=torch.bfloat16, device=dev)
-        fns = {"library": lambda: tp_gemm.matmul_reduce_scatter(st, a, b, out),
-               "gemm_alone": lambda: tp_gemm.matmul(a, b, product, config=cfg)}
+        fns = {
+            "library": lambda: tp_gemm.matmul_reduce_scatter(st, a, b, out),
+            "gemm_alone": lambda: tp_gemm.matmul(a, b, product, config=cfg),
+        }
         fns.update({name: launcher(module) for name, module in modules.items()})
         ref = problem.reference(xs, bs)
         exact, errors, failed = variant_outcomes(fns, out, ref, untested=("gemm_alone",))

@@ -134,9 +134,14 @@ def stop_ranks():
 
 def run_header(dev, launcher: str = TORCHRUN, **fields) -> dict:
     """A result file's head: ``launcher`` + the command line, GPU, versions and the date now, then ``fields``."""
-    return {"command": launcher + " ".join(sys.argv), "gpu": torch.cuda.get_device_name(dev),
-            "torch": torch.__version__, "triton": triton.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-            **fields}
+    return {
+        "command": launcher + " ".join(sys.argv),
+        "gpu": torch.cuda.get_device_name(dev),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        **fields,
+    }
 
 
 def timed(fns: dict, iters: int, reps: int, dog: Watchdog) -> dict:
@@ -293,9 +298,22 @@ def bound_one_shot(symm, out, block=collectives.BLOCK, blocks=None, warps=4, gra
     n = symm.tensor.numel()
     cap = symm.max_blocks if blocks is None else min(blocks, pad_blocks(symm))
     grid = (max(1, min(triton.cdiv(n, block), cap)),)
-    return bind(lib.one_shot_all_reduce, grid, symm.tensor, symm.buffer_ptrs, symm.signal_pad,
-                symm.signal_pad_ptrs, out, symm.rank, n, WORLD=symm.world_size, BLOCK=block, BARRIER=True,
-                num_warps=warps, graph=graph)
+    return bind(
+        lib.one_shot_all_reduce,
+        grid,
+        symm.tensor,
+        symm.buffer_ptrs,
+        symm.signal_pad,
+        symm.signal_pad_ptrs,
+        out,
+        symm.rank,
+        n,
+        WORLD=symm.world_size,
+        BLOCK=block,
+        BARRIER=True,
+        num_warps=warps,
+        graph=graph,
+    )
 
 
 def bound_two_shot(symm, block=collectives.BLOCK, blocks=None, warps=4, graph=False):
@@ -303,9 +321,21 @@ def bound_two_shot(symm, block=collectives.BLOCK, blocks=None, warps=4, graph=Fa
     n = symm.tensor.numel()
     cap = symm.max_blocks if blocks is None else min(blocks, pad_blocks(symm))
     grid = (max(1, min(triton.cdiv(triton.cdiv(n, symm.world_size), block), cap)),)
-    return bind(lib.two_shot_all_reduce, grid, symm.tensor, symm.buffer_ptrs, symm.signal_pad,
-                symm.signal_pad_ptrs, symm.rank, n, WORLD=symm.world_size, BLOCK=block, BARRIER=True,
-                num_warps=warps, graph=graph)
+    return bind(
+        lib.two_shot_all_reduce,
+        grid,
+        symm.tensor,
+        symm.buffer_ptrs,
+        symm.signal_pad,
+        symm.signal_pad_ptrs,
+        symm.rank,
+        n,
+        WORLD=symm.world_size,
+        BLOCK=block,
+        BARRIER=True,
+        num_warps=warps,
+        graph=graph,
+    )
 
 
 def tuned_config(nbytes: int, sms: int) -> dict:

@@ -14,7 +14,7 @@ from castpile.gpu.fused import moe, rmsnorm, tp_gemm
 
 EPS = 1e-5
 #: (rtol, atol) of the RMSNorm results against torch in fp32 (the sums before the norm are exact).
-TOLERANCE = {torch.float32: (1e-5, 1e-5), torch.bfloat16: (2 ** -7, 1e-2)}
+TOLERANCE = {torch.float32: (1e-5, 1e-5), torch.bfloat16: (2**-7, 1e-2)}
 
 
 def pattern(ranks, it: int, n: int, device, span: int = 17) -> torch.Tensor:
@@ -46,8 +46,12 @@ class AllReduce(Case):
         self.symm = one_gpu.symmetric_empty(world, (n,), dtype, push_scratch=push_scratch, device=device)
         self.outs = [torch.empty(n, dtype=dtype, device=device) for _ in range(world)]
         h = self.symm[0]
-        self.info = dict(dtype=str(dtype), n=n, max_blocks=h.max_blocks,
-                         low_latency_blocks=None if h.low_latency is None else h.low_latency.epochs.numel())
+        self.info = dict(
+            dtype=str(dtype),
+            n=n,
+            max_blocks=h.max_blocks,
+            low_latency_blocks=None if h.low_latency is None else h.low_latency.epochs.numel(),
+        )
 
     def prepare(self, rank, it):
         x = pattern(range(self.world), it, self.n, self.device)
@@ -73,8 +77,10 @@ class Gather(Case):
         super().__init__(world, device)
         self.op, self.n, self.dtype = op, n, dtype
         self.symm = one_gpu.symmetric_empty(world, (n,), dtype, device=device)
-        self.outs = [torch.empty((world, n) if op == "all_gather" else (n // world,), dtype=dtype, device=device)
-                     for _ in range(world)]
+        self.outs = [
+            torch.empty((world, n) if op == "all_gather" else (n // world,), dtype=dtype, device=device)
+            for _ in range(world)
+        ]
         self.info = dict(dtype=str(dtype), n=n, max_blocks=self.symm[0].max_blocks)
 
     def prepare(self, rank, it):
@@ -101,8 +107,9 @@ class RMSNorm(Case):
         self.weight = (torch.arange(d, device=device) % 7 / 4 + 0.5).to(dtype)
         self.residuals = [torch.empty((rows, d), dtype=dtype, device=device) for _ in range(world)]
         self.outs = [torch.empty((rows, d), dtype=dtype, device=device) for _ in range(world)]
-        self.info = dict(dtype=str(dtype), rows=rows, D=d, method=method, residual=residual,
-                         max_blocks=self.symm[0].max_blocks)
+        self.info = dict(
+            dtype=str(dtype), rows=rows, D=d, method=method, residual=residual, max_blocks=self.symm[0].max_blocks
+        )
 
     def prepare(self, rank, it):
         x = pattern(range(self.world), it, self.rows * self.d, self.device)
@@ -135,20 +142,22 @@ class MoE(Case):
     def __init__(self, world, device, *, tokens, hidden, topk, through_ops=False):
         super().__init__(world, device)
         self.T, self.H, self.K, self.E = tokens, hidden, topk, 4 * world
-        self.states = one_gpu.create_all(moe.MoE, world, device=device, tokens=tokens, hidden=hidden, topk=topk,
-                                         experts=self.E)
+        self.states = one_gpu.create_all(
+            moe.MoE, world, device=device, tokens=tokens, hidden=hidden, topk=topk, experts=self.E
+        )
         self.through_ops = through_ops
         self.names = [ops.register(s) for s in self.states] if through_ops else None
         self.inputs = [None] * world
         st = self.states[0]
-        self.info = dict(tokens=tokens, hidden=hidden, topk=topk, experts=self.E, blocks=st.blocks,
-                         through_ops=through_ops)
+        self.info = dict(
+            tokens=tokens, hidden=hidden, topk=topk, experts=self.E, blocks=st.blocks, through_ops=through_ops
+        )
 
     def routing(self, rank, it):
         g = torch.Generator(device=self.device).manual_seed(1000003 * rank + it)
         x = torch.randint(-2, 3, (self.T, self.H), generator=g, device=self.device).to(torch.bfloat16)
-        idx = torch.rand((self.T, self.E), generator=g, device=self.device).argsort(1)[:, :self.K].to(torch.int32)
-        idx[it % self.T::7, -1] = -1  # some slots routed nowhere
+        idx = torch.rand((self.T, self.E), generator=g, device=self.device).argsort(1)[:, : self.K].to(torch.int32)
+        idx[it % self.T :: 7, -1] = -1  # some slots routed nowhere
         w = torch.randint(1, 3, (self.T, self.K), generator=g, device=self.device).float() / 2
         return x, idx, w
 
@@ -195,8 +204,16 @@ class AllGatherMatmul(Case):
         self.bs = [None] * world
         self.outs = [torch.empty((self.m, n), dtype=torch.bfloat16, device=device) for _ in range(world)]
         st = self.states[0]
-        self.info = dict(m=self.m, k=k, n=n, blocks=st.comm_blocks + st.consumers, one_wave=st.one_wave,
-                         k_segment=st.k_segment, chunk_rows=st.chunk_rows, tma=st.config.tma)
+        self.info = dict(
+            m=self.m,
+            k=k,
+            n=n,
+            blocks=st.comm_blocks + st.consumers,
+            one_wave=st.one_wave,
+            k_segment=st.k_segment,
+            chunk_rows=st.chunk_rows,
+            tma=st.config.tma,
+        )
 
     def prepare(self, rank, it):
         a = pattern(range(self.world), it, self.m // self.world * self.k, self.device, span=3)
@@ -256,13 +273,21 @@ class TorchOps(Case):
         x = pattern(range(self.world), it, self.n, self.device)
         self.inputs[rank].copy_(x[rank].to(self.dtype))
         total = x.sum(0).to(self.dtype)
-        return {"all_reduce": total, "one_shot": total, "all_gather": x.to(self.dtype),
-                "reduce_scatter": total.view(self.world, -1)[rank]}
+        return {
+            "all_reduce": total,
+            "one_shot": total,
+            "all_gather": x.to(self.dtype),
+            "reduce_scatter": total.view(self.world, -1)[rank],
+        }
 
     def launch(self, rank, it, pause):
         c, name, x = torch.ops.castpile, self.names[rank], self.inputs[rank]
-        return {"all_reduce": c.all_reduce(x, name), "one_shot": c.all_reduce(x, name, "one_shot"),
-                "all_gather": c.all_gather(x, name), "reduce_scatter": c.reduce_scatter(x, name)}
+        return {
+            "all_reduce": c.all_reduce(x, name),
+            "one_shot": c.all_reduce(x, name, "one_shot"),
+            "all_gather": c.all_gather(x, name),
+            "reduce_scatter": c.reduce_scatter(x, name),
+        }
 
     def pads(self):
         return [h.signal_pad for h in self.symm]
@@ -277,16 +302,20 @@ def cases(world: int, device) -> dict:
         "all_reduce_low_latency": lambda: AllReduce(world, device, variant="low_latency", n=16384, dtype=bf16),
         "all_reduce_auto": lambda: AllReduce(world, device, variant="auto", n=3000, dtype=fp32),
         "all_reduce_two_shot": lambda: AllReduce(world, device, variant="two_shot", n=1 << 20, dtype=bf16),
-        "all_reduce_two_shot_push": lambda: AllReduce(world, device, variant="two_shot_push", n=(1 << 20) + 40,
-                                                      dtype=fp32, push_scratch=True),
+        "all_reduce_two_shot_push": lambda: AllReduce(
+            world, device, variant="two_shot_push", n=(1 << 20) + 40, dtype=fp32, push_scratch=True
+        ),
         "all_gather": lambda: Gather(world, device, op="all_gather", n=100_000, dtype=bf16),
         "reduce_scatter": lambda: Gather(world, device, op="reduce_scatter", n=world * 50_000, dtype=fp32),
-        "rmsnorm_low_latency_residual": lambda: RMSNorm(world, device, rows=16, d=2048, dtype=bf16,
-                                                        method="low_latency", residual=True),
-        "rmsnorm_one_shot_residual": lambda: RMSNorm(world, device, rows=256, d=2048, dtype=bf16, method="one_shot",
-                                                     residual=True),
-        "rmsnorm_one_shot": lambda: RMSNorm(world, device, rows=8, d=4096, dtype=fp32, method="one_shot",
-                                            residual=False),
+        "rmsnorm_low_latency_residual": lambda: RMSNorm(
+            world, device, rows=16, d=2048, dtype=bf16, method="low_latency", residual=True
+        ),
+        "rmsnorm_one_shot_residual": lambda: RMSNorm(
+            world, device, rows=256, d=2048, dtype=bf16, method="one_shot", residual=True
+        ),
+        "rmsnorm_one_shot": lambda: RMSNorm(
+            world, device, rows=8, d=4096, dtype=fp32, method="one_shot", residual=False
+        ),
         "moe": lambda: MoE(world, device, tokens=128, hidden=1024, topk=2),
         "moe_ops": lambda: MoE(world, device, tokens=64, hidden=512, topk=3, through_ops=True),
         "all_gather_matmul_one_wave": lambda: AllGatherMatmul(world, device, shard_rows=32, k=512, n=256),

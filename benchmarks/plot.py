@@ -37,8 +37,11 @@ def plot(result: dict, title: str, path: Path, x_key: str = "bytes", x_label: st
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xticks(x)
-        ax.set_xticklabels([r.get("label") or (_size(r[x_key]) if x_key == "bytes" else str(r[x_key])) for r in rows],
-                           rotation=45, ha="right")
+        ax.set_xticklabels(
+            [r.get("label") or (_size(r[x_key]) if x_key == "bytes" else str(r[x_key])) for r in rows],
+            rotation=45,
+            ha="right",
+        )
         ax.set_xlabel(x_label or ("bytes per rank" if x_key == "bytes" else f"{x_key} per rank"))
         ax.set_ylabel("µs per call (median)")
         ax.set_title(f"{title}: {MODES[mode]}")

@@ -21,12 +21,14 @@ def gpu_tables(d):
         tb = r["bytes_moved"] / lo / 1e6
         graph = " / ".join(f"{g[k]:.2f}" for k in ("hand", "castpile_loop", "castpile_gather")) if g else ""
         cp = copy[f"W{r['W']}"]["TBps"] if r["size"] == "64M" else None
-        yield (f"| {r['kernel']} | {r['W']} | {r['size']} | {h:.1f} | {lo:.1f} | {ga:.1f} | {h / lo:.3f} | {h / ga:.3f} | "
-               f"{e['hand_noalign']:.1f} / {e['castpile_loop_noalign']:.1f} | {e['torch']:.1f} | "
-               f"{e['helion']:.1f} | " if "helion" in e else
-               f"| {r['kernel']} | {r['W']} | {r['size']} | {h:.1f} | {lo:.1f} | {ga:.1f} | {h / lo:.3f} | {h / ga:.3f} | "
-               f"{e['hand_noalign']:.1f} / {e['castpile_loop_noalign']:.1f} | {e['torch']:.1f} | - | ") + \
-            f"{graph} | {tb:.2f} | {'' if cp is None else f'{cp:.2f}'} |"
+        yield (
+            f"| {r['kernel']} | {r['W']} | {r['size']} | {h:.1f} | {lo:.1f} | {ga:.1f} | {h / lo:.3f} | {h / ga:.3f} | "
+            f"{e['hand_noalign']:.1f} / {e['castpile_loop_noalign']:.1f} | {e['torch']:.1f} | "
+            f"{e['helion']:.1f} | "
+            if "helion" in e
+            else f"| {r['kernel']} | {r['W']} | {r['size']} | {h:.1f} | {lo:.1f} | {ga:.1f} | {h / lo:.3f} | {h / ga:.3f} | "
+            f"{e['hand_noalign']:.1f} / {e['castpile_loop_noalign']:.1f} | {e['torch']:.1f} | - | "
+        ) + f"{graph} | {tb:.2f} | {'' if cp is None else f'{cp:.2f}'} |"
 
 
 def _cell(times: dict, name: str) -> str:
@@ -35,9 +37,17 @@ def _cell(times: dict, name: str) -> str:
 
 def coll_tables(d):
     yield f"Two GPUs: {d['gpu']} x{d['world_size']}, torch {d['torch']}, NCCL {d['nccl']}, triton {d['triton']}, {d['date']}; `{d['command']}`\n"
-    names = ["nccl", "symm_mem_one_shot", "symm_mem_two_shot", "castpile_all_reduce_wrapper",
-             "castpile_low_latency_wrapper", "castpile_one_shot_wrapper", "castpile_one_shot_bound",
-             "castpile_two_shot_wrapper", "castpile_two_shot_tuned"]
+    names = [
+        "nccl",
+        "symm_mem_one_shot",
+        "symm_mem_two_shot",
+        "castpile_all_reduce_wrapper",
+        "castpile_low_latency_wrapper",
+        "castpile_one_shot_wrapper",
+        "castpile_one_shot_bound",
+        "castpile_two_shot_wrapper",
+        "castpile_two_shot_tuned",
+    ]
     yield "All-reduce, bf16, eager µs (bus bandwidth of the best castpile in GB/s):\n"
     yield "| bytes | " + " | ".join(names) + " | best castpile GB/s |"
     yield "|---" * (len(names) + 2) + "|"
@@ -52,8 +62,14 @@ def coll_tables(d):
     for r in d["rows"]:
         yield f"| {r['bytes']} | " + " | ".join(_cell(r["graph_us"], k) for k in gn) + " |"
     yield "\nAll-gather and reduce-scatter (input bytes per rank), eager µs:\n"
-    on = ["all_gather_nccl", "all_gather_castpile_wrapper", "all_gather_castpile_bound", "reduce_scatter_nccl",
-          "reduce_scatter_castpile_wrapper", "reduce_scatter_castpile_bound"]
+    on = [
+        "all_gather_nccl",
+        "all_gather_castpile_wrapper",
+        "all_gather_castpile_bound",
+        "reduce_scatter_nccl",
+        "reduce_scatter_castpile_wrapper",
+        "reduce_scatter_castpile_bound",
+    ]
     yield "| bytes | " + " | ".join(on) + " |"
     yield "|---" * (len(on) + 1) + "|"
     for r in d["rows"]:
@@ -74,25 +90,41 @@ def cpu_tables(d):
 
 def plots(gpu, coll, out: Path):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
     labels = [f"{r['kernel']}\nW{r['W']} {r['size']}" for r in gpu["rows"]]
     for key, mark in (("castpile_loop", "o"), ("castpile_gather", "s")):
-        axes[0].plot(range(len(labels)), [r["eager_us"]["hand"] / r["eager_us"][key] for r in gpu["rows"]], mark,
-                     label=f"hand / {key}")
+        axes[0].plot(
+            range(len(labels)),
+            [r["eager_us"]["hand"] / r["eager_us"][key] for r in gpu["rows"]],
+            mark,
+            label=f"hand / {key}",
+        )
     axes[0].axhline(0.98, color="r", lw=0.8, label="target 0.98")
     axes[0].set_xticks(range(len(labels)), labels, rotation=90, fontsize=6)
     axes[0].set_title(f"single {gpu['gpu']}: speed relative to hand-written Triton")
     axes[0].legend(fontsize=7)
-    for name in ("nccl", "symm_mem_one_shot", "symm_mem_two_shot", "castpile_all_reduce_wrapper",
-                 "castpile_two_shot_wrapper"):
-        axes[1].loglog([r["bytes"] for r in coll["rows"]], [r["eager_us"][name] for r in coll["rows"]], "o-", label=name)
+    for name in (
+        "nccl",
+        "symm_mem_one_shot",
+        "symm_mem_two_shot",
+        "castpile_all_reduce_wrapper",
+        "castpile_two_shot_wrapper",
+    ):
+        axes[1].loglog(
+            [r["bytes"] for r in coll["rows"]], [r["eager_us"][name] for r in coll["rows"]], "o-", label=name
+        )
     graphed = ("nccl", "symm_mem_one_shot", "castpile_all_reduce_wrapper")
     for name in graphed:
-        axes[1].loglog([r["bytes"] for r in coll["rows"]], [r["graph_us"][name] for r in coll["rows"]], "x--",
-                       label=f"{name} (CUDA graph)")
+        axes[1].loglog(
+            [r["bytes"] for r in coll["rows"]],
+            [r["graph_us"][name] for r in coll["rows"]],
+            "x--",
+            label=f"{name} (CUDA graph)",
+        )
     axes[1].set_xlabel("bytes")
     axes[1].set_ylabel("µs per call")
     axes[1].set_title(f"all-reduce, 2x {coll['gpu']}, {coll['date']}")

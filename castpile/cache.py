@@ -197,7 +197,7 @@ def _sealed_fields(trailer: bytes) -> list[str] | None:
     """The trailer's key, hash and (where recorded) source path as JSON, or None for no trailer."""
     if not trailer.startswith(_TRAILER):
         return None
-    return trailer[len(_TRAILER):].rstrip(b"\n").decode("ascii", errors="replace").split(" ", 2)
+    return trailer[len(_TRAILER) :].rstrip(b"\n").decode("ascii", errors="replace").split(" ", 2)
 
 
 def _trusted_file(st: os.stat_result) -> bool:
@@ -244,7 +244,9 @@ def store(path: Path, key: str, body: bytes, source: str | None = None) -> bytes
     return data
 
 
-def cached(directory: Path, module: str, source_path: str, source: bytes, options: dict[str, str], build) -> tuple[str, bytes]:
+def cached(
+    directory: Path, module: str, source_path: str, source: bytes, options: dict[str, str], build
+) -> tuple[str, bytes]:
     """The entry for ``source`` (the file ``source_path``, imported as ``module``) under ``options``:
     its path and sealed bytes, ``build()`` (the transpiled bytes) stored first on a miss.  Any
     ``OSError`` (an unsafe or unwritable directory, a blocked entry) propagates: see :func:`warn_failure`."""
@@ -268,8 +270,9 @@ def warn_failure(directory: Path, module: str, failure: OSError, stacklevel: int
     )
 
 
-def transpiled_file(module: str, source_path: str, source: bytes, options: dict[str, str], build, *,
-                    in_memory: str) -> tuple[str, str]:
+def transpiled_file(
+    module: str, source_path: str, source: bytes, options: dict[str, str], build, *, in_memory: str
+) -> tuple[str, str]:
     """The file name that code transpiled from ``source`` is to give, and the transpiled text, for the
     front ends that compile such code themselves (``@castpile.jit``, ``castpile run``).
 
@@ -322,9 +325,7 @@ def _files(directory: Path) -> list[os.DirEntry]:
     try:
         with os.scandir(directory) as it:
             return [
-                e
-                for e in it
-                if e.is_file(follow_symlinks=False) and (_is_entry_name(e.name) or _is_temp_name(e.name))
+                e for e in it if e.is_file(follow_symlinks=False) and (_is_entry_name(e.name) or _is_temp_name(e.name))
             ]
     except FileNotFoundError:
         return []
@@ -350,8 +351,14 @@ def entries(directory: Path) -> list[dict]:
         if match is None or not _is_entry_name(e.name):
             continue
         st = e.stat(follow_symlinks=False)
-        listed.append({"module": match["module"], "source": _recorded_source(e.path),
-                       "bytes": st.st_size, "age_s": max(now - st.st_mtime, 0.0)})
+        listed.append(
+            {
+                "module": match["module"],
+                "source": _recorded_source(e.path),
+                "bytes": st.st_size,
+                "age_s": max(now - st.st_mtime, 0.0),
+            }
+        )
     return sorted(listed, key=lambda entry: (entry["module"], entry["age_s"]))
 
 

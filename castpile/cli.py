@@ -287,8 +287,10 @@ def _shown(target: str) -> tuple[str, str]:
         raise _Usage(f"{target}: has no Python source file (found {origin})")
     options = hooked_options(spec)
     if options is None:
-        print(f"castpile show: note: no import hook takes {target}; showing what `castpile {spec.origin}` writes",
-              file=sys.stderr)
+        print(
+            f"castpile show: note: no import hook takes {target}; showing what `castpile {spec.origin}` writes",
+            file=sys.stderr,
+        )
     return origin, (options or {}).get("strategy", "loop")
 
 

@@ -31,7 +31,11 @@ def define_helpers(scope: dict, filename: str) -> None:
     wraps = next((k for k in starts if k > helpers and WRAPS_TITLE in lines[k]), len(lines))
     tree = ast.parse("".join(lines[helpers:]), filename)
     ast.increment_lineno(tree, helpers)
-    statements = [s for s in tree.body
-                  if s.lineno <= wraps or (isinstance(s, ast.Assign) and all(isinstance(t, ast.Name) and t.id in scope for t in s.targets))]
+    statements = [
+        s
+        for s in tree.body
+        if s.lineno <= wraps
+        or (isinstance(s, ast.Assign) and all(isinstance(t, ast.Name) and t.id in scope for t in s.targets))
+    ]
     exec(compile(ast.Module(statements, type_ignores=[]), filename, "exec"), scope)
     scope["__castpile_helpers__"] = filename

@@ -105,7 +105,9 @@ class _Loader(importlib.abc.InspectLoader):
 
     def _through_cache(self) -> tuple[str, bytes]:
         hook = self._hook
-        return cache.cached(hook.cache_dir, self._name, self._path, self._source, hook.options, lambda: self._transpiled)
+        return cache.cached(
+            hook.cache_dir, self._name, self._path, self._source, hook.options, lambda: self._transpiled
+        )
 
     def get_code(self, fullname):
         try:

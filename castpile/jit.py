@@ -77,8 +77,10 @@ def _error(path: str, line: int, message, **params):
 def _user_source(fn) -> tuple[str, str]:
     """The path that ``fn``'s code names and the text there (a file, or a cell's linecache entry)."""
     if not isinstance(fn, types.FunctionType):
-        raise TypeError(f"castpile.jit decorates a Python function (a def), not {type(fn).__name__}: "
-                        "put @castpile.jit directly above the def")
+        raise TypeError(
+            f"castpile.jit decorates a Python function (a def), not {type(fn).__name__}: "
+            "put @castpile.jit directly above the def"
+        )
     path = fn.__code__.co_filename
     text = "".join(linecache.getlines(path, fn.__globals__))
     if not text:
@@ -108,8 +110,9 @@ def _is_jit_decorator(decorator: ast.expr) -> bool:
     """``@jit``, ``@castpile.jit``, ``@castpile.jit(...)``: a name whose last part is ``jit``, as the compiler reads it."""
     if isinstance(decorator, ast.Call):
         decorator = decorator.func
-    return (isinstance(decorator, ast.Name) and decorator.id == "jit") or \
-        (isinstance(decorator, ast.Attribute) and decorator.attr == "jit")
+    return (isinstance(decorator, ast.Name) and decorator.id == "jit") or (
+        isinstance(decorator, ast.Attribute) and decorator.attr == "jit"
+    )
 
 
 def _prepared(fn):
@@ -237,14 +240,16 @@ def _transpile_whole(fn, path: str, text: str) -> tuple[str, str, ast.Module]:
     source = text.encode("utf-8")
     key = cache.entry_key(source, path, _OPTIONS)
     if key not in _transpiled:
+
         def build() -> bytes:
             from .compiler import transpile_source
 
             return transpile_source(source, path, **_OPTIONS)
 
         module = fn.__module__ if (fn.__module__ or "-").replace(".", "_").isidentifier() else "__main__"
-        filename, transpiled = cache.transpiled_file(module, path, source, _OPTIONS, build,
-                                                     in_memory=cache.in_memory_name(path, "castpile.jit"))
+        filename, transpiled = cache.transpiled_file(
+            module, path, source, _OPTIONS, build, in_memory=cache.in_memory_name(path, "castpile.jit")
+        )
         _transpiled[key] = (filename, transpiled, ast.parse(transpiled, filename))
     return _transpiled[key]
 
@@ -253,18 +258,26 @@ def _function(kernel: ast.FunctionDef, fn, filename: str) -> types.FunctionType:
     """``fn`` made from the transpiled ``kernel``: compiled under ``filename``, with ``fn``'s globals,
     defaults, annotations and closure cells (inside a function that binds ``fn``'s free names)."""
     kernel = ast.copy_location(
-        ast.FunctionDef(kernel.name, kernel.args, kernel.body, [], kernel.returns, kernel.type_comment), kernel)
+        ast.FunctionDef(kernel.name, kernel.args, kernel.body, [], kernel.returns, kernel.type_comment), kernel
+    )
     free = fn.__code__.co_freevars
     binds = [ast.Assign([ast.Name(name, ast.Store())], ast.Constant(None)) for name in free]
-    outer = ast.FunctionDef("castpile_closure", ast.arguments([], [], None, [], [], None, []),
-                            [*binds, kernel, ast.Return(ast.Name(kernel.name, ast.Load()))], [], None, None)
+    outer = ast.FunctionDef(
+        "castpile_closure",
+        ast.arguments([], [], None, [], [], None, []),
+        [*binds, kernel, ast.Return(ast.Name(kernel.name, ast.Load()))],
+        [],
+        None,
+        None,
+    )
     module = ast.Module([outer], [])
     ast.fix_missing_locations(ast.copy_location(outer, kernel))
     code = next(c for c in compile(module, filename, "exec").co_consts if isinstance(c, types.CodeType))
     code = next(c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == fn.__name__)
     cells = dict(zip(free, fn.__closure__ or ()))
-    function = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__,
-                                  tuple(cells[name] for name in code.co_freevars))
+    function = types.FunctionType(
+        code, fn.__globals__, fn.__name__, fn.__defaults__, tuple(cells[name] for name in code.co_freevars)
+    )
     function.__kwdefaults__ = fn.__kwdefaults__
     function.__annotations__ = dict(fn.__annotations__)
     function.__qualname__ = fn.__qualname__

@@ -25,6 +25,7 @@ def appended_header(title: str) -> str:
     """The comment line that starts a part appended after a module's last line."""
     return f"{APPENDED_MARK}{VERSION} {title} ----"
 
+
 STRATEGIES = ("loop", "gather")
 """How accesses are lowered: a loop over the buffers, or one gather of P + I pointers."""
 

@@ -77,8 +77,9 @@ def run_script(script: str, source: bytes, args: list[str], strategy: str) -> in
         return transpile_source(source, script, **options)
 
     try:
-        filename, text = cache.transpiled_file("__main__", path, source, options, build,
-                                               in_memory=cache.in_memory_name(path))
+        filename, text = cache.transpiled_file(
+            "__main__", path, source, options, build, in_memory=cache.in_memory_name(path)
+        )
     except TranspileError as error:
         print(error.render(), file=sys.stderr)
         return 1

@@ -67,4 +67,6 @@ def assert_transpiles_to(source_path, expected_path, strategy: str = "loop") -> 
             str(expected_path),
             f"castpile {source_path} --strategy {strategy}",
         )
-        raise AssertionError(f"castpile's output for {source_path} differs from {expected_path} ({how}):\n{''.join(diff)}")
+        raise AssertionError(
+            f"castpile's output for {source_path} differs from {expected_path} ({how}):\n{''.join(diff)}"
+        )

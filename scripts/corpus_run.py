@@ -71,7 +71,13 @@ def run(package: str, jobs: int, strategy: str, every: int = 1) -> dict:
             if verdict == "failure":
                 failures.append((path, detail))
                 print(f"FAIL {path}: {detail}", flush=True)
-    return {"package": package, "files": len(files), **counts, "seconds": time.perf_counter() - start, "failures": failures}
+    return {
+        "package": package,
+        "files": len(files),
+        **counts,
+        "seconds": time.perf_counter() - start,
+        "failures": failures,
+    }
 
 
 def main() -> int:
@@ -86,7 +92,10 @@ def main() -> int:
     for package in args.packages:
         r = run(package, args.jobs, args.strategy)
         failed += r["failure"]
-        print(f"| {package} | {r['files']} | {r['identical']} | {r['rejected']} | {r['failure']} | {r['seconds']:.0f} |", flush=True)
+        print(
+            f"| {package} | {r['files']} | {r['identical']} | {r['rejected']} | {r['failure']} | {r['seconds']:.0f} |",
+            flush=True,
+        )
     return 1 if failed else 0
 
 

@@ -64,8 +64,10 @@ def main() -> int:
     if worst != worst or worst > 0:  # NaN: an element was never written
         print(f"MISMATCH: {WORLD} simulated GPUs, {N} elements, max |error| {worst:g}")
         return 1
-    print(f"verified: {WORLD} simulated GPUs, {N} elements, max |error| {worst:g} "
-          f"(each rank's output == torch.stack(inputs).sum(0))")
+    print(
+        f"verified: {WORLD} simulated GPUs, {N} elements, max |error| {worst:g} "
+        f"(each rank's output == torch.stack(inputs).sum(0))"
+    )
     return 0
 
 

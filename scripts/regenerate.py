@@ -24,10 +24,16 @@ GENERATED = [
     ("benchmarks/kernels/nvshmem_kernels.py", "benchmarks/kernels/generated/nvshmem_kernels_loop.py", "loop"),
     ("castpile/gpu/fused/moe_kernels.py", "castpile/gpu/fused/moe_kernels_triton.py", "gather"),
     ("castpile/gpu/fused/rmsnorm_kernels.py", "castpile/gpu/fused/rmsnorm_kernels_triton.py", "loop"),
-    ("castpile/gpu/fused/tp_gemm/all_gather_kernels.py", "castpile/gpu/fused/tp_gemm/all_gather_kernels_triton.py",
-     "loop"),
-    ("castpile/gpu/fused/tp_gemm/reduce_scatter_kernels.py",
-     "castpile/gpu/fused/tp_gemm/reduce_scatter_kernels_triton.py", "loop"),
+    (
+        "castpile/gpu/fused/tp_gemm/all_gather_kernels.py",
+        "castpile/gpu/fused/tp_gemm/all_gather_kernels_triton.py",
+        "loop",
+    ),
+    (
+        "castpile/gpu/fused/tp_gemm/reduce_scatter_kernels.py",
+        "castpile/gpu/fused/tp_gemm/reduce_scatter_kernels_triton.py",
+        "loop",
+    ),
 ]
 
 

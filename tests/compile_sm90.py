@@ -109,7 +109,9 @@ def signature(source: str, kernel: str, types: dict[str, str], default: str = "i
     import ast
 
     [fn] = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.FunctionDef) and node.name == kernel]
-    constexpr = {a.arg for a in fn.args.args if a.annotation is not None and ast.unparse(a.annotation).endswith("constexpr")}
+    constexpr = {
+        a.arg for a in fn.args.args if a.annotation is not None and ast.unparse(a.annotation).endswith("constexpr")
+    }
     return {a.arg: "constexpr" if a.arg in constexpr else types.get(a.arg, default) for a in fn.args.args}
 
 

@@ -25,19 +25,38 @@ import sys
 import pytest
 
 if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
-    raise pytest.UsageError("triton was imported before tests/conftest.py could set TRITON_INTERPRET=1: "
-                            "run pytest with TRITON_INTERPRET=1, or without the plugin that imports triton")
+    raise pytest.UsageError(
+        "triton was imported before tests/conftest.py could set TRITON_INTERPRET=1: "
+        "run pytest with TRITON_INTERPRET=1, or without the plugin that imports triton"
+    )
 os.environ["TRITON_INTERPRET"] = "1"
 
 MODULE_TIERS = {
-    "test_collectives": "sim", "test_moe": "sim", "test_rmsnorm": "sim", "test_tp_gemm": "sim",
-    "test_torch_ops": "sim", "test_torch_ops_moe": "sim", "test_remote": "sim", "test_signal_wait": "sim",
-    "test_sim": "sim", "test_samples_run": "sim", "test_docs_run": "sim", "test_language_v12_params": "sim",
-    "test_language_v12_peers": "sim", "test_flags": "sim", "test_sim_hangs": "sim", "test_sim_wide": "sim",
-    "test_remote_modules": "sim", "test_remote_gpu_scripts": "sim",
-    "test_hostile": "subprocess", "test_wheel": "subprocess", "test_hook": "subprocess",
-    "test_hook_cache": "subprocess", "test_hook_processes": "subprocess",
-    "test_fuzz_semantics": "fuzz", "test_fuzz_mutation": "fuzz",
+    "test_collectives": "sim",
+    "test_moe": "sim",
+    "test_rmsnorm": "sim",
+    "test_tp_gemm": "sim",
+    "test_torch_ops": "sim",
+    "test_torch_ops_moe": "sim",
+    "test_remote": "sim",
+    "test_signal_wait": "sim",
+    "test_sim": "sim",
+    "test_samples_run": "sim",
+    "test_docs_run": "sim",
+    "test_language_v12_params": "sim",
+    "test_language_v12_peers": "sim",
+    "test_flags": "sim",
+    "test_sim_hangs": "sim",
+    "test_sim_wide": "sim",
+    "test_remote_modules": "sim",
+    "test_remote_gpu_scripts": "sim",
+    "test_hostile": "subprocess",
+    "test_wheel": "subprocess",
+    "test_hook": "subprocess",
+    "test_hook_cache": "subprocess",
+    "test_hook_processes": "subprocess",
+    "test_fuzz_semantics": "fuzz",
+    "test_fuzz_mutation": "fuzz",
 }
 BODY_TIERS = {"compile_for_sm90(": "sm90", "sys.executable": "subprocess", "sim.run(": "sim"}
 COMPILE_TEST = re.compile(r"sm90|compile_for_the_gpu|compiles_for")

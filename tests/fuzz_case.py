@@ -34,8 +34,14 @@ TRITON_NAMES = {  # triton's import forms: the lines, and what ``tl.`` is writte
     "as": (["import triton", "import triton.language as tl"], "tl."),
     "assign": (["import triton", "", "tl = triton.language"], "tl."),
     "from": (["import triton", "from triton import language as tl"], "tl."),
-    "dotted": (["import triton", "import triton.language", "from triton.language import constexpr"], "triton.language."),
-    "renamed": (["import triton", "import triton.language as tlang", "from triton.language import constexpr"], "tlang."),
+    "dotted": (
+        ["import triton", "import triton.language", "from triton.language import constexpr"],
+        "triton.language.",
+    ),
+    "renamed": (
+        ["import triton", "import triton.language as tlang", "from triton.language import constexpr"],
+        "tlang.",
+    ),
 }
 # The value parameters after the pointer, in each call's order (Triton's and the contract's);
 # positional arguments are a prefix of these.  Keyword-only extras come after.
@@ -47,9 +53,16 @@ CALL_PARAMS = {
     "signal": ("value", "wait_for", "sem", "scope", "mask", "op"),
     "wait": ("value", "cmp", "sem", "scope", "reset", "mask"),
 }
-EXTRAS = {"tl_load": ("eviction_policy", "cache_modifier", "volatile"), "tl_store": ("eviction_policy", "cache_modifier")}
-SEMS = {"atomic": ("relaxed", "acq_rel"), "cas": ("relaxed", "acq_rel"), "signal": ("release", "relaxed"),
-        "wait": ("acquire", "relaxed")}
+EXTRAS = {
+    "tl_load": ("eviction_policy", "cache_modifier", "volatile"),
+    "tl_store": ("eviction_policy", "cache_modifier"),
+}
+SEMS = {
+    "atomic": ("relaxed", "acq_rel"),
+    "cas": ("relaxed", "acq_rel"),
+    "signal": ("release", "relaxed"),
+    "wait": ("acquire", "relaxed"),
+}
 MASKED_SLOTS = ("mask", "other", "value", "val", "cmp", "wait_for", "reset")  # slots an effect may sit in
 # wait's cmp=: where each comparison holds, as an offset from value= (the flags are preset there): at the
 # boundary where equality satisfies it.
@@ -59,24 +72,24 @@ WAIT_HOLDS = {"eq": 0, "ne": 3, "ge": 0, "gt": 2, "le": 0, "lt": -1}
 # these keys (tests/test_fuzz_semantics.py leaves out those with an open bug).
 FEATURES = {
     "rebind": "names the binding used (shape, strides, example, tile, ptr_mask, table, rank) rebound after it, "
-              "and the bound name reusing its example's name (v1.2 binding time)",
+    "and the bound name reusing its example's name (v1.2 binding time)",
     "strides_any": "zero, repeated, overlapping and negative strides; indices c - arange, written in the "
-                   "subscript too (bufs[3 - j, j]), that cancel (v1.2 any strides)",
+    "subscript too (bufs[3 - j, j]), that cancel (v1.2 any strides)",
     "strides_names": "strides given as run-time names",
     "strides_no_shape": "strides= without shape=, 1-3 element dims",
     "reduce_keywords": "tl.sum/max/min with dtype=, keep_dims=, input=, as methods, keywords in any order; "
-                       "reducing .to(tl.int8), .to(dtype=...)",
+    "reducing .to(tl.int8), .to(dtype=...)",
     "reduce_indices": "tl.max/min with return_indices=True, return_indices_tie_break_left=",
     "triton_names": "from triton import language as tl, triton.language.x, another alias, from triton import jit",
     "triton_assign": "tl = triton.language",
     "castpile_names": "signal and wait through every castpile import form",
     "enclosing": "the kernel defined in a function that imports castpile (kernel = make_kernel())",
     "keyword_orders": "call arguments by position or keyword in any order, sem=/scope=, eviction_policy= and "
-                      "the like; the binding's keywords in any order, shape and strides by position",
+    "the like; the binding's keywords in any order, shape and strides by position",
     "side_effects": "tl.atomic_add(ctr, 1) in indices, values, masks, other, cmp, wait_for, reset: each evaluated "
-                    "once, in source order",
+    "once, in source order",
     "effects_reordered": "with side_effects: effects in call arguments written in another order than the call's "
-                         "parameters (castpile.signal(f[i], mask=m(), value=v()))",
+    "parameters (castpile.signal(f[i], mask=m(), value=v()))",
     "peer_index": "one peer table[r], r run-time or constexpr: P = () (v1.2)",
     "peer_tile": "one peer as a rank-0 tile tl.load(table + r): P = () (v1.2)",
     "slice_ptr_mask": "ptr_mask= on a table slice, of its padded extent, entries past the slice true or false (v1.2)",
@@ -86,7 +99,7 @@ FEATURES = {
     "constexpr_masks": "mask=EVEN, a tl.constexpr",
     "signal_wait_for": "castpile.signal with wait_for= (flags set to wait_for first)",
     "flag_ops": "castpile.wait with cmp= (flags preset where the comparison holds) and reset=None (flags left as "
-                "they are); castpile.signal with op=\"set\" or op=\"add\" (v1.2)",
+    'they are); castpile.signal with op="set" or op="add" (v1.2)',
     "continued": "statements continued inside brackets (with comments), joined with ';'",
     "backslashes": "statements continued with a backslash: bufs[i] += \\ and the value on the next line",
 }

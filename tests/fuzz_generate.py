@@ -83,7 +83,7 @@ def _strides(draw, case_shape, ndim, with_shape, on) -> tuple[tuple[int, ...], b
         mode = "permuted"
     extents = case_shape or (24,) * ndim
     if mode == "default":
-        return tuple(math.prod(extents[d + 1:]) for d in range(ndim)), False
+        return tuple(math.prod(extents[d + 1 :]) for d in range(ndim)), False
     if mode == "permuted":
         order = draw(st.permutations(range(ndim)))
         strides, step = [0] * ndim, 1
@@ -126,7 +126,9 @@ def cases(draw, contexts=tuple(CONTEXTS), features=frozenset()) -> Case:
         ptile, entries = (), [0]
         rank, rank_constexpr = draw(st.integers(0, 3)), draw(st.booleans())
     else:
-        ptile = (p2(world),) if tile == "tile1" else (draw(st.sampled_from([1, 2, 4])), draw(st.sampled_from([1, 2, 4])))
+        ptile = (
+            (p2(world),) if tile == "tile1" else (draw(st.sampled_from([1, 2, 4])), draw(st.sampled_from([1, 2, 4])))
+        )
         size = math.prod(ptile)
         valid = draw(st.lists(st.booleans(), min_size=size, max_size=size))
         if tile == "tile1" and draw(st.booleans()):
@@ -171,10 +173,28 @@ def cases(draw, contexts=tuple(CONTEXTS), features=frozenset()) -> Case:
     if context in ("store", "tl_store", "aug", "atomic", "cas"):
         value = draw(st.sampled_from(["row", "row_none", "full"] + ([] if dtype == "bfloat16" else ["scalar"])))
     case = Case(
-        tile=tile, ptile=ptile, entries=entries, lo=lo, dtype=dtype, shape=shape, strides=strides,
-        explicit_strides=explicit, indices=indices, irank=irank, context=context, op=op, value=value,
-        use_mask=False, importer="alias", seed=draw(st.integers(0, 2**31 - 1)), cmp=draw(st.integers(-2, 2)),
-        rank=rank, rank_constexpr=rank_constexpr, inline_indices=inline, count=count, slice_mask=slice_mask,
+        tile=tile,
+        ptile=ptile,
+        entries=entries,
+        lo=lo,
+        dtype=dtype,
+        shape=shape,
+        strides=strides,
+        explicit_strides=explicit,
+        indices=indices,
+        irank=irank,
+        context=context,
+        op=op,
+        value=value,
+        use_mask=False,
+        importer="alias",
+        seed=draw(st.integers(0, 2**31 - 1)),
+        cmp=draw(st.integers(-2, 2)),
+        rank=rank,
+        rank_constexpr=rank_constexpr,
+        inline_indices=inline,
+        count=count,
+        slice_mask=slice_mask,
         pm_padding=pm_padding,
     )
     # a dtype example: not where a compare-and-swap of a tensor tile needs memory at the example (an error)
@@ -208,7 +228,9 @@ def cases(draw, contexts=tuple(CONTEXTS), features=frozenset()) -> Case:
     takes_mask = takes_mask or (context in ("atomic", "wait") and draw(st.booleans()))
     takes_mask = takes_mask or (context == "signal" and on("mask_forms") and draw(st.booleans()))
     case.use_mask = takes_mask
-    forms = ["tensor"] + (["none", "scalar"] if on("mask_forms") else []) + (["constexpr"] if on("constexpr_masks") else [])
+    forms = (
+        ["tensor"] + (["none", "scalar"] if on("mask_forms") else []) + (["constexpr"] if on("constexpr_masks") else [])
+    )
     if takes_mask and len(forms) > 1:
         case.mask_form = draw(st.sampled_from(forms))
         case.mask_on = draw(st.booleans())
@@ -245,7 +267,7 @@ def _unaliased(case: Case) -> None:
     """Row-major strides (and no effect in an index) for a wait or a wait_for signal whose lanes alias:
     a lane resetting a flag that another lane waits on would hang it."""
     ndim = len(case.indices)
-    case.strides = tuple(math.prod((case.shape or (24,) * ndim)[d + 1:]) for d in range(ndim))
+    case.strides = tuple(math.prod((case.shape or (24,) * ndim)[d + 1 :]) for d in range(ndim))
     case.explicit_strides = case.shape is None and ndim > 1
     case.strides_names = case.strides_names and case.explicit_strides
     case.rebound = tuple(n for n in case.rebound if n != "t" or case.strides_names)
@@ -286,22 +308,38 @@ def _binding_spelling(draw, case: Case, on) -> None:
     if case.tile == "plain":
         return
     case.strides_names = case.explicit_strides and on("strides_names") and draw(st.booleans())
-    present = [k for k, there in (("shape", case.shape is not None), ("strides", case.explicit_strides),
-                                  ("ptr_mask", has_ptr_mask(case))) if there]
+    present = [
+        k
+        for k, there in (
+            ("shape", case.shape is not None),
+            ("strides", case.explicit_strides),
+            ("ptr_mask", has_ptr_mask(case)),
+        )
+        if there
+    ]
     if on("keyword_orders"):
         prefix = 0
         while prefix < 3 and prefix < len(present) and present[prefix] == ("shape", "strides", "ptr_mask")[prefix]:
             prefix += 1
         case.binding_positional = draw(st.integers(0, prefix))
-        case.binding_order = tuple(present[:case.binding_positional]) + tuple(
-            draw(st.permutations(present[case.binding_positional:])))
+        case.binding_order = tuple(present[: case.binding_positional]) + tuple(
+            draw(st.permutations(present[case.binding_positional :]))
+        )
     if on("rebind"):
         case.self_bound = draw(st.booleans())
-        names = [n for n, there in (
-            ("n", case.shape is not None), ("t", case.strides_names), ("example", not case.self_bound),
-            ("tile", case.tile in ("tile1", "tile2", "peer0d")), ("pmask", has_ptr_mask(case)),
-            ("table", case.tile in ("slice", "slice_lo", "slice_named", "peer")), ("r", case.tile in ("peer", "peer0d") and not case.rank_constexpr),
-        ) if there]
+        names = [
+            n
+            for n, there in (
+                ("n", case.shape is not None),
+                ("t", case.strides_names),
+                ("example", not case.self_bound),
+                ("tile", case.tile in ("tile1", "tile2", "peer0d")),
+                ("pmask", has_ptr_mask(case)),
+                ("table", case.tile in ("slice", "slice_lo", "slice_named", "peer")),
+                ("r", case.tile in ("peer", "peer0d") and not case.rank_constexpr),
+            )
+            if there
+        ]
         case.rebound = tuple(n for n in names if draw(st.booleans()))
 
 
@@ -312,7 +350,9 @@ def _effects(draw, case: Case, on) -> tuple[str, ...]:
     args = call_form(case)[0] if _is_call(case) else ()
     literal = {"cmp"} if case.context == "wait" else set()  # wait's cmp= is a string literal
     literal |= {"reset"} if case.reset_none else set()
-    args = [s for s in args if s in MASKED_SLOTS and s not in literal and not (s == "mask" and case.mask_form != "tensor")]
+    args = [
+        s for s in args if s in MASKED_SLOTS and s not in literal and not (s == "mask" and case.mask_form != "tensor")
+    ]
     if case.context in ("store", "aug"):
         slots.append("value")
     chosen = [s for s in slots + args if draw(st.integers(0, 3)) == 0][:3]

@@ -57,8 +57,23 @@ from fuzz_case import (
 )
 from fuzz_generate import cases
 
-__all__ = ["CONTEXTS", "FEATURES", "FLAG_CONTEXTS", "IMPORTS", "TRITON_NAMES", "Case", "Expected", "Index", "call_form",
-           "cases", "expected", "has_ptr_mask", "layout", "make_data", "poison_slot"]
+__all__ = [
+    "CONTEXTS",
+    "FEATURES",
+    "FLAG_CONTEXTS",
+    "IMPORTS",
+    "TRITON_NAMES",
+    "Case",
+    "Expected",
+    "Index",
+    "call_form",
+    "cases",
+    "expected",
+    "has_ptr_mask",
+    "layout",
+    "make_data",
+    "poison_slot",
+]
 
 
 def _user_mask(case: Case, mk: torch.Tensor) -> torch.Tensor:
@@ -90,7 +105,7 @@ def layout(case: Case) -> tuple[int, int]:
         reach.append(offsets(case, tuple(s + 1 for s in case.strides))[0])
     if "n" in case.rebound and not case.explicit_strides:
         grown = [n + 4 for n in case.shape]
-        reach.append(offsets(case, tuple(math.prod(grown[d + 1:]) for d in range(len(grown))))[0])
+        reach.append(offsets(case, tuple(math.prod(grown[d + 1 :]) for d in range(len(grown))))[0])
     reach = torch.cat(reach)
     low, high = int(reach.min()), int(reach.max())
     return -low, high - low + 1 + 3
@@ -142,8 +157,10 @@ def make_data(case: Case) -> dict:
         "bufs": bufs,
         "poison": poison,
         "table": table,
-        "pm": torch.tensor([e is not None or (case.pm_padding and p >= case.slice_count) for p, e in enumerate(case.entries)],
-                           dtype=torch.int32),
+        "pm": torch.tensor(
+            [e is not None or (case.pm_padding and p >= case.slice_count) for p, e in enumerate(case.entries)],
+            dtype=torch.int32,
+        ),
         "mk": mk,
         "ctr": torch.zeros(1, dtype=torch.int32),
         "vals": small((math.prod(case.full_shape) if case.value == "full" else max(math.prod(case.ishape), 1),)),
@@ -155,9 +172,19 @@ def make_data(case: Case) -> dict:
 
 def _apply(op: str, old: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     ops = {
-        "+": torch.add, "-": torch.sub, "*": torch.mul, "&": torch.bitwise_and, "|": torch.bitwise_or,
-        "^": torch.bitwise_xor, "add": torch.add, "max": torch.maximum, "min": torch.minimum,
-        "and": torch.bitwise_and, "or": torch.bitwise_or, "xor": torch.bitwise_xor, "xchg": lambda a, b: b,
+        "+": torch.add,
+        "-": torch.sub,
+        "*": torch.mul,
+        "&": torch.bitwise_and,
+        "|": torch.bitwise_or,
+        "^": torch.bitwise_xor,
+        "add": torch.add,
+        "max": torch.maximum,
+        "min": torch.minimum,
+        "and": torch.bitwise_and,
+        "or": torch.bitwise_or,
+        "xor": torch.bitwise_xor,
+        "xchg": lambda a, b: b,
     }
     return ops[op](old, v).to(old.dtype)
 
@@ -181,7 +208,9 @@ class Expected:
     ctr: int = 0
 
 
-def _reduced(case: Case, bufs: list[torch.Tensor], base: int, offs, bounds, user) -> tuple[torch.Tensor, list[set[int]]]:
+def _reduced(
+    case: Case, bufs: list[torch.Tensor], base: int, offs, bounds, user
+) -> tuple[torch.Tensor, list[set[int]]]:
     """The stack reduction over axis 0 (v1.1): valid entries only (not padded, ptr_mask true, in bounds),
     lanes the user's mask turns off as ``other``, 0 where a lane has no valid entry; and for
     ``return_indices`` the admissible indices along axis 0 of each lane.  Flattened P[1:] + I."""
@@ -222,8 +251,14 @@ def expected(case: Case, data: dict) -> Expected:
     flat_offs, bounds, user = _lanes(case, data["mk"])
     if case.context == "reduce":
         res, indices = _reduced(case, bufs, base, flat_offs, bounds, user)
-        return Expected(bufs, choices, res, torch.ones_like(res, dtype=torch.bool),
-                        indices if case.return_indices else None, len(case.effects))
+        return Expected(
+            bufs,
+            choices,
+            res,
+            torch.ones_like(res, dtype=torch.bool),
+            indices if case.return_indices else None,
+            len(case.effects),
+        )
     flat_inb = bounds & user
     slot = "val" if case.context in ("atomic", "cas") else "value"
     if case.value == "scalar":
@@ -256,8 +291,9 @@ def expected(case: Case, data: dict) -> Expected:
                 operands = v[p, lanes] if case.context == "atomic" else new - old
                 value = old[at[0]]
                 for lane in at.tolist():
-                    value = _apply(case.op if case.context == "atomic" else "add", value.reshape(1),
-                                   operands[lane].reshape(1))[0]
+                    value = _apply(
+                        case.op if case.context == "atomic" else "add", value.reshape(1), operands[lane].reshape(1)
+                    )[0]
                 bufs[e][element] = value
             else:
                 admissible = {x.item() for x in new[at]}

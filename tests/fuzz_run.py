@@ -47,12 +47,21 @@ def run(case: Case, strategy: str, directory: Path) -> tuple[dict, bytes]:
 
     def launch(rank=0):
         kernel[(1,)](
-            *(data[name] for name in names), *shape[:3], *scalars[:3], *strides[:3], case.rank, int(case.mask_on),
-            case.lo, case.rank, case.mask_on,
+            *(data[name] for name in names),
+            *shape[:3],
+            *scalars[:3],
+            *strides[:3],
+            case.rank,
+            int(case.mask_on),
+            case.lo,
+            case.rank,
+            case.mask_on,
         )
         return data
 
-    if case.context == "wait" or case.wait_for is not None:  # one forked rank: it sees the same addresses, and a hang is reported
+    if (
+        case.context == "wait" or case.wait_for is not None
+    ):  # one forked rank: it sees the same addresses, and a hang is reported
         [after] = sim.run(launch, 1, timeout=WAIT_TIMEOUT)
     else:
         after = launch()
@@ -69,9 +78,12 @@ def check(case: Case, strategy: str, directory: Path) -> bytes:
         raced = torch.zeros_like(got, dtype=torch.bool)
         for element, admissible in want.choices[b].items():
             assert got[element].item() in admissible, (
-                f"buffer {b} element {element}: got {got[element].item()}, racing lanes store one of {sorted(admissible)}\n{where}")
+                f"buffer {b} element {element}: got {got[element].item()}, racing lanes store one of {sorted(admissible)}\n{where}"
+            )
             raced[element] = True
-        assert torch.equal(got[~raced], model[~raced]), f"buffer {b} differs: got {got.tolist()} want {model.tolist()}\n{where}"
+        assert torch.equal(got[~raced], model[~raced]), (
+            f"buffer {b} differs: got {got.tolist()} want {model.tolist()}\n{where}"
+        )
     assert torch.equal(after["poison"], before["poison"]), f"a masked/padded stack entry was written\n{where}"
     assert torch.equal(after["table"], before["table"]), f"the table of addresses was written\n{where}"
     got = after["res"]
@@ -82,5 +94,7 @@ def check(case: Case, strategy: str, directory: Path) -> bytes:
         got_indices = after["resi"].tolist()
         wrong = [(lane, i, sorted(a)) for lane, (i, a) in enumerate(zip(got_indices, want.indices)) if a and i not in a]
         assert not wrong, f"return_indices: (lane, got, admissible) {wrong}\n{where}"
-    assert after["ctr"].item() == want.ctr, f"{want.ctr} effects should have run once each, the counter is {after['ctr'].item()}\n{where}"
+    assert after["ctr"].item() == want.ctr, (
+        f"{want.ctr} effects should have run once each, the counter is {after['ctr'].item()}\n{where}"
+    )
     return out

@@ -32,7 +32,7 @@ def _flat(shape: tuple[int, ...]) -> str:
         return "0"
     terms = []
     for axis, n in enumerate(shape):
-        stride = math.prod(shape[axis + 1:])
+        stride = math.prod(shape[axis + 1 :])
         terms.append(f"{_along(f'tl.arange(0, {n})', axis, len(shape))} * {stride}")
     return " + ".join(terms)
 
@@ -75,7 +75,9 @@ def _binding(case: Case, body: list[str]) -> str | None:
         texts["ptr_mask"] = "pmask"
     order = case.binding_order or tuple(k for k in ("shape", "strides", "ptr_mask") if k in texts)
     example = f"tl.{case.dtype}" if case.dtype_example else "example"
-    args = [example, tile] + [texts[k] if i < case.binding_positional else f"{k}={texts[k]}" for i, k in enumerate(order)]
+    args = [example, tile] + [
+        texts[k] if i < case.binding_positional else f"{k}={texts[k]}" for i, k in enumerate(order)
+    ]
     statement = f"{case.bound_name} = {mcl}({', '.join(args)})"
     body.append(statement)
     poison = poison_slot(case)
@@ -155,11 +157,16 @@ def _call(fn: str, first: str, case: Case, texts: dict[str, str]) -> str:
 def _reduction(case: Case, reduced: str) -> str:
     """``tl.<op>(X, axis=0)`` and its other spellings."""
     keyword_text = {
-        "axis": "axis=0", "keep_dims": "keep_dims=True", "dtype": f"dtype=tl.{case.sum_dtype}",
-        "return_indices": "return_indices=True", "return_indices_tie_break_left": f"return_indices_tie_break_left={case.tie_break_left}",
+        "axis": "axis=0",
+        "keep_dims": "keep_dims=True",
+        "dtype": f"dtype=tl.{case.sum_dtype}",
+        "return_indices": "return_indices=True",
+        "return_indices_tie_break_left": f"return_indices_tie_break_left={case.tie_break_left}",
         "input": f"input={reduced}",
     }
-    keywords = [keyword_text[k] for k in case.reduce_order] if case.reduce_order else (["axis=0"] if case.axis_keyword else [])
+    keywords = (
+        [keyword_text[k] for k in case.reduce_order] if case.reduce_order else (["axis=0"] if case.axis_keyword else [])
+    )
     axis = [] if case.axis_keyword else ["0"]
     if case.spelling == "method":
         return f"{reduced}.{case.op}({', '.join(axis + keywords)})"
@@ -176,13 +183,20 @@ def _access(case: Case, body: list[str]) -> str:
         idx = f"example + {' + '.join(terms)}"
     else:
         idx = f"{case.bound_name}[{', '.join(_index_names(case, body))}]"
-    texts = {"other": _with_effect(case, "other", str(case.other)), "cmp": _with_effect(case, "cmp", str(case.cmp)),
-             "sem": f'"{case.sem}"', "scope": f'"{case.scope}"', **EXTRA_VALUES}
+    texts = {
+        "other": _with_effect(case, "other", str(case.other)),
+        "cmp": _with_effect(case, "cmp", str(case.cmp)),
+        "sem": f'"{case.sem}"',
+        "scope": f'"{case.scope}"',
+        **EXTRA_VALUES,
+    }
     if case.use_mask:
         texts["mask"] = _mask_text(case, body)
     c = case.context
     if c in ("store", "tl_store", "aug", "atomic", "cas"):
-        texts["value"] = texts["val"] = _with_effect(case, "val" if c in ("atomic", "cas") else "value", _value_text(case, body))
+        texts["value"] = texts["val"] = _with_effect(
+            case, "val" if c in ("atomic", "cas") else "value", _value_text(case, body)
+        )
     if c == "signal":
         texts["value"] = _with_effect(case, "value", str(case.signal_value))
         texts["wait_for"] = _with_effect(case, "wait_for", str(case.wait_for))
@@ -198,13 +212,24 @@ def _access(case: Case, body: list[str]) -> str:
     if c == "aug":
         return f"{idx} {case.op}= {texts['value']}"
     if c == "reduce":
-        reduced = {"access": idx, "to_float32": f"{idx}.to(tl.float32)", "tl_load": _call("tl.load", idx, case, texts),
-                   "to_int8": f"{idx}.to(tl.int8)", "to_dtype_keyword": f"{idx}.to(dtype=tl.float32)",
-                   "to_bitcast_keyword": f"{idx}.to(tl.float32, bitcast=False)"}[case.reduced]
+        reduced = {
+            "access": idx,
+            "to_float32": f"{idx}.to(tl.float32)",
+            "tl_load": _call("tl.load", idx, case, texts),
+            "to_int8": f"{idx}.to(tl.int8)",
+            "to_dtype_keyword": f"{idx}.to(dtype=tl.float32)",
+            "to_bitcast_keyword": f"{idx}.to(tl.float32, bitcast=False)",
+        }[case.reduced]
         target = "x, xi" if case.return_indices else "x"
         return f"{target} = {_reduction(case, reduced)}"
-    functions = {"tl_load": "tl.load", "tl_store": "tl.store", "atomic": f"tl.atomic_{case.op}", "cas": "tl.atomic_cas",
-                 "signal": signal, "wait": wait}
+    functions = {
+        "tl_load": "tl.load",
+        "tl_store": "tl.store",
+        "atomic": f"tl.atomic_{case.op}",
+        "cas": "tl.atomic_cas",
+        "signal": signal,
+        "wait": wait,
+    }
     call = _call(functions[c], idx, case, texts)
     return f"x = {call}" if case.returns else call
 
@@ -235,7 +260,7 @@ def _continued(statements: list[str], breaks: tuple[int, ...], backslashes: bool
     for n, (s, at, how) in enumerate(chosen):
         text = out[s]
         if how == "backslash":  # ``bufs[i] += \`` and the value on the next line
-            out[s] = text[:at] + " \\\n" + indent + "    " + text[at + 1:]
+            out[s] = text[:at] + " \\\n" + indent + "    " + text[at + 1 :]
         else:
             comment = "  # continued" if n % 2 else ""
             out[s] = text[:at].rstrip() + comment + "\n" + indent + "    " + text[at:]
@@ -253,21 +278,27 @@ def source(case: Case) -> str:
         import_line = IMPORTS[case.importer][0]
         if case.importer in ("from", "from_as") and case.context in FLAG_CONTEXTS:
             name = "signal" if case.context == "signal" else "wait"
-            import_line += f", {name}" + ({"signal": " as sg", "wait": " as wt"}[name] if case.importer == "from_as" else "")
+            import_line += f", {name}" + (
+                {"signal": " as sg", "wait": " as wt"}[name] if case.importer == "from_as" else ""
+            )
     statements = [*body, access]
     if case.joined and body:
         statements = [*body[:-1], f"{body[-1]}; {access}"]
     breakable = [i for i, s in enumerate(statements) if s == binding or s.endswith(access)]
     if case.breaks:
-        broken = _continued([statements[i] for i in breakable], case.breaks, case.backslashes, "    " * (2 if case.enclosing else 1))
+        broken = _continued(
+            [statements[i] for i in breakable], case.breaks, case.backslashes, "    " * (2 if case.enclosing else 1)
+        )
         for i, text in zip(breakable, broken):
             statements[i] = text
     if case.returns or case.context == "reduce":
         statements.append(f"tl.store(res + {_flat(case.result_shape)}, x)")
     if case.return_indices:
         statements.append(f"tl.store(resi + {_flat(case.result_shape)}, xi)")
-    params = ("example, table, res, resi, vals, mk, pm, ctr, n0, n1, n2, s0, s1, s2, t0, t1, t2, r, ms, "
-              "LO: tl.constexpr, R: tl.constexpr, EVEN: tl.constexpr")
+    params = (
+        "example, table, res, resi, vals, mk, pm, ctr, n0, n1, n2, s0, s1, s2, t0, t1, t2, r, ms, "
+        "LO: tl.constexpr, R: tl.constexpr, EVEN: tl.constexpr"
+    )
     triton_lines, _ = TRITON_NAMES[case.triton_names]
     if case.jit == "jit":
         triton_lines = [*triton_lines, "from triton import jit"]
@@ -295,9 +326,20 @@ def signature(case: Case) -> dict[str, str]:
     """The kernel's parameters' Triton types (for an sm_90 compile)."""
     ptr = TRITON_TYPES[case.dtype]
     return {
-        "example": ptr, "table": "*i64", "res": ptr, "resi": "*i32", "vals": ptr, "mk": "*i32", "pm": "*i32", "ctr": "*i32",
-        **{f"{c}{d}": "i32" for c in "nst" for d in range(3)}, "r": "i32", "ms": "i32",
-        "LO": "constexpr", "R": "constexpr", "EVEN": "constexpr",
+        "example": ptr,
+        "table": "*i64",
+        "res": ptr,
+        "resi": "*i32",
+        "vals": ptr,
+        "mk": "*i32",
+        "pm": "*i32",
+        "ctr": "*i32",
+        **{f"{c}{d}": "i32" for c in "nst" for d in range(3)},
+        "r": "i32",
+        "ms": "i32",
+        "LO": "constexpr",
+        "R": "constexpr",
+        "EVEN": "constexpr",
     }
 
 

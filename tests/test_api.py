@@ -15,12 +15,33 @@ import castpile
 ROOT = Path(__file__).resolve().parents[1]
 HOW = "only has meaning inside a kernel that castpile has transpiled"
 SIGNATURES = {  # written from the language contract, parameter by parameter
-    "multicast_like": [("example", inspect.Parameter.empty), ("ptr_tile", inspect.Parameter.empty),
-                       ("shape", None), ("strides", None), ("ptr_mask", None), ("align", None), ("remote", None)],
-    "signal": [("ptrs", inspect.Parameter.empty), ("value", 1), ("wait_for", None), ("sem", "release"),
-               ("scope", "sys"), ("mask", None), ("op", "set")],
-    "wait": [("ptrs", inspect.Parameter.empty), ("value", 1), ("cmp", "eq"), ("sem", "acquire"),
-             ("scope", "sys"), ("reset", 0), ("mask", None)],
+    "multicast_like": [
+        ("example", inspect.Parameter.empty),
+        ("ptr_tile", inspect.Parameter.empty),
+        ("shape", None),
+        ("strides", None),
+        ("ptr_mask", None),
+        ("align", None),
+        ("remote", None),
+    ],
+    "signal": [
+        ("ptrs", inspect.Parameter.empty),
+        ("value", 1),
+        ("wait_for", None),
+        ("sem", "release"),
+        ("scope", "sys"),
+        ("mask", None),
+        ("op", "set"),
+    ],
+    "wait": [
+        ("ptrs", inspect.Parameter.empty),
+        ("value", 1),
+        ("cmp", "eq"),
+        ("sem", "acquire"),
+        ("scope", "sys"),
+        ("reset", 0),
+        ("mask", None),
+    ],
 }
 
 
@@ -39,8 +60,11 @@ def test_docstring_has_an_example_and_says_how_to_transpile(name):
 
 
 @pytest.mark.parametrize("name", sorted(SIGNATURES))
-@pytest.mark.parametrize("args, kwargs", [((), {}), ((1, 2, 3, 4, 5, 6, 7, 8), {}), ((None,), {"bogus": 1})],
-                         ids=["no-arguments", "too-many", "unknown-keyword"])
+@pytest.mark.parametrize(
+    "args, kwargs",
+    [((), {}), ((1, 2, 3, 4, 5, 6, 7, 8), {}), ((None,), {"bogus": 1})],
+    ids=["no-arguments", "too-many", "unknown-keyword"],
+)
 def test_untranspiled_call_says_how_to_transpile_whatever_the_arguments(name, args, kwargs):
     with pytest.raises(RuntimeError, match=f"castpile.{name} {HOW}"):
         getattr(castpile, name)(*args, **kwargs)
@@ -57,7 +81,7 @@ def test_help_shows_the_signature():
     import pydoc
 
     text = pydoc.plaintext.document(castpile.wait)
-    assert 'wait(ptrs: \'Any\', value: \'Any\' = 1, cmp: \'str\' = \'eq\'' in text, text
+    assert "wait(ptrs: 'Any', value: 'Any' = 1, cmp: 'str' = 'eq'" in text, text
 
 
 def test_multicast_is_a_documented_class_for_annotations():
@@ -76,9 +100,23 @@ def test_package_is_marked_typed():
 def mypy(tmp_path: Path, *files: Path) -> list[str]:
     """mypy's error lines for ``files``, checked from the repository root.  The modules they import are
     analysed but not reported on (``--follow-imports=silent``), as for a package installed with py.typed."""
-    proc = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "mypy-cache"),
-                           "--follow-imports=silent", "--no-error-summary", "--hide-error-context", *map(str, files)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--cache-dir",
+            str(tmp_path / "mypy-cache"),
+            "--follow-imports=silent",
+            "--no-error-summary",
+            "--hide-error-context",
+            *map(str, files),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
     assert proc.returncode == (1 if errors else 0) and not proc.stderr, proc.stdout + proc.stderr
     return errors

@@ -58,7 +58,9 @@ def test_without_nvshmem_the_error_says_what_is_missing(allocate):
     with pytest.raises(runtime.SymmetricMemoryError) as info:
         allocate((4,), torch.float32, backend="nvshmem")
     text = str(info.value)
-    assert text.startswith("NVSHMEM is not available: torch.distributed._symmetric_memory.is_nvshmem_available() is False")
+    assert text.startswith(
+        "NVSHMEM is not available: torch.distributed._symmetric_memory.is_nvshmem_available() is False"
+    )
     assert f"torch {torch.__version__}" in text and "nvidia-nvshmem-cu" in text and "libnvshmem_host" in text
     # the default backend still reaches the process-group check, as before
     with pytest.raises(runtime.SymmetricMemoryError, match="torchrun --nproc_per_node"):
@@ -159,13 +161,22 @@ def test_symmetric_tensor_defaults_and_checks():
     handles = sim.symmetric_empty(3, (4,), torch.float32)
     h = handles[1]
     assert h.reachable == (True, True, True) and h.pes == (0, 1, 2) and h.backend == "cuda" and h.all_reachable
-    fields = dict(tensor=h.tensor, buffer_ptrs=h.buffer_ptrs, signal_pad=h.signal_pad,
-                  signal_pad_ptrs=h.signal_pad_ptrs, rank=1, world_size=3, max_blocks=1)
+    fields = dict(
+        tensor=h.tensor,
+        buffer_ptrs=h.buffer_ptrs,
+        signal_pad=h.signal_pad,
+        signal_pad_ptrs=h.signal_pad_ptrs,
+        rank=1,
+        world_size=3,
+        max_blocks=1,
+    )
     with pytest.raises(symmetric.SymmetricMemoryError, match="reachable has 2 entries for 3 ranks"):
         symmetric.SymmetricTensor(**fields, reachability=symmetric.Reachability((True, True)))
     with pytest.raises(symmetric.SymmetricMemoryError, match="rank 1's own buffer is marked unreachable"):
         symmetric.SymmetricTensor(**fields, reachability=symmetric.Reachability((True, False, True)))
-    assert not symmetric.SymmetricTensor(**fields, reachability=symmetric.Reachability([True, True, False])).all_reachable
+    assert not symmetric.SymmetricTensor(
+        **fields, reachability=symmetric.Reachability([True, True, False])
+    ).all_reachable
     with pytest.raises(symmetric.SymmetricMemoryError, match="pes has 2 entries for 3 ranks"):
         symmetric.Reachability((True, True, True), pes=(0, 1))
 
@@ -211,7 +222,7 @@ def test_a_kernel_that_skips_address_zero_sums_its_node():
     world, n = 4, 6
     handles = sim.symmetric_empty(world, (n,), torch.float32, local_world_size=2)
     for h in handles:
-        h.tensor.copy_(torch.arange(n, dtype=torch.float32) + 10 ** h.rank)
+        h.tensor.copy_(torch.arange(n, dtype=torch.float32) + 10**h.rank)
     for h in handles:
         out = torch.empty(n)
         _reachable_sum[(1,)](h.buffer_ptrs, out, n, WORLD=world, BLOCK=8)
@@ -241,9 +252,14 @@ def test_the_library_refuses_tensors_with_remote_peers():
     from castpile.gpu.fused import rmsnorm
 
     symm = sim.symmetric_empty(2, (4, 8), torch.float32, local_world_size=1)[0]
-    calls = [lambda: collectives.all_reduce(symm), lambda: collectives.all_reduce_one_shot(symm),
-             lambda: collectives.all_reduce_two_shot(symm), lambda: collectives.all_gather(symm),
-             lambda: collectives.reduce_scatter(symm), lambda: rmsnorm.all_reduce_rmsnorm(symm, torch.ones(8))]
+    calls = [
+        lambda: collectives.all_reduce(symm),
+        lambda: collectives.all_reduce_one_shot(symm),
+        lambda: collectives.all_reduce_two_shot(symm),
+        lambda: collectives.all_gather(symm),
+        lambda: collectives.reduce_scatter(symm),
+        lambda: rmsnorm.all_reduce_rmsnorm(symm, torch.ones(8)),
+    ]
     refused = r"rank 1 is not load/store reachable from rank 0 \(backend 'nvshmem'; remote ranks \[1\]\)"
     for call in calls:
         with pytest.raises(ValueError, match=refused):
@@ -254,8 +270,14 @@ def test_the_library_refuses_tensors_with_remote_peers():
 
 
 def test_remote_table_encodes_remote_peers_by_local_address_and_pe():
-    words = backends.remote_table([0x5000, 0, 0x7000, 0], (True, False, True, False), 0x5000, (8, 9, 10, 11),
-                                  scratch_address=0xA000, scratch_bytes=4096)
+    words = backends.remote_table(
+        [0x5000, 0, 0x7000, 0],
+        (True, False, True, False),
+        0x5000,
+        (8, 9, 10, 11),
+        scratch_address=0xA000,
+        scratch_bytes=4096,
+    )
     assert words[:2] == [0xA000, 4096]
     assert words[2:] == [0x5000, 0x5000 | 10 << 48, 0x7000, 0x5000 | 12 << 48]  # PE 9 and 11: tags 10 and 12
     entry = words[3]
@@ -273,8 +295,10 @@ def test_remote_table_refuses_what_does_not_fit():
 def test_the_simulator_publishes_remote_tables(world, lws):
     handles = sim.symmetric_empty(world, (6,), torch.int32, local_world_size=lws)
     for h in handles:
-        for table, ptrs, own in ((h.remote_ptrs, h.buffer_ptrs, h.tensor), (h.signal_pad_remote_ptrs, h.signal_pad_ptrs,
-                                                                               h.signal_pad)):
+        for table, ptrs, own in (
+            (h.remote_ptrs, h.buffer_ptrs, h.tensor),
+            (h.signal_pad_remote_ptrs, h.signal_pad_ptrs, h.signal_pad),
+        ):
             assert table.dtype == torch.int64 and table.numel() == world
             header = torch.tensor([], dtype=torch.int64).set_(table.untyped_storage())[:2]
             assert header.tolist() == [h.remote_scratch.data_ptr(), sim.SIM_REMOTE_SCRATCH_BYTES]
@@ -283,8 +307,10 @@ def test_the_simulator_publishes_remote_tables(world, lws):
                     assert entry == ptr != 0
                 else:
                     assert ptr == 0 and entry == own.data_ptr() | (r + 1) << 48
-                    assert sim.peer_address(entry & ((1 << 48) - 1), r) == (handles[r].tensor if own is h.tensor
-                                                                             else handles[r].signal_pad).data_ptr()
+                    assert (
+                        sim.peer_address(entry & ((1 << 48) - 1), r)
+                        == (handles[r].tensor if own is h.tensor else handles[r].signal_pad).data_ptr()
+                    )
 
 
 def test_every_peer_reachable_needs_no_scratch():

@@ -242,4 +242,5 @@ def test_binding_time_kernels_compile_for_sm90(tmp_path, strategy):
     jobs = [Job(module, kernel, signature, constexprs) for kernel, signature, constexprs in JOBS]
     results = compile_for_sm90(jobs, tmp_path)
     assert len(results) == len(jobs) and all(r.ok for r in results.values()), {
-        name: r.error for name, r in results.items() if not r.ok}
+        name: r.error for name, r in results.items() if not r.ok
+    }

@@ -70,11 +70,14 @@ def test_form_feed_before_a_rewritten_statement_is_kept():
 
 def test_form_feeds_everywhere_else_are_kept():
     """Before `else`, a comment, a continuation line, a blank line, a dedent, the end; after a BOM."""
-    source = KERNEL.replace(
-        b"    x = bufs[offs]\n",
-        b"    if n > 0:\n        x = bufs[offs]\n\f    else:\n\f        x = bufs[offs + 1]\n"
-        b"\f    # note\n    y = tl.arange(\n\f        0, BLOCK)\n\f\n",
-    ) + b"\fz = 1\n    \fw = 2\n\f\n"
+    source = (
+        KERNEL.replace(
+            b"    x = bufs[offs]\n",
+            b"    if n > 0:\n        x = bufs[offs]\n\f    else:\n\f        x = bufs[offs + 1]\n"
+            b"\f    # note\n    y = tl.arange(\n\f        0, BLOCK)\n\f\n",
+        )
+        + b"\fz = 1\n    \fw = 2\n\f\n"
+    )
     expected = expected_output(source)
     assert transpile(source) == expected
     assert transpile(BOM + b"\f" + source) == BOM + b"\f" + expected
@@ -105,7 +108,13 @@ def test_diagnostic_column_and_line_on_a_form_feed_line():
 def test_source_line_breaks_lines_where_python_does():
     """A form feed, a vertical tab or U+2028 in a line is no line break for Python."""
     text = "a = 1  # \f page\nb = '\u2028\x0b'\rc = 3\r\nd = 4"
-    assert [source_line(text, n) for n in (1, 2, 3, 4, 5)] == ["a = 1  # \f page", "b = '\u2028\x0b'", "c = 3", "d = 4", ""]
+    assert [source_line(text, n) for n in (1, 2, 3, 4, 5)] == [
+        "a = 1  # \f page",
+        "b = '\u2028\x0b'",
+        "c = 3",
+        "d = 4",
+        "",
+    ]
     source = KERNEL.replace(b"    x = bufs[offs]", b"    # \f page break\n    x = bufs + 1")
     with pytest.raises(castpile.TranspileError) as caught:
         transpile(source)

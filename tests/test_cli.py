@@ -150,8 +150,12 @@ def plain(tmp_path):
 @pytest.mark.parametrize("form", ["src_o", "o_src", "output", "stdout"])
 def test_plain_file_comes_back_unchanged(form, entry, plain, tmp_path):
     out = tmp_path / "out.py"
-    argv = {"src_o": [plain, "-o", out], "o_src": ["-o", out, plain], "output": [plain, "--output", out],
-            "stdout": [plain]}[form]
+    argv = {
+        "src_o": [plain, "-o", out],
+        "o_src": ["-o", out, plain],
+        "output": [plain, "--output", out],
+        "stdout": [plain],
+    }[form]
     code, stdout, err = entry(argv)
     assert code == 0 and err == ""
     if form == "stdout":
@@ -285,9 +289,22 @@ def test_interrupted_plain_write_leaves_nothing(entry, plain, tmp_path, monkeypa
 
 @pytest.mark.parametrize(
     "argv",
-    [["--version"], ["--check", "P"], ["P", "--diff"], ["P", "--strategy", "gather", "-o", "O"], ["P", "P", "-o", "D"],
-     ["P", "-o"], ["P", "-o", "-"], ["-o", "O"], ["P", "-o", "O", "-o", "O"], ["--output=O", "P"],
-     ["-oO", "P"], ["--out", "O", "P"], ["--", "P"], ["-x"]],
+    [
+        ["--version"],
+        ["--check", "P"],
+        ["P", "--diff"],
+        ["P", "--strategy", "gather", "-o", "O"],
+        ["P", "P", "-o", "D"],
+        ["P", "-o"],
+        ["P", "-o", "-"],
+        ["-o", "O"],
+        ["P", "-o", "O", "-o", "O"],
+        ["--output=O", "P"],
+        ["-oO", "P"],
+        ["--out", "O", "P"],
+        ["--", "P"],
+        ["-x"],
+    ],
 )
 def test_other_forms_go_to_argparse(argv):
     assert plain_form(argv) is None
@@ -303,7 +320,15 @@ def test_cache_subcommand_wins_over_a_file_named_cache(entry, tmp_path, monkeypa
 
 @pytest.mark.parametrize(
     "argv",
-    [["P"], ["-"], ["P", "-o", "O"], ["-o", "O", "P"], ["P", "--output", "O"], ["--output", "O", "-"], ["-", "-o", "O"]],
+    [
+        ["P"],
+        ["-"],
+        ["P", "-o", "O"],
+        ["-o", "O", "P"],
+        ["P", "--output", "O"],
+        ["--output", "O", "-"],
+        ["-", "-o", "O"],
+    ],
 )
 def test_plain_form_parses_as_argparse_does(argv):
     args = cli._parser().parse_args(argv)
@@ -352,12 +377,22 @@ def test_closed_stdout_is_exit_2_without_a_traceback(tmp_path, args):
     src = tmp_path / "k.py"
     src.write_bytes(b"x = 1\n")
     argv = [a.format(src=src) for a in args]
-    proc = subprocess.run([sys.executable, "-m", "castpile", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          timeout=60, preexec_fn=lambda: os.close(1))
+    proc = subprocess.run(
+        [sys.executable, "-m", "castpile", *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        timeout=60,
+        preexec_fn=lambda: os.close(1),
+    )
     assert proc.returncode == 2 and proc.stderr == b"castpile: cannot write to stdout: it is closed\n"
 
 
 def test_closed_stdin_is_exit_2_without_a_traceback():
-    proc = subprocess.run([sys.executable, "-m", "castpile", "-"], stdin=subprocess.DEVNULL, capture_output=True,
-                          timeout=60, preexec_fn=lambda: os.close(0))
+    proc = subprocess.run(
+        [sys.executable, "-m", "castpile", "-"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
+        preexec_fn=lambda: os.close(0),
+    )
     assert proc.returncode == 2 and proc.stderr == b"castpile: error: cannot read stdin: it is closed\n"

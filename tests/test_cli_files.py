@@ -21,8 +21,12 @@ CHILD_TIMEOUT_S = 60
 def castpile(*args, cwd=None, stdout=subprocess.PIPE, preexec_fn=None):
     """``python -m castpile ARGS`` in a child (the plain copy's fast path included)."""
     return subprocess.run(
-        [sys.executable, "-m", "castpile", *map(str, args)], stdout=stdout, stderr=subprocess.PIPE,
-        cwd=cwd, preexec_fn=preexec_fn, timeout=CHILD_TIMEOUT_S,
+        [sys.executable, "-m", "castpile", *map(str, args)],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        preexec_fn=preexec_fn,
+        timeout=CHILD_TIMEOUT_S,
     )
 
 
@@ -107,8 +111,11 @@ def test_full_stdout_exits_2(source):
     assert proc.stderr.decode() == "castpile: cannot write to stdout: No space left on device\n"
 
 
-@pytest.mark.parametrize("argv", [["SRC", "--diff"], ["--version"], ["--help"], ["cache", "info", "--dir", "DIR"]],
-                         ids=["diff", "version", "help", "cache_info"])
+@pytest.mark.parametrize(
+    "argv",
+    [["SRC", "--diff"], ["--version"], ["--help"], ["cache", "info", "--dir", "DIR"]],
+    ids=["diff", "version", "help", "cache_info"],
+)
 def test_full_stdout_exits_2_in_other_modes(argv, tmp_path):
     src = tmp_path / "kern.py"
     src.write_bytes(KERNEL)
@@ -259,7 +266,8 @@ def plain_file(tmp_path):
 def test_sigterm_while_writing_leaves_no_temporary_file(how, plain_file, tmp_path):
     out = tmp_path / "out.py"
     child = subprocess.Popen(
-        [sys.executable, "-c", SIGTERMED, how, str(out), str(plain_file)], stdout=subprocess.PIPE,
+        [sys.executable, "-c", SIGTERMED, how, str(out), str(plain_file)],
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
     try:

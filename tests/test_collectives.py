@@ -37,16 +37,27 @@ def _handles(world, shape, dtype, max_blocks):
 
 CASES = {
     # name: (symmetric shape, run(symm) -> result, reference(inputs, rank))
-    "one_shot": ((N,), lambda s, **kw: collectives.all_reduce_one_shot(s, block=TILE, **kw).clone(),
-                 lambda xs, r: torch.stack(xs).float().sum(0).to(xs[0].dtype)),
-    "two_shot": ((N,), lambda s, **kw: collectives.all_reduce_two_shot(s, block=TILE, push=False, **kw).clone(),
-                 lambda xs, r: torch.stack(xs).float().sum(0).to(xs[0].dtype)),
-    "two_shot_push": ((N,), lambda s, **kw: collectives.all_reduce_two_shot(s, block=TILE, push=True, **kw).clone(),
-                      lambda xs, r: torch.stack(xs).float().sum(0).to(xs[0].dtype)),
-    "all_gather": ((M,), lambda s, **kw: collectives.all_gather(s, block=TILE, **kw),
-                   lambda xs, r: torch.stack(xs)),
-    "reduce_scatter": (None, lambda s, **kw: collectives.reduce_scatter(s, block=TILE, **kw),
-                       lambda xs, r: torch.stack(xs).float().sum(0).to(xs[0].dtype).chunk(len(xs))[r]),
+    "one_shot": (
+        (N,),
+        lambda s, **kw: collectives.all_reduce_one_shot(s, block=TILE, **kw).clone(),
+        lambda xs, r: torch.stack(xs).float().sum(0).to(xs[0].dtype),
+    ),
+    "two_shot": (
+        (N,),
+        lambda s, **kw: collectives.all_reduce_two_shot(s, block=TILE, push=False, **kw).clone(),
+        lambda xs, r: torch.stack(xs).float().sum(0).to(xs[0].dtype),
+    ),
+    "two_shot_push": (
+        (N,),
+        lambda s, **kw: collectives.all_reduce_two_shot(s, block=TILE, push=True, **kw).clone(),
+        lambda xs, r: torch.stack(xs).float().sum(0).to(xs[0].dtype),
+    ),
+    "all_gather": ((M,), lambda s, **kw: collectives.all_gather(s, block=TILE, **kw), lambda xs, r: torch.stack(xs)),
+    "reduce_scatter": (
+        None,
+        lambda s, **kw: collectives.reduce_scatter(s, block=TILE, **kw),
+        lambda xs, r: torch.stack(xs).float().sum(0).to(xs[0].dtype).chunk(len(xs))[r],
+    ),
 }
 
 
@@ -61,8 +72,11 @@ def test_collectives_match_torch(world, dtype):
     """Every collective, ITERS calls each with fresh data, ranks started at random times."""
     # Three blocks at most: each walks several tiles, as on a GPU with large inputs.
     handles = {name: _handles(world, _shape(name, world), dtype, max_blocks=3) for name in CASES}
-    data = {(name, it): _inputs(world, dtype, 100 * world + 10 * i + it, _shape(name, world))
-            for i, name in enumerate(CASES) for it in range(ITERS)}
+    data = {
+        (name, it): _inputs(world, dtype, 100 * world + 10 * i + it, _shape(name, world))
+        for i, name in enumerate(CASES)
+        for it in range(ITERS)
+    }
 
     def body(rank):
         rng = random.Random(rank * 7919 + world)
@@ -78,7 +92,9 @@ def test_collectives_match_torch(world, dtype):
     outs = sim.run(body, world, timeout=150)
     bad = [
         f"{name} iteration {it} rank {rank}"
-        for rank in range(world) for name in CASES for it in range(ITERS)
+        for rank in range(world)
+        for name in CASES
+        for it in range(ITERS)
         if not torch.equal(outs[rank][name, it], CASES[name][2](data[name, it], rank))
     ]
     assert not bad, f"wrong results: {bad}"
@@ -127,14 +143,36 @@ def test_kernels_compile_for_the_gpu_with_system_scope_atomics(tmp_path):
     from castpile.gpu.collectives import kernels_triton as k
 
     module = "castpile.gpu.collectives.kernels_triton"
-    barriers = (k.one_shot_all_reduce, k.two_shot_all_reduce, k.two_shot_push_all_reduce, k.all_gather, k.reduce_scatter)
+    barriers = (
+        k.one_shot_all_reduce,
+        k.two_shot_all_reduce,
+        k.two_shot_push_all_reduce,
+        k.all_gather,
+        k.reduce_scatter,
+    )
     jobs = []
     for dt in ("fp32", "bf16"):
-        ll_sig = {"buf": "*" + dt, "ll": "*i64", "ll_ptrs": "*i64", "epochs": "*i32", "out": "*" + dt, "rank": "i32",
-                  "m": "i32", "WORLD": "constexpr", "BLOCK": "constexpr"}
+        ll_sig = {
+            "buf": "*" + dt,
+            "ll": "*i64",
+            "ll_ptrs": "*i64",
+            "epochs": "*i32",
+            "out": "*" + dt,
+            "rank": "i32",
+            "m": "i32",
+            "WORLD": "constexpr",
+            "BLOCK": "constexpr",
+        }
         jobs.append(Job(module, "low_latency_all_reduce", ll_sig, {"WORLD": 2, "BLOCK": 512}, name=f"ll-{dt}"))
-        types = {"buf": "*" + dt, "buf_ptrs": "*i64", "pad": "*i32", "pad_ptrs": "*i64", "out": "*" + dt,
-                 "scratch": "*" + dt, "scratch_ptrs": "*i64"}
+        types = {
+            "buf": "*" + dt,
+            "buf_ptrs": "*i64",
+            "pad": "*i32",
+            "pad_ptrs": "*i64",
+            "out": "*" + dt,
+            "scratch": "*" + dt,
+            "scratch_ptrs": "*i64",
+        }
         for fn in barriers:
             sig = {a: types.get(a, "i32") for a in fn.arg_names}
             sig.update(WORLD="constexpr", BLOCK="constexpr", BARRIER="constexpr")
@@ -199,8 +237,9 @@ def test_pushing_two_shot_needs_its_scratch_and_is_chosen_above_the_threshold(mo
     with pytest.raises(ValueError, match="push_scratch=True"):
         collectives.all_reduce_two_shot(plain, push=True)
     with pytest.raises(ValueError, match="powers of two up to 4096"):
-        collectives.all_reduce_two_shot(sim.symmetric_empty(2, (N,), torch.float32, push_scratch=True)[0],
-                                        block=8192, push=True)
+        collectives.all_reduce_two_shot(
+            sim.symmetric_empty(2, (N,), torch.float32, push_scratch=True)[0], block=8192, push=True
+        )
     chosen = []
     monkeypatch.setattr(collectives, "_issue", lambda symm, key, *a, **k: chosen.append(key[0]))
     big = sim.symmetric_empty(2, ((4 << 20) // 4 + 4,), torch.float32, push_scratch=True)[0]

@@ -18,14 +18,30 @@ from compile_sm90 import Job, compile_for_sm90, signature
 
 HERE = Path(__file__).parent
 # The parameters that are not the buffers' element pointers ("*<dtype>") or i32 scalars.
-TYPES = {"table": "*i64", "ctr": "*i32", "pad": "*i32", "buf_ptrs": "*i64", "pad_ptrs": "*i64", "gathered_ptrs": "*i64",
-         "ctr_ptrs": "*i64", "x": "*fp32", "buf": "*fp32", "sums": "*fp32", "others": "*fp32", "gathered": "*fp32"}
+TYPES = {
+    "table": "*i64",
+    "ctr": "*i32",
+    "pad": "*i32",
+    "buf_ptrs": "*i64",
+    "pad_ptrs": "*i64",
+    "gathered_ptrs": "*i64",
+    "ctr_ptrs": "*i64",
+    "x": "*fp32",
+    "buf": "*fp32",
+    "sums": "*fp32",
+    "others": "*fp32",
+    "gathered": "*fp32",
+}
 
 
 def variants(dtypes, addresses="*i64", **constexprs):
     """One compile per element type and combination of constexpr values (a list is a choice of values)."""
     choices = {name: value if isinstance(value, list) else [value] for name, value in constexprs.items()}
-    return [(dtype, addresses, dict(zip(choices, combo))) for dtype in dtypes for combo in itertools.product(*choices.values())]
+    return [
+        (dtype, addresses, dict(zip(choices, combo)))
+        for dtype in dtypes
+        for combo in itertools.product(*choices.values())
+    ]
 
 
 ALL_TYPES, ARITHMETIC = ["fp32", "bf16", "i32"], ["fp32", "i32"]
@@ -80,8 +96,16 @@ COMPILES = {
 # jit functions that are no kernels: compiled through the kernels that call them.
 CALLED_ONLY = {
     "kernels_v11.py": {"_castpile_load_loop"},
-    "kernels_v12_params.py": {"meet", "stack_total", "total_into", "push_row", "column_total", "count_into",
-                              "fill", "window_total"},
+    "kernels_v12_params.py": {
+        "meet",
+        "stack_total",
+        "total_into",
+        "push_row",
+        "column_total",
+        "count_into",
+        "fill",
+        "window_total",
+    },
 }
 
 
@@ -95,8 +119,14 @@ def kernels_of(source: str) -> dict[str, str]:
         if any(ast.unparse(d).split("(")[0].endswith("jit") for d in node.decorator_list):
             found[node.name] = node.name
         else:
-            found.update({f"{node.name}()": inner.name for inner in ast.walk(node) if isinstance(inner, ast.FunctionDef)
-                          and any(ast.unparse(d).split("(")[0].endswith("jit") for d in inner.decorator_list)})
+            found.update(
+                {
+                    f"{node.name}()": inner.name
+                    for inner in ast.walk(node)
+                    if isinstance(inner, ast.FunctionDef)
+                    and any(ast.unparse(d).split("(")[0].endswith("jit") for d in inner.decorator_list)
+                }
+            )
     return found
 
 
@@ -117,15 +147,22 @@ def test_the_semantic_kernels_compile_for_sm90(tmp_path, strategy):
         for kernel, compiles in kernels.items():
             for dtype, addresses, constexprs in compiles:
                 types = {**TYPES, "table": addresses, **dict.fromkeys(("out", "example", "src", "flags"), f"*{dtype}")}
-                jobs.append(Job(module, kernel, signature(source, defs[kernel], types), constexprs,
-                                name=f"{filename}:{kernel} {dtype} {addresses} {constexprs}"))
+                jobs.append(
+                    Job(
+                        module,
+                        kernel,
+                        signature(source, defs[kernel], types),
+                        constexprs,
+                        name=f"{filename}:{kernel} {dtype} {addresses} {constexprs}",
+                    )
+                )
     results = compile_for_sm90(jobs, tmp_path)
     failures = {name: r.error for name, r in results.items() if not r.ok}
     assert not failures, "\n\n".join(f"{name}:\n{error}" for name, error in failures.items())
     assert ".target sm_90" in next(iter(results.values())).ptx.read_text()
 
 
-ALIGN_KERNELS = b'''
+ALIGN_KERNELS = b"""
 import triton
 import triton.language as tl
 from castpile import multicast_like
@@ -143,7 +180,7 @@ def stack_sum_aligned(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
     bufs = multicast_like(out, table[:W], shape=(n,), align=16)
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(out + offs, tl.sum(bufs[offs].to(tl.float32), axis=0), mask=offs < n)
-'''
+"""
 
 
 @pytest.mark.parametrize("strategy", castpile.STRATEGIES)

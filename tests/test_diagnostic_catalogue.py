@@ -71,7 +71,10 @@ def test_each_entry_is_one_module_name_with_a_grouped_id_and_parameters_it_fills
 
 
 def test_a_message_takes_exactly_its_parameters():
-    assert diagnostics.SUBSCRIPT_ONLY.text(name="x") == "'x' is a multicast tensor and may only be subscripted, as in x[idx]"
+    assert (
+        diagnostics.SUBSCRIPT_ONLY.text(name="x")
+        == "'x' is a multicast tensor and may only be subscripted, as in x[idx]"
+    )
     with pytest.raises(TypeError, match="E201 takes the parameters"):
         diagnostics.SUBSCRIPT_ONLY.text()
     with pytest.raises(TypeError):

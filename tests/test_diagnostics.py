@@ -41,19 +41,36 @@ REMOTE = "bufs = multicast_like(out, table[:W], remote='nvshmem')\n"
 CASES = [
     pytest.param("bufs = multicast_like(out, table[:W])\nx = bufs + 1\n", [(1, 9, "E201", BUFS)], id="not subscripted"),
     pytest.param("bufs = multicast_like(out, table[:W])\nfoo(bufs)\n", [(1, 9, "E202", BUFS)], id="passed"),
-    pytest.param("bufs = multicast_like(out, table[:W], shape=(n, m))\nx = bufs[offs]\n",
-                 [(1, 9, "E304", {"name": "bufs", "takes": "2 indices", "what": "shape", "given": 1})], id="index count"),
-    pytest.param("bufs = multicast_like(out, table[:W])\nx = bufs[offs, 0]\n",
-                 [(1, 9, "E304", {"name": "bufs", "takes": "1 index", "what": "no shape", "given": 2})],
-                 id="index count without shape"),
-    pytest.param("bufs = multicast_like(out, table[:W])\nbufs = multicast_like(out, table[:W])\n",
-                 [(1, 5, "E102", BUFS)], id="bound twice"),
-    pytest.param("bufs = multicast_like(out, table[:W], shape=[n])\n", [(0, 49, "E103", {"keyword": "shape"})],
-                 id="shape a list: at the list"),
-    pytest.param("bufs = multicast_like(out, table[:W], strides=s)\n", [(0, 51, "E103", {"keyword": "strides"})],
-                 id="strides a name"),
-    pytest.param("bufs = multicast_like(out, table[:W], shape=(n, m), strides=(1,))\n",
-                 [(0, 66, "E104", {"strides": 1, "shape": 2})], id="strides and shape lengths: inside the parentheses"),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W], shape=(n, m))\nx = bufs[offs]\n",
+        [(1, 9, "E304", {"name": "bufs", "takes": "2 indices", "what": "shape", "given": 1})],
+        id="index count",
+    ),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W])\nx = bufs[offs, 0]\n",
+        [(1, 9, "E304", {"name": "bufs", "takes": "1 index", "what": "no shape", "given": 2})],
+        id="index count without shape",
+    ),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W])\nbufs = multicast_like(out, table[:W])\n",
+        [(1, 5, "E102", BUFS)],
+        id="bound twice",
+    ),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W], shape=[n])\n",
+        [(0, 49, "E103", {"keyword": "shape"})],
+        id="shape a list: at the list",
+    ),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W], strides=s)\n",
+        [(0, 51, "E103", {"keyword": "strides"})],
+        id="strides a name",
+    ),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W], shape=(n, m), strides=(1,))\n",
+        [(0, 66, "E104", {"strides": 1, "shape": 2})],
+        id="strides and shape lengths: inside the parentheses",
+    ),
     pytest.param("bufs = multicast_like(out, table[:W])\nx = bufs[0:4]\n", [(1, 14, *SLICE_INDEX)], id="slice index"),
     pytest.param("bufs = multicast_like(out, table[:W])\nx = bufs[*offs]\n", [(1, 14, "E302", {})], id="starred index"),
     pytest.param("bufs = multicast_like(out, table[:m])\n", [(0, 39, "E110", {})], id="slice bound not constexpr"),
@@ -61,53 +78,111 @@ CASES = [
     pytest.param("bufs = multicast_like(out, table[1:])\n", [(0, 32, "E109", {})], id="slice unbounded"),
     pytest.param("bufs = multicast_like(out, table[0:W:2])\n", [(0, 42, "E108", {})], id="stepped slice: at the step"),
     pytest.param("a, b = multicast_like(out, table[:W]), 1\n", [(0, 12, "E101", {})], id="not a plain assignment"),
-    pytest.param("bufs = multicast_like(out)\n", [(0, 12, "E405", {"call": "multicast_like", "keyword": "ptr_tile"})],
-                 id="missing argument"),
-    pytest.param("bufs = multicast_like(out, table[:W], shap=(n,))\n",
-                 [(0, 12, "E403", {"call": "multicast_like", "keyword": "shap"})], id="unknown keyword: at the call"),
-    pytest.param("bufs = multicast_like(out, table[:W], **opts)\n", [(0, 12, "E401", {"call": "multicast_like"})],
-                 id="starred argument"),
-    pytest.param("bufs = multicast_like(out, table[:W], example=out)\n",
-                 [(0, 12, "E404", {"call": "multicast_like", "keyword": "example"})], id="argument given twice"),
+    pytest.param(
+        "bufs = multicast_like(out)\n",
+        [(0, 12, "E405", {"call": "multicast_like", "keyword": "ptr_tile"})],
+        id="missing argument",
+    ),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W], shap=(n,))\n",
+        [(0, 12, "E403", {"call": "multicast_like", "keyword": "shap"})],
+        id="unknown keyword: at the call",
+    ),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W], **opts)\n",
+        [(0, 12, "E401", {"call": "multicast_like"})],
+        id="starred argument",
+    ),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W], example=out)\n",
+        [(0, 12, "E404", {"call": "multicast_like", "keyword": "example"})],
+        id="argument given twice",
+    ),
     pytest.param("bufs = multicast_like(out, table[:W], align=12)\n", [(0, 49, "E105", {})], id="align"),
-    pytest.param("bufs = multicast_like(out, table[:W], remote='ucx')\n", [(0, 50, "E112", {"backends": "'nvshmem'"})],
-                 id="remote names no backend: at the value"),
-    pytest.param("bufs = multicast_like(out, table[:W], remote=W)\n", [(0, 50, "E112", {"backends": "'nvshmem'"})],
-                 id="remote not a string literal"),
-    pytest.param("bufs = multicast_like(out, tl.load(table + offs), remote='nvshmem')\n", [(0, 62, "E113", {})],
-                 id="remote with a tensor tile"),
-    pytest.param(REMOTE + "x = tl.atomic_add(bufs[offs], 1)\n", [(1, 9, "E410", {"op": "atomic_add", "name": "bufs"})],
-                 id="atomics on a remote binding: at the call"),
-    pytest.param(REMOTE + "tl.atomic_cas(bufs[offs], 0, 1)\n", [(1, 5, "E410", {"op": "atomic_cas", "name": "bufs"})],
-                 id="atomic_cas on a remote binding"),
-    pytest.param("bufs = multicast_like(out, table[:W])\nx = tl.load(bufs[offs], boundary_check=(0,))\n",
-                 [(1, 45, "E407", {"keyword": "boundary_check"})], id="block-pointer keyword: at the value"),
-    pytest.param("castpile.signal(out + offs)\n", [(0, 21, "E408", {"call": "castpile.signal"})], id="signal needs an access"),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W], remote='ucx')\n",
+        [(0, 50, "E112", {"backends": "'nvshmem'"})],
+        id="remote names no backend: at the value",
+    ),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W], remote=W)\n",
+        [(0, 50, "E112", {"backends": "'nvshmem'"})],
+        id="remote not a string literal",
+    ),
+    pytest.param(
+        "bufs = multicast_like(out, tl.load(table + offs), remote='nvshmem')\n",
+        [(0, 62, "E113", {})],
+        id="remote with a tensor tile",
+    ),
+    pytest.param(
+        REMOTE + "x = tl.atomic_add(bufs[offs], 1)\n",
+        [(1, 9, "E410", {"op": "atomic_add", "name": "bufs"})],
+        id="atomics on a remote binding: at the call",
+    ),
+    pytest.param(
+        REMOTE + "tl.atomic_cas(bufs[offs], 0, 1)\n",
+        [(1, 5, "E410", {"op": "atomic_cas", "name": "bufs"})],
+        id="atomic_cas on a remote binding",
+    ),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W])\nx = tl.load(bufs[offs], boundary_check=(0,))\n",
+        [(1, 45, "E407", {"keyword": "boundary_check"})],
+        id="block-pointer keyword: at the value",
+    ),
+    pytest.param(
+        "castpile.signal(out + offs)\n", [(0, 21, "E408", {"call": "castpile.signal"})], id="signal needs an access"
+    ),
     pytest.param("castpile.signal(value=1)\n", [(0, 5, "E406", {"call": "signal"})], id="signal without its pointer"),
-    pytest.param("bufs = multicast_like(out, table[:W])\ntl.store(bufs[offs])\n",
-                 [(1, 5, "E405", {"call": "store", "keyword": "value"})], id="store without a value"),
-    pytest.param("bufs = multicast_like(out, table[:W])\nx = tl.load(bufs[offs], mask=tl.arange(0, W) != 0)\n",
-                 [(1, 34, "E411", {"op": "load", "name": "bufs", "arange": "arange(0, W)"})],
-                 id="an access mask with one flag per buffer: at the mask"),
-    pytest.param("bufs = multicast_like(out, table[:W], shape=(W, BLOCK))\nx = bufs[..., 0]\n", [(1, 14, "E305", BUFS)],
-                 id="ellipsis not last"),
-    pytest.param("bufs = multicast_like(out, table[:W])\nx = bufs[...]\n", [(1, 14, "E306", BUFS)],
-                 id="ellipsis without shape"),
-    pytest.param("bufs = multicast_like(out, table[:W], shape=(n,))\nx = bufs[...]\n", [(1, 14, "E308", {"extent": "n"})],
-                 id="ellipsis over an extent not constexpr"),
-    pytest.param("bufs = multicast_like(out, table[:W], shape=(W,))\nx = bufs[0, 1, ...]\n",
-                 [(1, 9, "E307", {"name": "bufs", "takes": "1 index", "given": 2})], id="ellipsis after too many indices"),
-    pytest.param("bufs = multicast_like(out, table[:W])\nx = castpile.wait(bufs[0])\n",
-                 [(1, 9, "E409", {"call": "castpile.wait"})], id="wait used as a value: at the call"),
-    pytest.param("bufs = multicast_like(out, table[:W])\nx = (castpile.signal(bufs[0]), 1)\n",
-                 [(1, 10, "E409", {"call": "castpile.signal"})], id="signal used as a value"),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W])\ntl.store(bufs[offs])\n",
+        [(1, 5, "E405", {"call": "store", "keyword": "value"})],
+        id="store without a value",
+    ),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W])\nx = tl.load(bufs[offs], mask=tl.arange(0, W) != 0)\n",
+        [(1, 34, "E411", {"op": "load", "name": "bufs", "arange": "arange(0, W)"})],
+        id="an access mask with one flag per buffer: at the mask",
+    ),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W], shape=(W, BLOCK))\nx = bufs[..., 0]\n",
+        [(1, 14, "E305", BUFS)],
+        id="ellipsis not last",
+    ),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W])\nx = bufs[...]\n", [(1, 14, "E306", BUFS)], id="ellipsis without shape"
+    ),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W], shape=(n,))\nx = bufs[...]\n",
+        [(1, 14, "E308", {"extent": "n"})],
+        id="ellipsis over an extent not constexpr",
+    ),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W], shape=(W,))\nx = bufs[0, 1, ...]\n",
+        [(1, 9, "E307", {"name": "bufs", "takes": "1 index", "given": 2})],
+        id="ellipsis after too many indices",
+    ),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W])\nx = castpile.wait(bufs[0])\n",
+        [(1, 9, "E409", {"call": "castpile.wait"})],
+        id="wait used as a value: at the call",
+    ),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W])\nx = (castpile.signal(bufs[0]), 1)\n",
+        [(1, 10, "E409", {"call": "castpile.signal"})],
+        id="signal used as a value",
+    ),
     pytest.param("bufs = multicast_like(out, table[:W])\ndel bufs\n", [(1, 9, "E204", {})], id="deleted"),
-    pytest.param("bufs = multicast_like(out, table[:W])\nbufs[0]: int = 1\n", [(1, 5, "E205", {})],
-                 id="annotated store"),
-    pytest.param("bufs = multicast_like(out, table[:W])\nbufs[0] = x = 1\n", [(1, 5, "E210", BUFS)],
-                 id="chained store"),
-    pytest.param("bufs = multicast_like(out, table[:W])\nbufs[0], y = 1, 2\n",
-                 [(1, 5, "E211", {"where": "a tuple assignment", "name": "bufs"})], id="access in a tuple target"),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W])\nbufs[0]: int = 1\n", [(1, 5, "E205", {})], id="annotated store"
+    ),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W])\nbufs[0] = x = 1\n", [(1, 5, "E210", BUFS)], id="chained store"
+    ),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W])\nbufs[0], y = 1, 2\n",
+        [(1, 5, "E211", {"where": "a tuple assignment", "name": "bufs"})],
+        id="access in a tuple target",
+    ),
 ]
 
 
@@ -169,16 +244,17 @@ def test_syntax_error_is_located():
     assert [(d.path, d.line, d.col, d.id, d.params) for d in info.value.diagnostics] == [
         ("broken.py", 3, 7, "E001", {"detail": "invalid syntax"})
     ]
-    assert str(info.value) == "broken.py:3:7: error: syntax error: invalid syntax [castpile:E001]\n    def f(:\n          ^"
+    assert (
+        str(info.value)
+        == "broken.py:3:7: error: syntax error: invalid syntax [castpile:E001]\n    def f(:\n          ^"
+    )
 
 
 def test_cli_reports_errors_exits_1_and_writes_nothing(tmp_path):
     src = tmp_path / "kern.py"
     src.write_text(HEADER + "    bufs = multicast_like(out, table[:W])\n    x = bufs + 1\n    y = bufs[0:2]\n")
     out = tmp_path / "out.py"
-    proc = subprocess.run(
-        [sys.executable, "-m", "castpile", str(src), "-o", str(out)], capture_output=True, text=True
-    )
+    proc = subprocess.run([sys.executable, "-m", "castpile", str(src), "-o", str(out)], capture_output=True, text=True)
     assert proc.returncode == 1
     assert proc.stderr == (
         f"{headline(src, BODY_LINE + 1, 9, 'E201', **BUFS)}\n"
@@ -207,11 +283,15 @@ def test_runtime_call_without_transpiling_says_how():
         castpile.signal(None)
 
 
-@pytest.mark.parametrize("rebinding", [
-    "tl = None\n",
-    "def tl():\n    pass\n",
-    "if FAST:\n    import triton.language as tl\nelse:\n    import numpy as tl\n",
-], ids=["assigned", "def", "conditional-import"])
+@pytest.mark.parametrize(
+    "rebinding",
+    [
+        "tl = None\n",
+        "def tl():\n    pass\n",
+        "if FAST:\n    import triton.language as tl\nelse:\n    import numpy as tl\n",
+    ],
+    ids=["assigned", "def", "conditional-import"],
+)
 def test_a_triton_name_bound_to_two_things_is_located_where_a_kernel_uses_it(rebinding):
     """Left alone, tl.max of an access would reduce the padded stack; guessing could be wrong as well."""
     source = (
@@ -222,7 +302,9 @@ def test_a_triton_name_bound_to_two_things_is_located_where_a_kernel_uses_it(reb
         "    tl.store(out, top)\n"
     )
     line = source.count("\n") - 1
-    assert diagnostics_of(source) == [(line, 11, "E503", {"head": "tl", "meaning": "triton.language", "call": "tl.max"})]
+    assert diagnostics_of(source) == [
+        (line, 11, "E503", {"head": "tl", "meaning": "triton.language", "call": "tl.max"})
+    ]
 
 
 def test_a_triton_function_imported_by_name_and_bound_again_is_located_too():
@@ -236,27 +318,46 @@ def test_a_triton_function_imported_by_name_and_bound_again_is_located_too():
     assert diagnostics_of(source) == [(11, 9, "E503", {"head": "ld", "meaning": "triton.language.load", "call": "ld"})]
 
 
-README_BEFORE = '''\
+README_BEFORE = """\
     @triton.jit
     def allreduce_oneshot(out, dev_ptrs, n, WORLD: tl.constexpr, BLOCK: tl.constexpr):
         bufs = multicast_like(out, dev_ptrs[:WORLD], shape=(n,))
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         total = tl.sum(bufs[offs], axis=0)      # (WORLD, BLOCK) loaded from every peer, reduced
         tl.store(out + offs, total, mask=offs < n)
-'''
-IMPORT_MULTICAST_LIKE = {"name": "multicast_like", "statement": "from castpile import multicast_like",
-                         "what": "castpile's multicast_like"}
+"""
+IMPORT_MULTICAST_LIKE = {
+    "name": "multicast_like",
+    "statement": "from castpile import multicast_like",
+    "what": "castpile's multicast_like",
+}
 
 
-@pytest.mark.parametrize("imports,call,col,params", [
-    ("", "bufs = multicast_like(out, table[:W])", 12, IMPORT_MULTICAST_LIKE),
-    ("from castpile import multicast_like\n", "signal(out)", 5,
-     {"name": "signal", "statement": "from castpile import signal", "what": "castpile's signal"}),
-    ("from castpile import multicast_like\n", "wait(out + 1, value=2)", 5,
-     {"name": "wait", "statement": "from castpile import wait", "what": "castpile's wait"}),
-    ("from castpile import multicast_like\n", "castpile.signal(out)", 5,
-     {"name": "castpile", "statement": "import castpile", "what": "castpile.signal"}),
-], ids=["multicast_like", "signal", "wait", "castpile.signal"])
+@pytest.mark.parametrize(
+    "imports,call,col,params",
+    [
+        ("", "bufs = multicast_like(out, table[:W])", 12, IMPORT_MULTICAST_LIKE),
+        (
+            "from castpile import multicast_like\n",
+            "signal(out)",
+            5,
+            {"name": "signal", "statement": "from castpile import signal", "what": "castpile's signal"},
+        ),
+        (
+            "from castpile import multicast_like\n",
+            "wait(out + 1, value=2)",
+            5,
+            {"name": "wait", "statement": "from castpile import wait", "what": "castpile's wait"},
+        ),
+        (
+            "from castpile import multicast_like\n",
+            "castpile.signal(out)",
+            5,
+            {"name": "castpile", "statement": "import castpile", "what": "castpile.signal"},
+        ),
+    ],
+    ids=["multicast_like", "signal", "wait", "castpile.signal"],
+)
 def test_a_castpile_name_that_no_import_reaches_is_located_and_names_the_import(imports, call, col, params):
     source = (
         f"import triton\nimport triton.language as tl\n{imports}\n\n@triton.jit\n"

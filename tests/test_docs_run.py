@@ -45,7 +45,7 @@ def fenced_blocks(path: Path) -> list[Block]:
         opening = FENCE.match(lines[i])
         if opening:
             end = next(j for j in range(i + 1, len(lines)) if lines[j].rstrip() == "```")
-            blocks.append(Block(path, i + 1, opening[1], opening[2], "\n".join(lines[i + 1:end]) + "\n"))
+            blocks.append(Block(path, i + 1, opening[1], opening[2], "\n".join(lines[i + 1 : end]) + "\n"))
             i = end
         i += 1
     return blocks
@@ -57,12 +57,16 @@ RUN_BLOCKS = [b for b in PYTHON_BLOCKS if b.marker == "run"]
 
 def jit_kernels(text: str) -> list[str]:
     """The names of the functions of ``text`` with a decorator whose name ends in ``jit``."""
+
     def decorator_name(node):
         node = node.func if isinstance(node, ast.Call) else node
         return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
 
-    return [f.name for f in ast.walk(ast.parse(text)) if isinstance(f, ast.FunctionDef)
-            and any(decorator_name(d).endswith("jit") for d in f.decorator_list)]
+    return [
+        f.name
+        for f in ast.walk(ast.parse(text))
+        if isinstance(f, ast.FunctionDef) and any(decorator_name(d).endswith("jit") for d in f.decorator_list)
+    ]
 
 
 def test_the_documents_have_blocks_of_every_kind():
@@ -75,7 +79,8 @@ def test_the_documents_have_blocks_of_every_kind():
 def test_every_python_block_is_marked_and_is_python(block):
     assert block.marker in MARKERS, (
         f"{block.name()}: a ```python block says what the tests do with it: ```python run, gpu or fragment "
-        "(docs/README.md)")
+        "(docs/README.md)"
+    )
     compile(block.text, block.name(), "exec")
     if block.marker == "gpu":
         assert not jit_kernels(block.text), f"{block.name()}: a gpu block with kernels: make it a run block"
@@ -85,9 +90,13 @@ def test_every_python_block_is_marked_and_is_python(block):
 def test_run_block_runs_as_written(block, tmp_path):
     script = tmp_path / f"{block.path.stem}_{block.line}.py"
     script.write_text(block.text)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=300)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {
+        "TRITON_INTERPRET": "1",
+        "PYTHONPATH": str(ROOT),
+    }
+    proc = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, f"{block.name()}:\n{proc.stdout[-2000:]}{proc.stderr[-4000:]}"
 
 

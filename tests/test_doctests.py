@@ -9,7 +9,8 @@ import pytest
 import castpile
 
 MODULES = sorted(
-    m.name for m in pkgutil.walk_packages(castpile.__path__, "castpile.")
+    m.name
+    for m in pkgutil.walk_packages(castpile.__path__, "castpile.")
     if not m.name.startswith(("castpile.gpu", "castpile.__main__"))
 )
 

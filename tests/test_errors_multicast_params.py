@@ -48,14 +48,17 @@ def in_kernel(line: str) -> str:
 BODY = KERNEL.count("\n") + 1  # the line of the statement in_kernel adds
 
 
-@pytest.mark.parametrize(("line", "col", "id", "params"), [
-    ("x = total(out, offs)", 15, "E607", {"param": "bufs", "function": "total", "code": "out"}),
-    ("x = total(bufs[0], offs)", 15, "E607", {"param": "bufs", "function": "total", "code": "bufs[0]"}),
-    ("x = plain(bufs, offs)", 15, "E606", {"name": "bufs", "param": "x", "function": "plain"}),
-    ("x = tl.sum(bufs, axis=0)", 16, "E202", {"name": "bufs"}),
-    ("x = total(offs=offs)", 9, "E608", {"function": "total", "param": "bufs"}),
-    ("x = total(*(offs,))", 9, "E605", {"function": "total"}),
-])
+@pytest.mark.parametrize(
+    ("line", "col", "id", "params"),
+    [
+        ("x = total(out, offs)", 15, "E607", {"param": "bufs", "function": "total", "code": "out"}),
+        ("x = total(bufs[0], offs)", 15, "E607", {"param": "bufs", "function": "total", "code": "bufs[0]"}),
+        ("x = plain(bufs, offs)", 15, "E606", {"name": "bufs", "param": "x", "function": "plain"}),
+        ("x = tl.sum(bufs, axis=0)", 16, "E202", {"name": "bufs"}),
+        ("x = total(offs=offs)", 9, "E608", {"function": "total", "param": "bufs"}),
+        ("x = total(*(offs,))", 9, "E605", {"function": "total"}),
+    ],
+)
 def test_what_a_call_passes(line, col, id, params):
     assert errors(in_kernel(line)) == [(BODY, col, id, params)]
 
@@ -64,56 +67,100 @@ def test_tensors_of_other_layouts_at_two_calls():
     """The second call is the one that disagrees; the helper's accesses follow the first.  (With and without
     shape= is fine: tests/test_language_v12_params.py.)"""
     assert errors(in_kernel("x = total(bufs, offs) + total(rows, offs)")) == [
-        (BODY, 35, "E610", {"param": "bufs", "function": "total", "here": "a tensor of 2 element dims without remote=",
-                            "there": "a tensor of 1 element dim without remote="}),
+        (
+            BODY,
+            35,
+            "E610",
+            {
+                "param": "bufs",
+                "function": "total",
+                "here": "a tensor of 2 element dims without remote=",
+                "there": "a tensor of 1 element dim without remote=",
+            },
+        ),
     ]
 
 
 def test_index_count_follows_the_tensors_passed():
     assert errors(in_kernel("x = total(rows, offs)")) == [
-        (TOTAL_ACCESS - FIRST + 1, 19, "E609", {"name": "bufs", "takes": "2 indices", "dims": "2 element dims",
-                                                "given": 1}),
+        (
+            TOTAL_ACCESS - FIRST + 1,
+            19,
+            "E609",
+            {"name": "bufs", "takes": "2 indices", "dims": "2 element dims", "given": 1},
+        ),
     ]
 
 
-@pytest.mark.parametrize(("source", "errors_found"), [
-    pytest.param("""\
+@pytest.mark.parametrize(
+    ("source", "errors_found"),
+    [
+        pytest.param(
+            """\
         def host(bufs: cp.Multicast):
             return bufs
-        """, [(1, 16, "E601", {"function": "host", "param": "bufs"})], id="not jit"),
-    pytest.param("""\
+        """,
+            [(1, 16, "E601", {"function": "host", "param": "bufs"})],
+            id="not jit",
+        ),
+        pytest.param(
+            """\
         def make():
             @triton.jit
             def inner(bufs: cp.Multicast):
                 return bufs[0]
             return inner
-        """, [(3, 21, "E603", {"function": "inner"})], id="nested"),
-    pytest.param("""\
+        """,
+            [(3, 21, "E603", {"function": "inner"})],
+            id="nested",
+        ),
+        pytest.param(
+            """\
         @triton.jit
         def defaulted(bufs: cp.Multicast = None):
             pass
-        """, [(2, 36, "E604", {"param": "bufs"})], id="default"),
-    pytest.param("""\
+        """,
+            [(2, 36, "E604", {"param": "bufs"})],
+            id="default",
+        ),
+        pytest.param(
+            """\
         @triton.jit
         def starred(*bufs: cp.Multicast):
             pass
-        """, [(2, 13, "E602", {"param": "bufs"})], id="*args"),
-    pytest.param("""\
+        """,
+            [(2, 13, "E602", {"param": "bufs"})],
+            id="*args",
+        ),
+        pytest.param(
+            """\
         @triton.jit
         def rebound(bufs: cp.Multicast, table):
             bufs = cp.multicast_like(table, table[:2])
-        """, [(3, 5, "E611", {"name": "bufs"})], id="rebound by multicast_like"),
-    pytest.param("""\
+        """,
+            [(3, 5, "E611", {"name": "bufs"})],
+            id="rebound by multicast_like",
+        ),
+        pytest.param(
+            """\
         @triton.jit
         def bare(bufs: cp.Multicast):
             return bufs + 1
-        """, [(3, 12, "E201", {"name": "bufs"})], id="bare use"),
-    pytest.param("""\
+        """,
+            [(3, 12, "E201", {"name": "bufs"})],
+            id="bare use",
+        ),
+        pytest.param(
+            """\
         @triton.jit
         def spans(bufs: cp.Multicast):
             return bufs[...]
-        """, [(3, 17, "E612", {"name": "bufs"})], id="ellipsis"),
-])
+        """,
+            [(3, 17, "E612", {"name": "bufs"})],
+            id="ellipsis",
+        ),
+    ],
+)
 def test_misplaced_annotations(source, errors_found):
     assert errors(source) == errors_found
 
@@ -141,8 +188,21 @@ def test_a_keyword_the_helper_does_not_take():
 
 
 def test_remote_and_not_at_two_calls():
-    assert errors(in_kernel("x = total(bufs, offs)\n    far = cp.multicast_like(out, table[:W], shape=(n,), "
-                            "remote='nvshmem')\n    y = total(far, offs)")) == [
-        (BODY + 2, 15, "E610", {"param": "bufs", "function": "total", "here": "a tensor of 1 element dim with "
-                                "remote='nvshmem'", "there": "a tensor of 1 element dim without remote="}),
+    assert errors(
+        in_kernel(
+            "x = total(bufs, offs)\n    far = cp.multicast_like(out, table[:W], shape=(n,), "
+            "remote='nvshmem')\n    y = total(far, offs)"
+        )
+    ) == [
+        (
+            BODY + 2,
+            15,
+            "E610",
+            {
+                "param": "bufs",
+                "function": "total",
+                "here": "a tensor of 1 element dim with remote='nvshmem'",
+                "there": "a tensor of 1 element dim without remote=",
+            },
+        ),
     ]

@@ -37,8 +37,14 @@ FORMS = {0: "scalar_pointer", 1: "pointer_tensor", 2: "multicast_access"}
 
 # Every comparison at W = 2, 3, 4, the forms and reset=None / a reset value in turn, both strategies.
 COMPARISON_CASES = [
-    pytest.param(cmp, world, k % 3, k % 2 == 0, castpile.STRATEGIES[k % 2],
-                 id=f"{cmp}-W{world}-{FORMS[k % 3]}-{'keep' if k % 2 == 0 else 'reset'}")
+    pytest.param(
+        cmp,
+        world,
+        k % 3,
+        k % 2 == 0,
+        castpile.STRATEGIES[k % 2],
+        id=f"{cmp}-W{world}-{FORMS[k % 3]}-{'keep' if k % 2 == 0 else 'reset'}",
+    )
     for k, (cmp, world) in enumerate((cmp, world) for cmp in WAIT_COMPARISONS for world in (2, 3, 4))
 ]
 
@@ -93,8 +99,9 @@ def test_the_epoch_queue_sample_delivers_every_row_in_order(world, late, strateg
             time.sleep(0.3)
         if rank == 0:
             for consumer in range(1, world):
-                queue.produce[(1,)](rows[consumer], ring.tensor, ring.ptrs, pad.tensor, pad.ptrs, consumer, count, n,
-                                    q, block)
+                queue.produce[(1,)](
+                    rows[consumer], ring.tensor, ring.ptrs, pad.tensor, pad.ptrs, consumer, count, n, q, block
+                )
             return None
         out = torch.full((count, n), float("nan"))
         queue.consume[(1,)](out, ring.tensor, pad.tensor, pad.ptrs, 0, rank, count, n, q, block)
@@ -107,7 +114,7 @@ def test_the_epoch_queue_sample_delivers_every_row_in_order(world, late, strateg
         epochs[:q] = torch.tensor([len(range(slot, count, q)) for slot in range(q)])
         assert torch.equal(pads[consumer].tensor, epochs), f"rank {consumer}'s flags: {pads[consumer].tensor.tolist()}"
     acks = torch.zeros(q + world, dtype=torch.int32)
-    acks[q + 1:] = count
+    acks[q + 1 :] = count
     assert torch.equal(pads[0].tensor, acks), f"the producer's flags: {pads[0].tensor.tolist()}"
 
 
@@ -131,19 +138,23 @@ def test_an_add_that_sets_hangs_the_counter_barrier(tmp_path):
 
 def test_a_reset_none_that_resets_hangs_the_other_readers(tmp_path):
     with pytest.raises(sim.RankTimeout):
-        check_epoch_flags_read_by_several_ranks(kernels("loop", tmp_path, KEEP_RESETS), 3, epochs=2, root=0, late=1,
-                                                timeout=HANG)
+        check_epoch_flags_read_by_several_ranks(
+            kernels("loop", tmp_path, KEEP_RESETS), 3, epochs=2, root=0, late=1, timeout=HANG
+        )
 
 
-REMOTE_KEEP_RESETS = ("_castpile_wait_remote",
-                      "if reset is not None:\n                    _castpile_remote_put(addr, pe, example, table, offs, arrived, reset)",
-                      "if True:\n                    _castpile_remote_put(addr, pe, example, table, offs, arrived, 0)")
+REMOTE_KEEP_RESETS = (
+    "_castpile_wait_remote",
+    "if reset is not None:\n                    _castpile_remote_put(addr, pe, example, table, offs, arrived, reset)",
+    "if True:\n                    _castpile_remote_put(addr, pe, example, table, offs, arrived, 0)",
+)
 
 
 def test_a_remote_reset_none_that_resets_fails_the_epoch_barrier(tmp_path):
     with pytest.raises((AssertionError, sim.RankTimeout)):
-        check_remote_epoch_barrier(remote_kernels("loop", tmp_path, REMOTE_KEEP_RESETS), 2, 2, local_world_size=1,
-                                   late=1, timeout=HANG)
+        check_remote_epoch_barrier(
+            remote_kernels("loop", tmp_path, REMOTE_KEEP_RESETS), 2, 2, local_world_size=1, late=1, timeout=HANG
+        )
 
 
 # -- what these tests run compiles for sm_90 ----------------------------------------------------------
@@ -151,11 +162,15 @@ def test_a_remote_reset_none_that_resets_fails_the_epoch_barrier(tmp_path):
 TYPES = {"out": "*fp32", "data": "*fp32", "src": "*fp32", "buf_ptrs": "*i64", "pad": "*i32", "pad_ptrs": "*i64"}
 COMPILES = {
     "publish_then_set": [{"W": w, "SLOTS": SLOTS, "BLOCK": BLOCK} for w in (2, 3)],
-    "counter_rounds": [{"W": 3, "WP": 4, "SLOTS": SLOTS, "FORM": form} for form in FORMS] + [
-        {"W": 2, "WP": 2, "SLOTS": SLOTS, "FORM": 0}],
+    "counter_rounds": [{"W": 3, "WP": 4, "SLOTS": SLOTS, "FORM": form} for form in FORMS]
+    + [{"W": 2, "WP": 2, "SLOTS": SLOTS, "FORM": 0}],
     "epoch_broadcast": [{"W": w, "SLOTS": SLOTS, "BLOCK": BLOCK} for w in (2, 3)],
-    **{f"wait_{cmp}": [{"SLOTS": SLOTS, "BLOCK": BLOCK, "FORM": form, "KEEP": keep} for form in FORMS
-                       for keep in (False, True)] for cmp in WAIT_COMPARISONS},
+    **{
+        f"wait_{cmp}": [
+            {"SLOTS": SLOTS, "BLOCK": BLOCK, "FORM": form, "KEEP": keep} for form in FORMS for keep in (False, True)
+        ]
+        for cmp in WAIT_COMPARISONS
+    },
 }
 INT_OUT = {"counter_rounds": {"out": "*i32", "data": "*i32"}}
 REMOTE_TYPES = {"out": "*i32", "data": "*i32", "data_table": "*i64", "pad": "*i32", "pad_table": "*i64"}
@@ -171,15 +186,32 @@ def test_the_kernels_compile_for_sm90(strategy, tmp_path):
     assert sorted(COMPILES) == sorted(re.findall(r"^def (\w+)\(", KERNELS, re.M))
     path = tmp_path / f"flags_kernels_{strategy}.py"
     path.write_bytes(castpile.transpile(KERNELS.encode(), str(path), strategy=strategy))
-    jobs = [Job(path, kernel, signature(KERNELS, kernel, {**TYPES, **INT_OUT.get(kernel, {})}), constexprs,
-                name=f"{kernel} {constexprs}")
-            for kernel, variants in COMPILES.items() for constexprs in variants]
+    jobs = [
+        Job(
+            path,
+            kernel,
+            signature(KERNELS, kernel, {**TYPES, **INT_OUT.get(kernel, {})}),
+            constexprs,
+            name=f"{kernel} {constexprs}",
+        )
+        for kernel, variants in COMPILES.items()
+        for constexprs in variants
+    ]
     remote = tmp_path / f"flags_remote_kernels_{strategy}.py"
     remote.write_bytes(castpile.transpile(REMOTE_KERNELS.encode(), str(remote), strategy=strategy))
     assert sorted(REMOTE_COMPILES) == sorted(re.findall(r"^def (\w+)\(", REMOTE_KERNELS, re.M))
-    jobs += [Job(remote, kernel, signature(REMOTE_KERNELS, kernel, REMOTE_TYPES), constexprs,
-                 name=f"{kernel} {constexprs}", nvshmem=True)
-             for kernel, variants in REMOTE_COMPILES.items() for constexprs in variants]
+    jobs += [
+        Job(
+            remote,
+            kernel,
+            signature(REMOTE_KERNELS, kernel, REMOTE_TYPES),
+            constexprs,
+            name=f"{kernel} {constexprs}",
+            nvshmem=True,
+        )
+        for kernel, variants in REMOTE_COMPILES.items()
+        for constexprs in variants
+    ]
     results = compile_for_sm90(jobs, tmp_path, processes=2)
     failures = {name: r.error for name, r in results.items() if not r.ok}
     assert not failures, "\n\n".join(f"{name}:\n{error}" for name, error in failures.items())

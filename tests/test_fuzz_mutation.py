@@ -24,9 +24,22 @@ SAMPLES = sorted((Path(__file__).resolve().parents[1] / "samples").glob("*.py"))
 
 def _seed_case(**changes) -> Case:
     base = dict(
-        tile="tile2", ptile=(2, 2), entries=[0, 1, None, 2], lo=0, dtype="float32", shape=(9, 5), strides=(5, 1),
-        explicit_strides=True, indices=[Index(-1, 8, 0), Index(2, 4, 1)], irank=2, context="tl_store", op="",
-        value="row_none", use_mask=True, importer="from_as", seed=0,
+        tile="tile2",
+        ptile=(2, 2),
+        entries=[0, 1, None, 2],
+        lo=0,
+        dtype="float32",
+        shape=(9, 5),
+        strides=(5, 1),
+        explicit_strides=True,
+        indices=[Index(-1, 8, 0), Index(2, 4, 1)],
+        irank=2,
+        context="tl_store",
+        op="",
+        value="row_none",
+        use_mask=True,
+        importer="from_as",
+        seed=0,
     )
     base.update(changes)
     return Case(**base)
@@ -39,13 +52,53 @@ def _seed(**changes) -> bytes:
 SEEDS = [
     _seed(),
     _seed(tile="slice", ptile=(4,), entries=[0, 1, 2, None], context="aug", op="+", use_mask=False, importer="module"),
-    _seed(tile="tile1", ptile=(4,), entries=[0, None, 1, 2], context="atomic", op="max", value="full", importer="alias"),
-    _seed(shape=None, strides=(1,), explicit_strides=False, indices=[Index(0, 8, 0)], irank=1, context="load", use_mask=False),
+    _seed(
+        tile="tile1", ptile=(4,), entries=[0, None, 1, 2], context="atomic", op="max", value="full", importer="alias"
+    ),
+    _seed(
+        shape=None,
+        strides=(1,),
+        explicit_strides=False,
+        indices=[Index(0, 8, 0)],
+        irank=1,
+        context="load",
+        use_mask=False,
+    ),
 ] + [p.read_bytes() for p in SAMPLES]
 TOKENS = [
-    b"bufs", b"[", b"]", b"(", b")", b",", b":", b"=", b"+=", b" ", b"\n", b"\t", b"\\\n", b"#", b'"', b"None",
-    b"0", b"-1", b"multicast_like(", b"shape=", b"strides=", b"ptr_mask=", b"tl.load(", b"castpile.signal(", b"*",
-    b"bufs[0]", b"bufs = ", b"def ", b"lambda: ", b"@triton.jit\n", b"import castpile as cast\n", b"\xff", b"\r\n",
+    b"bufs",
+    b"[",
+    b"]",
+    b"(",
+    b")",
+    b",",
+    b":",
+    b"=",
+    b"+=",
+    b" ",
+    b"\n",
+    b"\t",
+    b"\\\n",
+    b"#",
+    b'"',
+    b"None",
+    b"0",
+    b"-1",
+    b"multicast_like(",
+    b"shape=",
+    b"strides=",
+    b"ptr_mask=",
+    b"tl.load(",
+    b"castpile.signal(",
+    b"*",
+    b"bufs[0]",
+    b"bufs = ",
+    b"def ",
+    b"lambda: ",
+    b"@triton.jit\n",
+    b"import castpile as cast\n",
+    b"\xff",
+    b"\r\n",
 ]
 
 
@@ -57,11 +110,11 @@ def edits(draw) -> bytes:
         at = draw(st.integers(0, len(data)))
         kind = draw(st.sampled_from(["delete", "insert", "duplicate", "swap_lines"]))
         if kind == "delete":
-            del data[at:at + draw(st.integers(1, 12))]
+            del data[at : at + draw(st.integers(1, 12))]
         elif kind == "insert":
             data[at:at] = draw(st.sampled_from(TOKENS))
         elif kind == "duplicate":
-            data[at:at] = data[at:at + draw(st.integers(1, 40))]
+            data[at:at] = data[at : at + draw(st.integers(1, 40))]
         else:
             lines = bytes(data).split(b"\n")
             i, j = draw(st.integers(0, len(lines) - 1)), draw(st.integers(0, len(lines) - 1))
@@ -102,7 +155,9 @@ def check_diagnostics(exc: TranspileError, data: bytes, path: str) -> None:
     ]
 
 
-@settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=EXAMPLES, derandomize=True, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(data=edits(), strategy=st.sampled_from(castpile.STRATEGIES))
 def test_random_edits_never_crash(data, strategy):
     try:
@@ -142,8 +197,10 @@ def test_layout_edits_compile_for_sm90(tmp_path):
 def test_a_misspelled_castpile_import_gives_a_known_diagnostic():
     """Found by the long run (scripts/fuzz_long.sh 2000): an edit to ``from castpile import ulticast_like`` leaves
     ``multicast_like`` unbound; its located error was missing from the known messages."""
-    source = (b"import triton\nimport triton.language as tl\nfrom castpile import ulticast_like\n\n\n@triton.jit\n"
-              b"def k(out, table, W: tl.constexpr):\n    bufs = multicast_like(out, table[:W])\n    bufs[0] = 1\n")
+    source = (
+        b"import triton\nimport triton.language as tl\nfrom castpile import ulticast_like\n\n\n@triton.jit\n"
+        b"def k(out, table, W: tl.constexpr):\n    bufs = multicast_like(out, table[:W])\n    bufs[0] = 1\n"
+    )
     with pytest.raises(TranspileError) as info:
         castpile.transpile(source, "mutant.py")
     check_diagnostics(info.value, source, "mutant.py")

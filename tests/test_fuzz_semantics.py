@@ -57,7 +57,10 @@ def explore(context: str, body) -> None:
     """Run ``body(case)`` on the generated cases of ``context`` (the same ones on every run)."""
 
     @settings(
-        max_examples=max(EXAMPLES // len(CONTEXTS), 1), derandomize=True, database=None, deadline=None,
+        max_examples=max(EXAMPLES // len(CONTEXTS), 1),
+        derandomize=True,
+        database=None,
+        deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
     @given(case=cases(contexts=[context], features=enabled_features()))
@@ -86,7 +89,7 @@ def test_generated_kernels_match_the_model(context, tmp_path_factory):
 
 
 def _sample(seen: list[Case]) -> list[Case]:
-    return seen[SAMPLED_EVERY - 1::SAMPLED_EVERY]
+    return seen[SAMPLED_EVERY - 1 :: SAMPLED_EVERY]
 
 
 def _compile(named: dict[str, tuple[Case, str]], directory) -> dict[str, Result]:
@@ -124,9 +127,22 @@ def test_a_sample_of_the_generated_kernels_compiles_for_sm90(tmp_path):
 
 def _case(**changes) -> Case:
     base = dict(
-        tile="slice", ptile=(2,), entries=[0, 1], lo=0, dtype="int32", shape=(8,), strides=(1,),
-        explicit_strides=False, indices=[Index(0, 8, 0)], irank=1, context="load", op="", value="scalar",
-        use_mask=False, importer="alias", seed=1,
+        tile="slice",
+        ptile=(2,),
+        entries=[0, 1],
+        lo=0,
+        dtype="int32",
+        shape=(8,),
+        strides=(1,),
+        explicit_strides=False,
+        indices=[Index(0, 8, 0)],
+        irank=1,
+        context="load",
+        op="",
+        value="scalar",
+        use_mask=False,
+        importer="alias",
+        seed=1,
     )
     base.update(changes)
     return Case(**base)
@@ -135,65 +151,202 @@ def _case(**changes) -> Case:
 REGRESSIONS = {
     # All fixed (docs/history.md, B1-B5).
     "B1-slice-with-lo": (_case(tile="slice_lo", lo=1), "loop"),
-    "B2-signal-vector": (_case(tile="slice", ptile=(1,), entries=[0], shape=None, indices=[Index(1, 8, 0)], context="signal"), "loop"),
+    "B2-signal-vector": (
+        _case(tile="slice", ptile=(1,), entries=[0], shape=None, indices=[Index(1, 8, 0)], context="signal"),
+        "loop",
+    ),
     "B3-atomic-gather": (_case(context="atomic", op="add", use_mask=True), "gather"),
-    "B4-cas-loop": (_case(ptile=(8,), entries=list(range(8)), shape=(8, 4), strides=(4, 1), indices=[Index(0, 8, 0), Index(1, runtime=True)], context="cas", cmp=0), "loop"),
-    "B5-atomic-scalar-index": (_case(ptile=(1,), entries=[0], shape=None, indices=[Index(0)], irank=0, context="atomic", op="add", value="row"), "loop"),
+    "B4-cas-loop": (
+        _case(
+            ptile=(8,),
+            entries=list(range(8)),
+            shape=(8, 4),
+            strides=(4, 1),
+            indices=[Index(0, 8, 0), Index(1, runtime=True)],
+            context="cas",
+            cmp=0,
+        ),
+        "loop",
+    ),
+    "B5-atomic-scalar-index": (
+        _case(
+            ptile=(1,), entries=[0], shape=None, indices=[Index(0)], irank=0, context="atomic", op="add", value="row"
+        ),
+        "loop",
+    ),
     # The generator's v1.2 forms (the outside testing's spellings), one smallest case each.
     "I22-rebound-shape": (_case(shape=(4,), rebound=("n",)), "loop"),
-    "I22-rebound-strides": (_case(shape=(4,), strides=(2,), explicit_strides=True, strides_names=True, rebound=("t",)), "gather"),
+    "I22-rebound-strides": (
+        _case(shape=(4,), strides=(2,), explicit_strides=True, strides_names=True, rebound=("t",)),
+        "gather",
+    ),
     "I22-rebound-example": (_case(dtype="float32", context="store", value="row", rebound=("example",)), "loop"),
     "I22-bound-name-is-the-example": (_case(self_bound=True), "loop"),
     "I22-zero-stride": (_case(strides=(0,), explicit_strides=True), "loop"),
-    "I22-broadcast-view": (_case(shape=(4, 8), strides=(0, 1), explicit_strides=True, indices=[Index(0, 4, 0), Index(0, 8, 1)],
-                                 irank=2), "gather"),
-    "I22-cancelling-indices": (_case(shape=(4, 4), strides=(1, 1), explicit_strides=True, inline_indices=True, context="store",
-                                     value="row", indices=[Index(3, 4, 0, sign=-1), Index(0, 4, 0)]), "loop"),
-    "I22-max-return-indices": (_case(ptile=(4,), entries=[0, 1, 2, None], context="reduce", op="max", return_indices=True,
-                                     reduce_order=("axis", "return_indices"), shift=-10), "loop"),
-    "I22-min-return-indices-tie-break-right": (_case(
-        tile="tile1", ptile=(4,), entries=[0, None, 1, 2], context="reduce", op="min", return_indices=True, tie_break_left=False,
-        reduce_order=("return_indices_tie_break_left", "axis", "return_indices"), shift=10), "gather"),
+    "I22-broadcast-view": (
+        _case(shape=(4, 8), strides=(0, 1), explicit_strides=True, indices=[Index(0, 4, 0), Index(0, 8, 1)], irank=2),
+        "gather",
+    ),
+    "I22-cancelling-indices": (
+        _case(
+            shape=(4, 4),
+            strides=(1, 1),
+            explicit_strides=True,
+            inline_indices=True,
+            context="store",
+            value="row",
+            indices=[Index(3, 4, 0, sign=-1), Index(0, 4, 0)],
+        ),
+        "loop",
+    ),
+    "I22-max-return-indices": (
+        _case(
+            ptile=(4,),
+            entries=[0, 1, 2, None],
+            context="reduce",
+            op="max",
+            return_indices=True,
+            reduce_order=("axis", "return_indices"),
+            shift=-10,
+        ),
+        "loop",
+    ),
+    "I22-min-return-indices-tie-break-right": (
+        _case(
+            tile="tile1",
+            ptile=(4,),
+            entries=[0, None, 1, 2],
+            context="reduce",
+            op="min",
+            return_indices=True,
+            tie_break_left=False,
+            reduce_order=("return_indices_tie_break_left", "axis", "return_indices"),
+            shift=10,
+        ),
+        "gather",
+    ),
     "I22-tl-is-triton-language": (_case(context="tl_load", use_mask=True, triton_names="assign"), "loop"),
-    "I22-signal-mask-before-value": (_case(context="signal", use_mask=True, call_args=("mask", "value"), effects=("mask", "value")),
-                                     "loop"),
-    "I22-wait-scalar-flag": (_case(tile="plain", ptile=(), entries=[0], shape=None, indices=[Index(2, pid=True)], irank=0,
-                                   context="wait"), "loop"),
+    "I22-signal-mask-before-value": (
+        _case(context="signal", use_mask=True, call_args=("mask", "value"), effects=("mask", "value")),
+        "loop",
+    ),
+    "I22-wait-scalar-flag": (
+        _case(tile="plain", ptile=(), entries=[0], shape=None, indices=[Index(2, pid=True)], irank=0, context="wait"),
+        "loop",
+    ),
     "I22-rank0-tile": (_case(tile="peer0d", ptile=(), entries=[0], rank=2), "loop"),
-    "I22-rank0-tile-scalar-cas": (_case(tile="peer0d", ptile=(), entries=[0], rank=1, indices=[Index(3)], irank=0, context="cas"),
-                                  "loop"),
+    "I22-rank0-tile-scalar-cas": (
+        _case(tile="peer0d", ptile=(), entries=[0], rank=1, indices=[Index(3)], irank=0, context="cas"),
+        "loop",
+    ),
     "I22-table-rank": (_case(tile="peer", ptile=(), entries=[0], rank=2), "loop"),
-    "I22-table-constexpr-rank": (_case(tile="peer", ptile=(), entries=[0], rank=1, rank_constexpr=True, context="store"), "gather"),
+    "I22-table-constexpr-rank": (
+        _case(tile="peer", ptile=(), entries=[0], rank=1, rank_constexpr=True, context="store"),
+        "gather",
+    ),
     # Language v1.2's peer forms.
-    "slice-ptr-mask-padding-true": (_case(ptile=(4,), entries=[0, None, 1, None], count=3, slice_mask=True, pm_padding=True,
-                                          context="reduce", op="max", shift=-10), "loop"),
-    "named-slice-ptr-mask-store": (_case(tile="slice_named", ptile=(4,), entries=[None, 0, 1, None], count=3,
-                                         slice_mask=True, context="store", value="row"), "gather"),
-    "dtype-example-cas-padded-slice": (_case(ptile=(4,), entries=[0, 1, 2, None], context="cas", dtype_example=True), "loop"),
-    "dtype-example-peer-signal": (_case(tile="peer", ptile=(), entries=[0], rank=2, context="signal", dtype_example=True,
-                                        wait_for=0), "gather"),
-    "I22-constexpr-mask-reduce": (_case(ptile=(4,), entries=[0, 1, 2, None], context="reduce", op="max", reduced="tl_load",
-                                        use_mask=True, mask_form="constexpr", shift=-10), "gather"),
+    "slice-ptr-mask-padding-true": (
+        _case(
+            ptile=(4,),
+            entries=[0, None, 1, None],
+            count=3,
+            slice_mask=True,
+            pm_padding=True,
+            context="reduce",
+            op="max",
+            shift=-10,
+        ),
+        "loop",
+    ),
+    "named-slice-ptr-mask-store": (
+        _case(
+            tile="slice_named",
+            ptile=(4,),
+            entries=[None, 0, 1, None],
+            count=3,
+            slice_mask=True,
+            context="store",
+            value="row",
+        ),
+        "gather",
+    ),
+    "dtype-example-cas-padded-slice": (
+        _case(ptile=(4,), entries=[0, 1, 2, None], context="cas", dtype_example=True),
+        "loop",
+    ),
+    "dtype-example-peer-signal": (
+        _case(tile="peer", ptile=(), entries=[0], rank=2, context="signal", dtype_example=True, wait_for=0),
+        "gather",
+    ),
+    "I22-constexpr-mask-reduce": (
+        _case(
+            ptile=(4,),
+            entries=[0, 1, 2, None],
+            context="reduce",
+            op="max",
+            reduced="tl_load",
+            use_mask=True,
+            mask_form="constexpr",
+            shift=-10,
+        ),
+        "gather",
+    ),
     "I22-backslash-aug": (_case(context="aug", op="+", shape=None, breaks=(3,), backslashes=True), "loop"),
     "I22-enclosing-kernel-continued": (_case(enclosing=True, breaks=(1,)), "loop"),
 }
 
-OVERLAPPING = dict(shape=(4, 4), strides=(1, 1), explicit_strides=True, indices=[Index(0, 4, 0), Index(0, 4, 1)], irank=2)
+OVERLAPPING = dict(
+    shape=(4, 4), strides=(1, 1), explicit_strides=True, indices=[Index(0, 4, 0), Index(0, 4, 1)], irank=2
+)
 CONTEXTS_BY_HAND = {
     # Stack reductions (v1.1): only valid entries take part; a lane with none gives 0.
     "sum-table-lanes-out-of-bounds": _case(context="reduce", op="sum", shape=(5,), indices=[Index(-2, 8, 0)]),
-    "max-tile-ptr-mask": _case(tile="tile1", ptile=(4,), entries=[0, None, 1, None], dtype="float32", context="reduce",
-                               op="max", shift=-10),
-    "min-tile2-a-column-without-entries": _case(tile="tile2", ptile=(2, 2), entries=[None, 0, None, None], context="reduce",
-                                                op="min", axis_keyword=False, shift=10),
-    "sum-tl-load-mask-other": _case(ptile=(4,), entries=[0, 1, 2, None], shape=(5,), indices=[Index(-2, 8, 0)],
-                                    context="reduce", op="sum", reduced="tl_load", use_mask=True, other=-2),
-    "max-bf16-to-float32": _case(tile="slice_lo", lo=2, ptile=(4,), entries=[0, 1, 2, None], dtype="bfloat16",
-                                 context="reduce", op="max", reduced="to_float32"),
+    "max-tile-ptr-mask": _case(
+        tile="tile1", ptile=(4,), entries=[0, None, 1, None], dtype="float32", context="reduce", op="max", shift=-10
+    ),
+    "min-tile2-a-column-without-entries": _case(
+        tile="tile2",
+        ptile=(2, 2),
+        entries=[None, 0, None, None],
+        context="reduce",
+        op="min",
+        axis_keyword=False,
+        shift=10,
+    ),
+    "sum-tl-load-mask-other": _case(
+        ptile=(4,),
+        entries=[0, 1, 2, None],
+        shape=(5,),
+        indices=[Index(-2, 8, 0)],
+        context="reduce",
+        op="sum",
+        reduced="tl_load",
+        use_mask=True,
+        other=-2,
+    ),
+    "max-bf16-to-float32": _case(
+        tile="slice_lo",
+        lo=2,
+        ptile=(4,),
+        entries=[0, 1, 2, None],
+        dtype="bfloat16",
+        context="reduce",
+        op="max",
+        reduced="to_float32",
+    ),
     # wait on flags already set: it returns, and only the waited-on flags become ``reset``.
     "wait-defaults": _case(context="wait"),
-    "wait-value-reset-mask-tile": _case(tile="tile1", ptile=(4,), entries=[0, None, 1, 2], shape=(6,), indices=[Index(-1, 8, 0)],
-                                        context="wait", flag=-3, reset=2, use_mask=True),
+    "wait-value-reset-mask-tile": _case(
+        tile="tile1",
+        ptile=(4,),
+        entries=[0, None, 1, 2],
+        shape=(6,),
+        indices=[Index(-1, 8, 0)],
+        context="wait",
+        flag=-3,
+        reset=2,
+        use_mask=True,
+    ),
     # Overlapping and negative strides (v1.2; the generator's strides_any is open): racing stores leave
     # one lane's value, racing atomics all apply.
     "store-overlapping-strides": _case(context="store", value="full", **OVERLAPPING),
@@ -262,7 +415,15 @@ def test_racing_lanes_may_leave_any_of_their_values():
 
 def test_model_is_not_vacuous(tmp_path):
     """A masked load of 3 buffers matches the model; a model with another ``other`` does not."""
-    case = _case(ptile=(4,), entries=[0, 1, 2, None], shape=(5,), indices=[Index(-1, 8, 0)], context="tl_load", use_mask=True, other=2)
+    case = _case(
+        ptile=(4,),
+        entries=[0, 1, 2, None],
+        shape=(5,),
+        indices=[Index(-1, 8, 0)],
+        context="tl_load",
+        use_mask=True,
+        other=2,
+    )
     check(case, "loop", tmp_path)
     ran, _ = run(case, "loop", tmp_path)
     want = expected(Case(**{**case.__dict__, "other": -3}), ran["before"])

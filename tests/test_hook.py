@@ -171,8 +171,12 @@ def zip_package(pkg: Pkg, archive: Path, compiled: bool) -> Path:
             name = f"{pkg.name}/{path.name}"
             z.write(path, name)
             if compiled:
-                pyc = py_compile.compile(str(path), cfile=str(path) + "c", dfile=str(archive / name),
-                                         invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+                pyc = py_compile.compile(
+                    str(path),
+                    cfile=str(path) + "c",
+                    dfile=str(archive / name),
+                    invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+                )
                 z.write(pyc, name + "c")
     return archive
 
@@ -285,5 +289,3 @@ def test_triton_compiles_transpiled_text_and_reports_user_lines(pkg, cache_dir):
     assert res.returncode == 0, res.stderr
     relative = int(res.stdout.split()[-1])
     assert line_of(KERNEL, "def bad_kernel") + relative - 1 == line_of(KERNEL, "tl.arange(0, 3)")
-
-

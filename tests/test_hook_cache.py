@@ -263,12 +263,14 @@ def test_cold_import_under_a_file_size_limit(pkg, cache_dir):
     """)
     env = {**os.environ, "PYTHONPATH": str(REPO), "TRITON_INTERPRET": "1"}
     res = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=240,
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024)),
     )
     assert res.returncode == 0, res.stderr
     assert res.stdout.split() == ["4"]
     assert res.stderr.count("CacheWarning") == 1 and "File too large" in res.stderr
     assert list(cache_dir.iterdir()) == []
-
-

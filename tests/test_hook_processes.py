@@ -28,7 +28,9 @@ def test_concurrent_cold_imports(pkg, cache_dir, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO), "TRITON_INTERPRET": "1"}
     ready = [tmp_path / f"ready{i}" for i in range(8)]
     procs = [
-        subprocess.Popen([sys.executable, "-c", code, str(r)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(r)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         for r in ready
     ]
     try:
@@ -73,7 +75,10 @@ def test_torchrun_children(pkg, cache_dir, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO), "TRITON_INTERPRET": "1", "CASTPILE_CACHE_DIR": str(cache_dir)}
     res = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", str(script)],
-        env=env, capture_output=True, text=True, timeout=240,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert res.returncode == 0, res.stderr[-3000:]
     assert "rank 0 ok" in res.stdout and "rank 1 ok" in res.stdout
@@ -95,9 +100,23 @@ def test_pytest_assertion_rewriting_is_undisturbed(pkg, cache_dir, tmp_path):
     (outside / "test_outside.py").write_text(test_src)
     env = {"PYTHONPATH": os.pathsep.join([str(REPO), str(pkg.root)]), "CASTPILE_CACHE_DIR": str(cache_dir)}
     res = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(tmp_path), "-q",
-         str(pkg.path("test_inside")), str(outside / "test_outside.py")],
-        env={**os.environ, **env, "TRITON_INTERPRET": "1"}, cwd=tmp_path, capture_output=True, text=True, timeout=240,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp_path),
+            "-q",
+            str(pkg.path("test_inside")),
+            str(outside / "test_outside.py"),
+        ],
+        env={**os.environ, **env, "TRITON_INTERPRET": "1"},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     out = res.stdout
     assert "2 failed" in out, out + res.stderr

@@ -35,8 +35,12 @@ def castpile(*args, stdin=b"", cwd=None):
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY * 2, MEMORY * 2))
 
     return subprocess.run(
-        [sys.executable, "-m", "castpile", *map(str, args)], input=stdin, capture_output=True,
-        timeout=LIMIT_S, cwd=cwd, preexec_fn=cap,
+        [sys.executable, "-m", "castpile", *map(str, args)],
+        input=stdin,
+        capture_output=True,
+        timeout=LIMIT_S,
+        cwd=cwd,
+        preexec_fn=cap,
     )
 
 
@@ -65,15 +69,27 @@ NESTED = ("E001", {"detail": "too many nested parentheses"})
     [
         ("nonutf8", b"import castpile\nx = '\xff\xfe'\n", 2, 6, "E003", {"byte": "0xff", "encoding": "utf-8"}),
         ("latin1_without_cookie", b"import castpile\n# caf\xe9\n", 2, 6, "E003", {"byte": "0xe9", "encoding": "utf-8"}),
-        ("bad_cookie", b"# -*- coding: foobar -*-\nimport castpile\n", 1, 1, "E001", {"detail": "unknown encoding: foobar"}),
+        (
+            "bad_cookie",
+            b"# -*- coding: foobar -*-\nimport castpile\n",
+            1,
+            1,
+            "E001",
+            {"detail": "unknown encoding: foobar"},
+        ),
         ("nul", b"import castpile\nx = 1\x00\n", 2, 6, "E002", {}),
         # Python takes 200 nested brackets: the 201st, at column 4 + 201, is refused.
         ("deep_parens", b"import castpile\nx = " + b"(" * 1000 + b"1" + b")" * 1000 + b"\n", 2, 205, *NESTED),
         ("deep_lists", b"import castpile\nx = " + b"[" * 1000 + b"]" * 1000 + b"\n", 2, 205, *NESTED),
         # Python's tokenizer refuses the 100th level of indentation: line 102 (indented by 100).
-        ("deep_blocks",
-         b"import castpile\n" + b"".join(b" " * i + b"if x:\n" for i in range(1000)) + b" " * 1000 + b"pass\n",
-         102, 1, "E001", {"detail": "too many levels of indentation"}),
+        (
+            "deep_blocks",
+            b"import castpile\n" + b"".join(b" " * i + b"if x:\n" for i in range(1000)) + b" " * 1000 + b"pass\n",
+            102,
+            1,
+            "E001",
+            {"detail": "too many levels of indentation"},
+        ),
         ("syntax", b"import castpile\nx = (\n", 2, 5, "E001", {"detail": "'(' was never closed"}),
     ],
 )

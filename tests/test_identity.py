@@ -74,17 +74,25 @@ def test_files_without_a_multicast_use_are_byte_identical(source):
 
 LEFT_ALONE = [
     # a local function that merely shares the name
-    (b"import triton\n\ndef multicast_like(a, b):\n    return a\n\n@triton.jit\ndef k(out, t):\n"
-     b"    bufs = multicast_like(out, t[:2])\n    x = bufs + 1\n# castpile\n"),
+    (
+        b"import triton\n\ndef multicast_like(a, b):\n    return a\n\n@triton.jit\ndef k(out, t):\n"
+        b"    bufs = multicast_like(out, t[:2])\n    x = bufs + 1\n# castpile\n"
+    ),
     # a parameter shadowing the import
-    (b"import triton\nfrom castpile import multicast_like\n\n@triton.jit\ndef k(out, t, multicast_like):\n"
-     b"    bufs = multicast_like(out, t[:2])\n    x = bufs + 1\n"),
+    (
+        b"import triton\nfrom castpile import multicast_like\n\n@triton.jit\ndef k(out, t, multicast_like):\n"
+        b"    bufs = multicast_like(out, t[:2])\n    x = bufs + 1\n"
+    ),
     # a local variable shadowing the module alias
-    (b"import triton\nimport castpile as cp\n\n@triton.jit\ndef k(out, t):\n    cp = out\n"
-     b"    bufs = cp.multicast_like(out, t[:2])\n    x = bufs + 1\n"),
+    (
+        b"import triton\nimport castpile as cp\n\n@triton.jit\ndef k(out, t):\n    cp = out\n"
+        b"    bufs = cp.multicast_like(out, t[:2])\n    x = bufs + 1\n"
+    ),
     # an attribute of another object
-    (b"import triton\nimport castpile\n\n@triton.jit\ndef k(out, t, other):\n"
-     b"    bufs = other.multicast_like(out, t[:2])\n    x = bufs + 1\n"),
+    (
+        b"import triton\nimport castpile\n\n@triton.jit\ndef k(out, t, other):\n"
+        b"    bufs = other.multicast_like(out, t[:2])\n    x = bufs + 1\n"
+    ),
 ]
 
 
@@ -132,20 +140,24 @@ def test_tabs_comments_and_line_numbers_survive(strategy):
 @pytest.mark.parametrize("newline", [b"\n", b"\r\n"])
 def test_multi_line_accesses_keep_following_line_numbers(tmp_path, newline):
     source = (
-        "import triton\nimport triton.language as tl\nimport castpile\n\n\n@triton.jit\n"
-        "def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):\n"
-        "    bufs = castpile.multicast_like(\n"
-        "        out, table[:W],\n"
-        "        shape=(n,),\n"
-        "    )\n"
-        "    offs = tl.arange(0, BLOCK)\n"
-        "    total = tl.sum(\n"
-        "        bufs[offs],\n"
-        "        axis=0,\n"
-        "    )\n"
-        "    tl.store(out + offs, total, mask=offs < n)\n"
-        "    raise_here = 1\n"
-    ).replace("\n", newline.decode()).encode()
+        (
+            "import triton\nimport triton.language as tl\nimport castpile\n\n\n@triton.jit\n"
+            "def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):\n"
+            "    bufs = castpile.multicast_like(\n"
+            "        out, table[:W],\n"
+            "        shape=(n,),\n"
+            "    )\n"
+            "    offs = tl.arange(0, BLOCK)\n"
+            "    total = tl.sum(\n"
+            "        bufs[offs],\n"
+            "        axis=0,\n"
+            "    )\n"
+            "    tl.store(out + offs, total, mask=offs < n)\n"
+            "    raise_here = 1\n"
+        )
+        .replace("\n", newline.decode())
+        .encode()
+    )
     out = transpile(source)
     check_line_stable(source, out, newline, rewritten={*range(8, 12), *range(13, 17)})
     after = out.split(newline)
@@ -253,15 +265,18 @@ def test_line_breaks_in_parentheses_and_after_semicolons_are_not_counted_twice(t
         assert torch.equal(b, torch.cat([torch.arange(5.0) * 6, torch.tensor([5.0 * (j + 1)])]))
 
 
-@pytest.mark.parametrize("source,compiled", [
-    (b"x = 1\n", False),
-    (b"import signal, triton\nsignal.signal(2, None)\n@triton.jit\ndef k(e):\n    e.wait()\n", False),  # attributes
-    (b"def f(x):\n    wait(x)\n", False),  # no jit function anywhere
-    (b"@triton.jit\ndef k(x):\n    wait(x)\n", True),
-    (b"@jit\ndef k(x):\n    signal (x)\n", True),
-    (b"y = multicast_like(a, b)\n", True),
-    (b"import castpile\n", True),
-])
+@pytest.mark.parametrize(
+    "source,compiled",
+    [
+        (b"x = 1\n", False),
+        (b"import signal, triton\nsignal.signal(2, None)\n@triton.jit\ndef k(e):\n    e.wait()\n", False),  # attributes
+        (b"def f(x):\n    wait(x)\n", False),  # no jit function anywhere
+        (b"@triton.jit\ndef k(x):\n    wait(x)\n", True),
+        (b"@jit\ndef k(x):\n    signal (x)\n", True),
+        (b"y = multicast_like(a, b)\n", True),
+        (b"import castpile\n", True),
+    ],
+)
 def test_the_fast_path_copies_only_files_that_cannot_reach_castpile(source, compiled):
     """Files that may call castpile's names without importing them go to the compiler (to be diagnosed)."""
     from castpile.options import mentions_castpile

@@ -148,7 +148,9 @@ def undecorated(out, table, W: tl.constexpr):
 
 
 def test_castpile_jit_must_decorate_the_def():
-    with pytest.raises(castpile.TranspileError, match=re.escape("castpile.jit must decorate undecorated where it is defined")) as info:
+    with pytest.raises(
+        castpile.TranspileError, match=re.escape("castpile.jit must decorate undecorated where it is defined")
+    ) as info:
         castpile.jit(undecorated)
     assert [d.id for d in info.value.diagnostics] == ["E703"]
     with pytest.raises(TypeError, match=re.escape("castpile.jit decorates a Python function")):
@@ -177,7 +179,10 @@ def run_script(command: list, cache: Path, interpret: bool = True) -> subprocess
 def test_a_script_runs_and_reuses_the_cache(tmp_path):
     script = tmp_path / "script.py"
     script.write_text(CELL + LAUNCH)
-    first, second = run_script([sys.executable, script], tmp_path / "cache"), run_script([sys.executable, script], tmp_path / "cache")
+    first, second = (
+        run_script([sys.executable, script], tmp_path / "cache"),
+        run_script([sys.executable, script], tmp_path / "cache"),
+    )
     assert first.returncode == 0, first.stderr
     assert first.stdout == "equal: True\nlibcst: True\ntranspiled: True\n"
     assert second.stdout == "equal: True\nlibcst: False\ntranspiled: True\n", second.stderr
@@ -206,7 +211,7 @@ def test_an_unusable_cache_warns_at_the_decorator_and_the_kernel_runs(tmp_path):
     assert os.listdir(cache) == []
 
 
-KEYWORDS = '''
+KEYWORDS = """
 import triton.language as tl
 import castpile
 
@@ -223,7 +228,7 @@ def kernel(out, table, n, W: tl.constexpr):
 
 print(type(kernel).__name__, kernel.do_not_specialize, kernel.debug, kernel.noinline,
       kernel._repr is describe, kernel.launch_metadata is metadata)
-'''
+"""
 
 
 def test_triton_jit_keywords_pass_through(tmp_path):
@@ -233,7 +238,7 @@ def test_triton_jit_keywords_pass_through(tmp_path):
     assert result.stdout == "JITFunction ['n'] True True True True\n", result.stderr
 
 
-REMOTE = '''
+REMOTE = """
 import triton.language as tl
 import castpile
 
@@ -248,7 +253,7 @@ def local_sum(out, table, n, W: tl.constexpr):
     tl.store(out, tl.sum(bufs[0], axis=0))
 
 print(remote_sum.run.__name__, local_sum.run.__name__)  # the wrap launches through its own run
-'''
+"""
 
 
 def test_a_remote_kernel_is_wrapped_for_nvshmem_as_in_a_transpiled_module(tmp_path):
@@ -262,13 +267,14 @@ def test_the_jit_kernels_compile_for_sm90(tmp_path):
     cells = tmp_path / "cells.py"
     cells.write_text(CELL + SECOND_CELL + MIXED_CELL)
     constexprs = {"W": 3, "BLOCK": 16}
-    jobs = [Job(HERE / "kernels_jit.py", name, SIGNATURE, constexprs)
-            for name in ("scaled_sum", "broadcast", "sum_plus_one_kernel()")]
+    jobs = [
+        Job(HERE / "kernels_jit.py", name, SIGNATURE, constexprs)
+        for name in ("scaled_sum", "broadcast", "sum_plus_one_kernel()")
+    ]
     jobs += [Job(cells, name, SIGNATURE, constexprs) for name in ("stack_max", "stack_min", "copy_first")]
     results = compile_for_sm90(jobs, tmp_path)
     failures = {name: r.error for name, r in results.items() if not r.ok}
     assert not failures, "\n\n".join(f"{name}:\n{error}" for name, error in failures.items())
-
 
 
 def test_castpile_jit_says_when_it_cannot_read_or_find_the_source():
@@ -290,4 +296,3 @@ def test_castpile_jit_says_when_it_cannot_read_or_find_the_source():
     finally:
         del linecache.cache[cell]
     assert [(d.id, d.line, d.params) for d in info.value.diagnostics] == [("E702", 1, {"function": "moved"})]
-

@@ -48,28 +48,56 @@ def test_v11_kernels_compile_for_sm90(tmp_path, strategy):
         Job(module, "flat_at_counter", {**counter, "W": "constexpr"}, {"W": 3}),
         Job(module, "load_at_counter", {**counter, "n": "i32", "W": "constexpr"}, {"W": 3}),
         Job(module, "bump_at_counter", {**counter, "n": "i32", "W": "constexpr"}, {"W": 3}),
-        Job(module, "store_value_first", {"out": "*i32", "table": "*i64", "ctr": "*i32", "n": "i32", "W": "constexpr"},
-            {"W": 3}),
+        Job(
+            module,
+            "store_value_first",
+            {"out": "*i32", "table": "*i64", "ctr": "*i32", "n": "i32", "W": "constexpr"},
+            {"W": 3},
+        ),
     ]
     fp32 = {"out": "*fp32", "table": "*i64"}
     jobs += [
-        Job(module, "stack_extrema", {**fp32, "example": "*fp32", "n": "i32", "OP": "constexpr", "W": "constexpr",
-                                      "B": "constexpr"}, {"OP": op, "W": 3, "B": 16}, name=f"stack_extrema_{op}")
+        Job(
+            module,
+            "stack_extrema",
+            {**fp32, "example": "*fp32", "n": "i32", "OP": "constexpr", "W": "constexpr", "B": "constexpr"},
+            {"OP": op, "W": 3, "B": 16},
+            name=f"stack_extrema_{op}",
+        )
         for op in ("max", "min")
     ] + [
-        Job(module, "full_extent", {**fp32, "M": "constexpr", "N": "constexpr", "W": "constexpr"}, {"M": 2, "N": 4, "W": 3}),
+        Job(
+            module,
+            "full_extent",
+            {**fp32, "M": "constexpr", "N": "constexpr", "W": "constexpr"},
+            {"M": 2, "N": 4, "W": 3},
+        ),
         Job(module, "named_slice", {**fp32, "W": "constexpr"}, {"W": 3}),
-        Job(module, "group_sums", {**fp32, "n": "i32", "R": "constexpr", "C": "constexpr", "B": "constexpr"},
-            {"R": 2, "C": 3, "B": 16}),
+        Job(
+            module,
+            "group_sums",
+            {**fp32, "n": "i32", "R": "constexpr", "C": "constexpr", "B": "constexpr"},
+            {"R": 2, "C": 3, "B": 16},
+        ),
         Job(module, "lookalike_names", {**fp32, "n": "i32", "W": "constexpr", "B": "constexpr"}, {"W": 3, "B": 16}),
         Job(module, "helper_lookalike", {**fp32, "W": "constexpr"}, {"W": 3}),
-        Job(module, "keywords_in_source_order", {**counter, "n": "i32", "W": "constexpr", "B": "constexpr"},
-            {"W": 3, "B": 16}),
-        Job(module, "flags_in_source_order", {"flags": "*i32", "table": "*i64", "ctr": "*i32", "W": "constexpr"},
-            {"W": 3}),
+        Job(
+            module,
+            "keywords_in_source_order",
+            {**counter, "n": "i32", "W": "constexpr", "B": "constexpr"},
+            {"W": 3, "B": 16},
+        ),
+        Job(
+            module,
+            "flags_in_source_order",
+            {"flags": "*i32", "table": "*i64", "ctr": "*i32", "W": "constexpr"},
+            {"W": 3},
+        ),
     ]
     results = compile_for_sm90(jobs, tmp_path)
-    assert len(results) == 13 and all(r.ok for r in results.values()), {k: r.error for k, r in results.items() if not r.ok}
+    assert len(results) == 13 and all(r.ok for r in results.values()), {
+        k: r.error for k, r in results.items() if not r.ok
+    }
 
 
 @pytest.mark.parametrize("w", [1, 3])
@@ -180,7 +208,11 @@ def test_unused_atomic_compiles_to_the_hand_written_reductions(tmp_path):
 
     def memory_ops(name):
         ptx = results[name].ptx.read_text()
-        return sorted(line.split()[0] for line in ptx.splitlines() if line.strip().startswith(("red.", "atom.", "@")) and ("red." in line or "atom." in line))
+        return sorted(
+            line.split()[0]
+            for line in ptx.splitlines()
+            if line.strip().startswith(("red.", "atom.", "@")) and ("red." in line or "atom." in line)
+        )
 
     ours, hand = memory_ops("scatter_add_unused"), memory_ops("scatter_add_by_hand")
     assert ours == hand and ours, (ours, hand)
@@ -231,7 +263,6 @@ def test_masked_off_old_values_are_zero(k):
     got = out.view(padded(w), b)
     for j, old in enumerate(before):
         assert torch.equal(got[j, :2], old[:2]) and not got[j, 2:].any()
-
 
 
 @pytest.mark.parametrize("w", [1, 3])

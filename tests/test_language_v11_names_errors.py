@@ -43,19 +43,24 @@ def test_kernel_from_a_factory_importing_castpile(k, w):
 
 
 def test_enclosing_parameter_shadows_castpile():
-    source = (HEADER + """
+    source = (
+        HEADER
+        + """
 def make(multicast_like):
     @triton.jit
     def k(out, table, W: tl.constexpr):
         bufs = multicast_like(out, table[:W])
         x = bufs[0]
     return k
-""").encode()
+"""
+    ).encode()
     assert castpile.transpile(source, "k.py") == source
 
 
 def test_uses_in_nested_functions_are_located_errors():
-    source = HEADER + """
+    source = (
+        HEADER
+        + """
 @triton.jit
 def k(out, table, W: tl.constexpr):
     bufs = multicast_like(out, table[:W])
@@ -65,12 +70,15 @@ def k(out, table, W: tl.constexpr):
 
     f = lambda i: bufs[i] + 1
 """
+    )
     assert diagnostics_of(source) == [(10, 16, "E207", {"name": "bufs"}), (12, 19, "E207", {"name": "bufs"})]
 
 
 # 5. Targets castpile cannot lower, and f-strings, are located errors.
 def test_unlowerable_targets_and_fstrings_are_located_errors():
-    source = HEADER + """
+    source = (
+        HEADER
+        + """
 @triton.jit
 def k(out, table, W: tl.constexpr):
     bufs = multicast_like(out, table[:W])
@@ -81,6 +89,7 @@ def k(out, table, W: tl.constexpr):
         pass
     s = f"{tl.sum(bufs[0], axis=0)}"
 """
+    )
     assert diagnostics_of(source) == [
         (8, 5, "E211", {"where": "a tuple assignment", "name": "bufs"}),
         (9, 9, "E211", {"where": "a for loop", "name": "bufs"}),
@@ -91,17 +100,22 @@ def k(out, table, W: tl.constexpr):
 
 # 6. del
 def test_del_of_a_multicast_tensor_is_an_error():
-    source = HEADER + """
+    source = (
+        HEADER
+        + """
 @triton.jit
 def k(out, table, W: tl.constexpr):
     bufs = multicast_like(out, table[:W])
     del bufs
 """
+    )
     assert diagnostics_of(source) == [(8, 9, "E204", {})]
 
 
 def test_ellipsis_needs_constexpr_power_of_two_extents():
-    source = HEADER + """
+    source = (
+        HEADER
+        + """
 @triton.jit
 def k(out, table, n, W: tl.constexpr):
     a = multicast_like(out, table[:W], shape=(n, 4))
@@ -112,6 +126,7 @@ def k(out, table, n, W: tl.constexpr):
     z = c[...]
     v = a[..., 0]
 """
+    )
     assert diagnostics_of(source) == [
         (10, 11, "E308", {"extent": "n"}),
         (11, 14, "E308", {"extent": "3"}),
@@ -143,19 +158,24 @@ def k(out, table, W: tl.constexpr):
 # 16. castpile's own work on a long index is linear (tests/test_scaling.py counts calls; benchmarks/bench_cpu.py --case long_index times it, libcst's parser included).
 def test_an_index_of_2000_terms_transpiles():
     terms = " + ".join(f"a{i}" for i in range(2000))
-    source = HEADER + f"""
+    source = (
+        HEADER
+        + f"""
 @triton.jit
 def k(out, table, W: tl.constexpr):
     bufs = multicast_like(out, table[:W])
     x = bufs[{terms}]
 """
+    )
     out = castpile.transpile(source.encode(), "k.py").decode()
     line = out.splitlines()[7]
     assert line.startswith("    x = _castpile_load_loop(bufs, W, None, out, ") and line.count(" + ") == 1999
 
 
 def test_misused_slices_and_indices_are_located_errors():
-    source = HEADER + """
+    source = (
+        HEADER
+        + """
 @triton.jit
 def k(out, table, n, W: tl.constexpr):
     tile = table[1:W]
@@ -167,6 +187,7 @@ def k(out, table, n, W: tl.constexpr):
     y = c["a"]
     z = c[1.5]
 """
+    )
     assert diagnostics_of(source) == [
         (9, 29, "E107", {"name": "tile", "what": "slice", "spelled": "table[lo:hi]"}),
         (10, 29, "E111", {"count": 0}),
@@ -211,8 +232,17 @@ def test_a_stack_max_through_assigned_aliases_ignores_padding(strategy, tmp_path
     inside = torch.arange(b) < n
     expected_max = torch.where(inside, torch.cat([stacked.max(0).values, torch.zeros(b - n)]), 0.0)
     expected_min = torch.where(inside, torch.cat([stacked.min(0).values, torch.zeros(b - n)]), 0.0)
-    assert torch.equal(out[:b], expected_max) and torch.equal(out[b:2 * b], expected_max)
-    assert torch.equal(out[2 * b:], expected_min)
-    [result] = compile_for_sm90([Job(path, "aliased_max", {"out": "*fp32", "table": "*i64", "n": "i32", "W": "constexpr",
-                                                          "B": "constexpr"}, {"W": 3, "B": b})], tmp_path).values()
+    assert torch.equal(out[:b], expected_max) and torch.equal(out[b : 2 * b], expected_max)
+    assert torch.equal(out[2 * b :], expected_min)
+    [result] = compile_for_sm90(
+        [
+            Job(
+                path,
+                "aliased_max",
+                {"out": "*fp32", "table": "*i64", "n": "i32", "W": "constexpr", "B": "constexpr"},
+                {"W": 3, "B": b},
+            )
+        ],
+        tmp_path,
+    ).values()
     assert result.ok, result.error

@@ -46,8 +46,21 @@ def test_all_reduce_and_all_gather_through_helpers(k, world):
     def body(rank):
         mine, rows = bufs[rank], gathered[rank]
         sums, others = torch.full((n,), float("nan")), torch.full((n,), float("nan"))
-        k.all_reduce_gather[(1,)](xs[rank], mine.tensor, mine.buffer_ptrs, mine.signal_pad, mine.signal_pad_ptrs,
-                                  sums, others, rows.tensor, rows.buffer_ptrs, rank, n, world, block)
+        k.all_reduce_gather[(1,)](
+            xs[rank],
+            mine.tensor,
+            mine.buffer_ptrs,
+            mine.signal_pad,
+            mine.signal_pad_ptrs,
+            sums,
+            others,
+            rows.tensor,
+            rows.buffer_ptrs,
+            rank,
+            n,
+            world,
+            block,
+        )
         return sums, others
 
     total = torch.stack(xs).sum(0)
@@ -74,8 +87,18 @@ def test_strided_columns_and_atomics_through_helpers(k, world):
 
     def body(rank):
         out = torch.full((n, block), float("nan"))
-        k.columns_and_counters[(1,)](srcs[rank].tensor, srcs[rank].buffer_ptrs, counters[rank].tensor,
-                                     counters[rank].buffer_ptrs, out, rank, m, n, world, block)
+        k.columns_and_counters[(1,)](
+            srcs[rank].tensor,
+            srcs[rank].buffer_ptrs,
+            counters[rank].tensor,
+            counters[rank].buffer_ptrs,
+            out,
+            rank,
+            m,
+            n,
+            world,
+            block,
+        )
         return out
 
     expected = torch.zeros(n, block)
@@ -85,7 +108,6 @@ def test_strided_columns_and_atomics_through_helpers(k, world):
     assert not counters[0].tensor.any()
     for handle in counters[1:]:
         assert torch.equal(handle.tensor, torch.full((block,), world * (world + 1) // 2, dtype=torch.int32))
-
 
 
 @pytest.mark.parametrize("world", [2, 3, 4])
@@ -124,6 +146,7 @@ def test_one_helper_with_and_without_shape(k, world):
         assert torch.equal(out[1], total)
         assert ctr.item() == start
 
+
 @pytest.mark.parametrize(("world", "lws"), [(2, 1), (3, 2), (4, 2)])
 def test_remote_bindings_through_helpers(remote, world, lws):
     """remote="nvshmem" tables passed to helpers: a barrier, a sum and a push all-gather, with the peers on
@@ -138,9 +161,20 @@ def test_remote_bindings_through_helpers(remote, world, lws):
     def body(rank):
         mine, rows = bufs[rank], gathered[rank]
         sums = torch.full((n,), float("nan"))
-        remote.all_reduce_gather_remote[(1,)](xs[rank], mine.tensor, mine.remote_ptrs, mine.signal_pad,
-                                              mine.signal_pad_remote_ptrs, sums, rows.tensor, rows.remote_ptrs, rank,
-                                              n, world, block)
+        remote.all_reduce_gather_remote[(1,)](
+            xs[rank],
+            mine.tensor,
+            mine.remote_ptrs,
+            mine.signal_pad,
+            mine.signal_pad_remote_ptrs,
+            sums,
+            rows.tensor,
+            rows.remote_ptrs,
+            rank,
+            n,
+            world,
+            block,
+        )
         return sums
 
     for sums in sim.run(body, world, timeout=120):
@@ -157,11 +191,39 @@ def test_remote_kernels_compile_for_sm90_up_to_nvshmem_linking(tmp_path, strateg
     module.write_bytes(castpile.transpile(REMOTE_KERNELS.read_bytes(), str(REMOTE_KERNELS), strategy=strategy))
     pointers = dict.fromkeys(("x", "buf", "sums", "gathered"), "*fp32")
     tables = dict.fromkeys(("buf_ptrs", "pad_ptrs", "gathered_ptrs"), "*i64")
-    signature = {**pointers, **tables, "pad": "*i32", "rank": "i32", "n": "i32", "WORLD": "constexpr",
-                 "BLOCK": "constexpr"}
-    order = ["x", "buf", "buf_ptrs", "pad", "pad_ptrs", "sums", "gathered", "gathered_ptrs", "rank", "n", "WORLD",
-             "BLOCK"]
-    jobs = [Job(module, "all_reduce_gather_remote", {name: signature[name] for name in order},
-                {"WORLD": world, "BLOCK": 16}, name=f"W{world}", nvshmem=True) for world in (2, 3, 4)]
+    signature = {
+        **pointers,
+        **tables,
+        "pad": "*i32",
+        "rank": "i32",
+        "n": "i32",
+        "WORLD": "constexpr",
+        "BLOCK": "constexpr",
+    }
+    order = [
+        "x",
+        "buf",
+        "buf_ptrs",
+        "pad",
+        "pad_ptrs",
+        "sums",
+        "gathered",
+        "gathered_ptrs",
+        "rank",
+        "n",
+        "WORLD",
+        "BLOCK",
+    ]
+    jobs = [
+        Job(
+            module,
+            "all_reduce_gather_remote",
+            {name: signature[name] for name in order},
+            {"WORLD": world, "BLOCK": 16},
+            name=f"W{world}",
+            nvshmem=True,
+        )
+        for world in (2, 3, 4)
+    ]
     failures = {name: r.error for name, r in compile_for_sm90(jobs, tmp_path).items() if not r.ok}
     assert not failures, "\n\n".join(f"{name}:\n{error}" for name, error in failures.items())

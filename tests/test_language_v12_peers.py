@@ -58,7 +58,7 @@ def test_the_next_peer_alone(k, w):
         i = torch.arange(block)
         row = torch.cat([peer, torch.zeros(block - n)])
         assert torch.equal(res[:block], row)
-        assert torch.equal(res[block:2 * block], torch.where(i < 3, row, -1.0))
+        assert torch.equal(res[block : 2 * block], torch.where(i < 3, row, -1.0))
         assert res[2 * block].item() == peer.sum().item()  # an ordinary reduction: over the elements
         assert res[2 * block + 1].item() == peer.max().item()
         assert res[2 * block + 2].item() == peer[n - 1].item()
@@ -132,10 +132,10 @@ def test_every_buffer_but_this_ranks(k, w):
             if j != rank:
                 stack[j, :n] = before[j]
         valid = torch.stack([b for j, b in enumerate(before) if j != rank])
-        assert torch.equal(res[:wp * block].view(wp, block), stack)
-        assert torch.equal(res[wp * block:(wp + 1) * block][:n], valid.sum(0, dtype=torch.int32))
-        assert torch.equal(res[(wp + 1) * block:][:n], valid.amax(0))
-        assert torch.equal(res[wp * block + n:(wp + 1) * block], torch.zeros(block - n, dtype=torch.int32))
+        assert torch.equal(res[: wp * block].view(wp, block), stack)
+        assert torch.equal(res[wp * block : (wp + 1) * block][:n], valid.sum(0, dtype=torch.int32))
+        assert torch.equal(res[(wp + 1) * block :][:n], valid.amax(0))
+        assert torch.equal(res[wp * block + n : (wp + 1) * block], torch.zeros(block - n, dtype=torch.int32))
         for j, (b, old) in enumerate(zip(bufs, before)):
             want = old if j == rank else torch.full((n,), rank + 100, dtype=torch.int32)
             if j != rank:
@@ -152,7 +152,7 @@ def test_a_named_slice_with_a_named_mask(k, w):
         before = [b.clone() for b in bufs]
         res = torch.full((2 * block,), -7, dtype=torch.int32)
         k.named_slice_with_mask[(1,)](res, address_table(bufs), rank, lo, w, wp, block)
-        below = before[lo:lo + min(rank, w)]
+        below = before[lo : lo + min(rank, w)]
         i = torch.arange(block)
         # no valid buffer: 0
         minimum = torch.where(i < 3, torch.stack(below).amin(0), 50) if below else torch.zeros(block, dtype=torch.int32)
@@ -230,8 +230,8 @@ def test_int32_buffers_named_by_their_dtype_compare_and_swap(k, w):
     for j, old in enumerate(before):
         olds[j, :n] = old
         after.append(torch.where(old == i, i + 40, old))
-    assert torch.equal(res[:wp * block].view(wp, block), olds)
-    assert torch.equal(res[wp * block:][:n], after[rank])
+    assert torch.equal(res[: wp * block].view(wp, block), olds)
+    assert torch.equal(res[wp * block :][:n], after[rank])
     after[rank] = torch.where(after[rank] == i + 40, -1, after[rank])
     for j, b in enumerate(bufs):
         assert torch.equal(b, after[j]), j
@@ -270,18 +270,33 @@ def errors(body: str) -> list[tuple[int, int, str, dict]]:
     return [(d.line, d.col, d.id, d.params) for d in info.value.diagnostics]
 
 
-@pytest.mark.parametrize("body", [
-    pytest.param("ranks = tl.arange(0, W)\nbufs = multicast_like(out, table[:W])\nx = tl.load(bufs[offs], mask=ranks <= rank)\n",
-                 id="an arange of the slice's extent"),
-    pytest.param("bufs = multicast_like(out, table[:W], ptr_mask=tl.arange(0, WP) != rank)\n"
-                 "tl.store(bufs[offs], 1, mask=tl.arange(0, WP) != rank)\n", id="the ptr_mask's arange"),
-    pytest.param("ranks = tl.arange(0, WP)\nptrs = tl.load(table + ranks)\nbufs = multicast_like(out, ptrs)\n"
-                 "m = ranks < W\ntl.atomic_add(bufs[offs], 1, mask=m)\n", id="the tensor tile's arange, through a name"),
-    pytest.param("bufs = multicast_like(out, table[:3])\ncastpile.signal(bufs[0], mask=tl.arange(0, 4) != rank)\n",
-                 id="a literal extent, padded"),
-    pytest.param("bufs = multicast_like(out, table[:W])\ntl.sum(tl.load(bufs[offs], mask=tl.arange(0, W) < rank), axis=0)\n",
-                 id="a reduction's load"),
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(
+            "ranks = tl.arange(0, W)\nbufs = multicast_like(out, table[:W])\nx = tl.load(bufs[offs], mask=ranks <= rank)\n",
+            id="an arange of the slice's extent",
+        ),
+        pytest.param(
+            "bufs = multicast_like(out, table[:W], ptr_mask=tl.arange(0, WP) != rank)\n"
+            "tl.store(bufs[offs], 1, mask=tl.arange(0, WP) != rank)\n",
+            id="the ptr_mask's arange",
+        ),
+        pytest.param(
+            "ranks = tl.arange(0, WP)\nptrs = tl.load(table + ranks)\nbufs = multicast_like(out, ptrs)\n"
+            "m = ranks < W\ntl.atomic_add(bufs[offs], 1, mask=m)\n",
+            id="the tensor tile's arange, through a name",
+        ),
+        pytest.param(
+            "bufs = multicast_like(out, table[:3])\ncastpile.signal(bufs[0], mask=tl.arange(0, 4) != rank)\n",
+            id="a literal extent, padded",
+        ),
+        pytest.param(
+            "bufs = multicast_like(out, table[:W])\ntl.sum(tl.load(bufs[offs], mask=tl.arange(0, W) < rank), axis=0)\n",
+            id="a reduction's load",
+        ),
+    ],
+)
 def test_an_access_mask_with_one_flag_per_buffer_names_ptr_mask(body):
     lines = (HEADER + textwrap.indent(body, "    ")).splitlines()
     line = next(n for n, text in enumerate(lines, 1) if "mask=" in text and "multicast_like" not in text)
@@ -293,21 +308,33 @@ def test_an_access_mask_with_one_flag_per_buffer_names_ptr_mask(body):
 def test_an_element_mask_over_an_index_of_the_same_extent_is_not_an_error():
     source = HEADER + textwrap.indent(
         "bufs = multicast_like(out, table[:W], ptr_mask=tl.arange(0, WP) != rank)\n"
-        "slots = tl.arange(0, WP)\ntl.store(bufs[slots], 1, mask=slots != rank)\n", "    ")
+        "slots = tl.arange(0, WP)\ntl.store(bufs[slots], 1, mask=slots != rank)\n",
+        "    ",
+    )
     castpile.transpile(source.encode(), "k.py")
 
 
-@pytest.mark.parametrize("body,id,params", [
-    pytest.param("one = multicast_like(out, table[rank, 0])\n", "E116", {}, id="two indices"),
-    pytest.param("one = multicast_like(out, table[1.5])\n", "E117", {"code": "1.5"}, id="a float"),
-    pytest.param("one = multicast_like(out, table[...])\n", "E117", {"code": "..."}, id="an ellipsis"),
-    pytest.param("one = multicast_like(tl.pointer_type(tl.int32), table[:W])\n", "E115", {}, id="a pointer type"),
-    pytest.param("one = multicast_like(tl.int32, tl.load(table + rank))\ntl.atomic_cas(one[0], 0, 1)\n",
-                 "E412", {"what": "tl.atomic_cas", "name": "one"}, id="a dtype and a tensor tile: compare-and-swap"),
-    pytest.param("one = multicast_like(tl.int32, tl.load(table + rank))\ncastpile.signal(one[0], wait_for=0)\n",
-                 "E412", {"what": "castpile.signal with wait_for=", "name": "one"},
-                 id="a dtype and a tensor tile: signal wait_for"),
-])
+@pytest.mark.parametrize(
+    "body,id,params",
+    [
+        pytest.param("one = multicast_like(out, table[rank, 0])\n", "E116", {}, id="two indices"),
+        pytest.param("one = multicast_like(out, table[1.5])\n", "E117", {"code": "1.5"}, id="a float"),
+        pytest.param("one = multicast_like(out, table[...])\n", "E117", {"code": "..."}, id="an ellipsis"),
+        pytest.param("one = multicast_like(tl.pointer_type(tl.int32), table[:W])\n", "E115", {}, id="a pointer type"),
+        pytest.param(
+            "one = multicast_like(tl.int32, tl.load(table + rank))\ntl.atomic_cas(one[0], 0, 1)\n",
+            "E412",
+            {"what": "tl.atomic_cas", "name": "one"},
+            id="a dtype and a tensor tile: compare-and-swap",
+        ),
+        pytest.param(
+            "one = multicast_like(tl.int32, tl.load(table + rank))\ncastpile.signal(one[0], wait_for=0)\n",
+            "E412",
+            {"what": "castpile.signal with wait_for=", "name": "one"},
+            id="a dtype and a tensor tile: signal wait_for",
+        ),
+    ],
+)
 def test_peer_and_dtype_errors(body, id, params):
     [(_, _, got, got_params)] = errors(body)
     assert (got, got_params) == (id, params)
@@ -353,9 +380,11 @@ def test_remote_next_peer_and_others(remote, w):
     peer = data[(rank + 1) % w]
     assert torch.equal(res[:n], peer) and res[2 * block].item() == peer.sum().item()
     assert torch.equal(s[(rank + 1) % w].tensor, torch.full((n,), rank + 100.0))  # others stored after next_peer's +1
-    rows = stack[:wp * block].view(wp, block)
+    rows = stack[: wp * block].view(wp, block)
     assert torch.equal(rows[rank], torch.zeros(block)) and torch.equal(rows[1, :n], peer + 1)
-    assert torch.equal(stack[wp * block:][:n], torch.stack([d + (j == 1) for j, d in enumerate(data) if j != rank]).sum(0))
+    assert torch.equal(
+        stack[wp * block :][:n], torch.stack([d + (j == 1) for j, d in enumerate(data) if j != rank]).sum(0)
+    )
     assert torch.equal(s[rank].tensor, data[rank])
 
 
@@ -390,8 +419,17 @@ def jobs_for(module: Path, source: str, kernels, nvshmem=False) -> list[Job]:
     for kernel in sorted(kernels):
         dtype, variants = COMPILES[kernel]
         types = {"table": "*i64", "flags": "*i32", "res": f"*{dtype}"}
-        jobs += [Job(module, kernel, signature(source, kernel, types), constexprs, nvshmem=nvshmem,
-                     name=f"{kernel} {constexprs}{' remote' if nvshmem else ''}") for constexprs in variants]
+        jobs += [
+            Job(
+                module,
+                kernel,
+                signature(source, kernel, types),
+                constexprs,
+                nvshmem=nvshmem,
+                name=f"{kernel} {constexprs}{' remote' if nvshmem else ''}",
+            )
+            for constexprs in variants
+        ]
     return jobs
 
 

@@ -67,6 +67,7 @@ def _through_triton(compiled, grid, values):
 
 def _with_allocators(fn):
     """``fn()`` with scratch allocators set, in a copied context (Triton's allocator is a context variable)."""
+
     def with_global_allocator():
         triton.set_allocator(_scratch)
         return fn()
@@ -84,9 +85,25 @@ def test_arguments_are_grid_stream_head_then_every_parameter_in_declaration_orde
     compiled = _compiled()
     call = launcher_call(compiled, (5,), SIGNATURE, (x,), dict(n=10, y=y, BLOCK=64, num_warps=8), late=("y", "x"))
     assert call.arguments == (
-        5, 1, 1, None,  # grid, the stream slot
-        FUNCTION, False, True, None, None, PACKED, None, None, None,  # cooperative, pdl, 2 scratch, metadata, 3 hooks
-        x.data_ptr(), 64, y.data_ptr(), 10, 2, 0.5,  # BLOCK and SCALE in their places, defaults applied, no num_warps
+        5,
+        1,
+        1,
+        None,  # grid, the stream slot
+        FUNCTION,
+        False,
+        True,
+        None,
+        None,
+        PACKED,
+        None,
+        None,
+        None,  # cooperative, pdl, 2 scratch, metadata, 3 hooks
+        x.data_ptr(),
+        64,
+        y.data_ptr(),
+        10,
+        2,
+        0.5,  # BLOCK and SCALE in their places, defaults applied, no num_warps
     )
     assert call.late == {"x": 13, "y": 15}
     assert call.entry is compiled.run.launch
@@ -122,8 +139,11 @@ def test_bind_launches_through_the_compiled_path_with_late_tensors_and_the_curre
             return compiled
 
     monkeypatch.setenv("TRITON_INTERPRET", "0")  # the knob reads it; setattr on the knob would leave it pinned
-    monkeypatch.setattr(triton.runtime.driver, "_active",
-                        SimpleNamespace(get_current_stream=lambda device: STREAM, get_current_device=lambda: 0))
+    monkeypatch.setattr(
+        triton.runtime.driver,
+        "_active",
+        SimpleNamespace(get_current_stream=lambda device: STREAM, get_current_device=lambda: 0),
+    )
     x, y, z = torch.zeros(4), torch.zeros(8), torch.zeros(8)
     launch = bind(FakeJITFunction(), (5,), x, 64, y, n=10, num_warps=4, late=("y",))
     assert warmed == [((x, 64, y), (5, 1, 1), dict(n=10, num_warps=4))]
@@ -151,7 +171,9 @@ def test_argument_errors():
     with pytest.raises(TypeError, match="late parameter 'out' must be given a tensor, got None"):
         late_tensors(dict(x=x), ("out",))
     assert late_tensors(dict(x=x, y=torch.zeros(9)[1:]), ("x", "y")) == {
-        "x": LateTensor(torch.float32, True), "y": LateTensor(torch.float32, False)}
+        "x": LateTensor(torch.float32, True),
+        "y": LateTensor(torch.float32, False),
+    }
 
 
 @triton.jit

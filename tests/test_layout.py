@@ -18,8 +18,12 @@ def imports(path: Path) -> set[str]:
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
     found = set()
     tree = ast.parse(path.read_text())
-    skipped = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-               for n in ast.walk(node)}
+    skipped = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for n in ast.walk(node)
+    }
     for node in ast.walk(tree):
         if id(node) in skipped:
             continue
@@ -34,8 +38,12 @@ def imports(path: Path) -> set[str]:
             if target.split(".")[0] != "castpile":
                 continue
             names = [f"{target}.{a.name}" for a in node.names]
-            found |= {n for n in names if (PACKAGE.parent / n.replace(".", "/")).with_suffix(".py").exists()
-                      or (PACKAGE.parent / n.replace(".", "/")).is_dir()} or {target}
+            found |= {
+                n
+                for n in names
+                if (PACKAGE.parent / n.replace(".", "/")).with_suffix(".py").exists()
+                or (PACKAGE.parent / n.replace(".", "/")).is_dir()
+            } or {target}
     return found
 
 

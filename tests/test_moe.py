@@ -41,8 +41,10 @@ def routing(gen, world, tokens, topk, experts, skip=None):
     rows = []
     for s in range(world):
         allowed = [e for e in range(experts) if skip is None or e // local != skip.get(s, -1)]
-        idx = torch.tensor([[allowed[i] for i in torch.randperm(len(allowed), generator=gen)[:topk]]
-                            for _ in range(tokens)], dtype=torch.int32)
+        idx = torch.tensor(
+            [[allowed[i] for i in torch.randperm(len(allowed), generator=gen)[:topk]] for _ in range(tokens)],
+            dtype=torch.int32,
+        )
         idx[0] = torch.randperm(local, generator=gen)[:topk]
         idx[-1] = -1
         rows.append(idx)
@@ -96,15 +98,27 @@ CALLS = 2
 
 def run_case(name, calls=CALLS):
     world, tokens, hidden, topk, experts, dtype, idx_dtype, skip = CASES[name]
-    states = moe.MoE.create_all(world, alloc=sim.symmetric_scratch, tokens=tokens, hidden=hidden, topk=topk,
-                                experts=experts, dtype=dtype, token_block=4, hidden_block=16, blocks=2)
+    states = moe.MoE.create_all(
+        world,
+        alloc=sim.symmetric_scratch,
+        tokens=tokens,
+        hidden=hidden,
+        topk=topk,
+        experts=experts,
+        dtype=dtype,
+        token_block=4,
+        hidden_block=16,
+        blocks=2,
+    )
     for st in states:
         st.recv_x.tensor.fill_(float("nan"))
         st.combine_buf.tensor.fill_(float("nan"))
     data = [inputs(1000 * c + world, world, tokens, hidden, topk, experts, dtype, skip) for c in range(calls)]
     gen = torch.Generator().manual_seed(world)
-    expert_outs = [[torch.randint(-3, 4, (st.capacity_pairs, hidden), generator=gen).to(dtype) for st in states]
-                   for _ in range(calls)]
+    expert_outs = [
+        [torch.randint(-3, 4, (st.capacity_pairs, hidden), generator=gen).to(dtype) for st in states]
+        for _ in range(calls)
+    ]
 
     def body(rank):
         rng = random.Random(rank * 7919 + world)
@@ -174,7 +188,7 @@ def test_the_edge_cases_happen(case):
             assert outs[0][c]["recv_src_token"][r, 0] == 0
             assert (outs[0][c]["recv_topk_idx"][r, 0] >= 0).sum() == topk
             for d in range(world):
-                received = outs[d][c]["recv_src_token"][r, :outs[d][c]["recv_counts"][r]].tolist()
+                received = outs[d][c]["recv_src_token"][r, : outs[d][c]["recv_counts"][r]].tolist()
                 assert tokens - 1 not in received and (d == 0 or 0 not in received), (c, r, d)
 
 
@@ -188,7 +202,7 @@ def test_grouped_rows_group_by_expert(case):
             offsets, rows = got["expert_offsets"].tolist(), got["grouped_rows"]
             seen = 0
             for e in range(local):
-                span = rows[offsets[e]:offsets[e + 1]].long()
+                span = rows[offsets[e] : offsets[e + 1]].long()
                 seen += len(span)
                 assert len(span) == got["expert_counts"][e]
                 chosen = got["recv_topk_idx"].view(-1, topk)[span]
@@ -201,8 +215,9 @@ def test_grouped_rows_group_by_expert(case):
 
 
 def test_wrong_inputs_are_refused_before_launching():
-    st = moe.MoE.create_all(2, alloc=sim.symmetric_scratch, tokens=4, hidden=8, topk=2, experts=4,
-                            dtype=torch.float32)[0]
+    st = moe.MoE.create_all(2, alloc=sim.symmetric_scratch, tokens=4, hidden=8, topk=2, experts=4, dtype=torch.float32)[
+        0
+    ]
     x, idx, w = torch.zeros(4, 8), torch.zeros(4, 2, dtype=torch.int32), torch.zeros(4, 2)
     with pytest.raises(ValueError, match="x must be"):
         moe.dispatch(st, x.bfloat16(), idx, w)
@@ -244,35 +259,69 @@ def test_the_sample_scatters_rows_by_index(tmp_path, strategy):
     sample.dispatch_rows[(2,)](x, dests, rows, ptrs, bufs[0], n, H=hidden, WORLD=world, TB=4, HB=16)
     for d, buf in enumerate(bufs):
         toks = dests[:, d].nonzero().flatten()
-        assert torch.equal(buf[:len(toks)], x[toks]) and (buf[len(toks):] == 99).all(), d
+        assert torch.equal(buf[: len(toks)], x[toks]) and (buf[len(toks) :] == 99).all(), d
 
 
 def test_kernels_compile_for_sm90(tmp_path):
     """Realistic sizes (bf16, H=7168, K=8, E=64, W=2): the kernels and the sample (both strategies) compile."""
     module = "castpile.gpu.fused.moe_kernels_triton"
     base = {"H": 7168, "ROW": 7168, "K": 8, "WORLD": 2, "TB": moe.TOKEN_BLOCK, "HB": moe.HIDDEN_BLOCK}
-    ptr = {"x": "*bf16", "recv_x": "*bf16", "comb": "*bf16", "expert_out": "*bf16", "out": "*bf16",
-           "topk_weights": "*fp32", "topk_idx": "*i64", "rank": "i32", "T": "i32"}
+    ptr = {
+        "x": "*bf16",
+        "recv_x": "*bf16",
+        "comb": "*bf16",
+        "expert_out": "*bf16",
+        "out": "*bf16",
+        "topk_weights": "*fp32",
+        "topk_idx": "*i64",
+        "rank": "i32",
+        "T": "i32",
+    }
     jobs = [
-        Job(module, "moe_route", {"topk_idx": "*i64", "hist": "*i32", "T": "i32", "K": "constexpr", "E": "constexpr",
-                                  "EL": "constexpr", "WORLD": "constexpr", "TB": "constexpr"},
-            {"K": 8, "E": 64, "EL": 32, "WORLD": 2, "TB": moe.TOKEN_BLOCK}),
+        Job(
+            module,
+            "moe_route",
+            {
+                "topk_idx": "*i64",
+                "hist": "*i32",
+                "T": "i32",
+                "K": "constexpr",
+                "E": "constexpr",
+                "EL": "constexpr",
+                "WORLD": "constexpr",
+                "TB": "constexpr",
+            },
+            {"K": 8, "E": 64, "EL": 32, "WORLD": 2, "TB": moe.TOKEN_BLOCK},
+        ),
     ]
     from castpile.gpu.fused import moe_kernels_triton as k
 
     for fn, extra in ((k.moe_dispatch, {"E": 64}), (k.moe_combine, {})):
         constexprs = {**{n: base[n] for n in base if n in fn.arg_names}, **extra}
-        sig = {a: "constexpr" if a in constexprs else ptr.get(a, "*i64" if a.endswith("_ptrs") else "*i32")
-               for a in fn.arg_names}
+        sig = {
+            a: "constexpr" if a in constexprs else ptr.get(a, "*i64" if a.endswith("_ptrs") else "*i32")
+            for a in fn.arg_names
+        }
         jobs.append(Job(module, fn.__name__, sig, constexprs))
     sample = ROOT / "samples" / "moe_dispatch.py"
     for strategy in castpile.STRATEGIES:
         path = tmp_path / f"moe_dispatch_{strategy}.py"
         path.write_bytes(castpile.transpile(sample.read_bytes(), str(sample), strategy=strategy))
-        sig = {"x": "*bf16", "dests": "*i32", "rows": "*i32", "buf_ptrs": "*i64", "example": "*bf16", "n": "i32",
-               "H": "constexpr", "WORLD": "constexpr", "TB": "constexpr", "HB": "constexpr"}
-        jobs.append(Job(path, "dispatch_rows", sig, {"H": 7168, "WORLD": 2, "TB": 8, "HB": 1024},
-                        name=f"sample-{strategy}"))
+        sig = {
+            "x": "*bf16",
+            "dests": "*i32",
+            "rows": "*i32",
+            "buf_ptrs": "*i64",
+            "example": "*bf16",
+            "n": "i32",
+            "H": "constexpr",
+            "WORLD": "constexpr",
+            "TB": "constexpr",
+            "HB": "constexpr",
+        }
+        jobs.append(
+            Job(path, "dispatch_rows", sig, {"H": 7168, "WORLD": 2, "TB": 8, "HB": 1024}, name=f"sample-{strategy}")
+        )
     results = compile_for_sm90(jobs, tmp_path)
     assert all(r.ok for r in results.values()), {n: r.error for n, r in results.items() if not r.ok}
     for name in ("moe_dispatch", "moe_combine"):
@@ -294,8 +343,9 @@ def test_the_combine_sample_pushes_weighted_partials_to_their_sources(tmp_path, 
     src_rank, src_token = (sources // tokens).int(), (sources % tokens).int()
     bufs = [torch.full((world * tokens, hidden), 99.0) for _ in range(world)]
     ptrs = torch.tensor([b.data_ptr() for b in bufs], dtype=torch.int64)
-    sample.combine_rows[(3,)](expert_out, slots, weights, src_rank, src_token, ptrs, bufs[0], me, n, tokens,
-                              H=hidden, K=topk, RB=4, HB=16)
+    sample.combine_rows[(3,)](
+        expert_out, slots, weights, src_rank, src_token, ptrs, bufs[0], me, n, tokens, H=hidden, K=topk, RB=4, HB=16
+    )
     expected = [torch.full((world * tokens, hidden), 99.0) for _ in range(world)]
     for r in range(n):
         partial = torch.zeros(hidden)

@@ -76,7 +76,7 @@ def test_a_cache_without_replay_binds_late_launches_and_calls_after_bind_once_ea
     assert launches == [{"out": out}] * 3
 
 
-RUN_ON_ONE_GPU = r'''
+RUN_ON_ONE_GPU = r"""
 import torch
 from castpile.gpu import collectives, one_gpu
 for world in (2, 3):
@@ -93,7 +93,7 @@ for world in (2, 3):
         assert all(torch.equal(o, want) for o in outs)
     assert all(not h.signal_pad.any() for h in handles)
 print("exact")
-'''
+"""
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU (CI has none)")

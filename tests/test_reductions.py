@@ -105,8 +105,14 @@ def test_extrema_with_indices_see_the_valid_buffers_only(k, w, dtype, op, left):
             assert all(got_i[q] in positions and stack[got_i[q], q] == best[q] for q in range(N)), row
 
 
-@pytest.mark.parametrize("call", ["tl.sum(bufs[o], axis=0, dtype=tl.int32, acc=1)", "tl.max(bufs[o], 0, True, True, False, 1)",
-                                  "bufs[o].to(tl.float32).min(axis=0, foo=1)"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        "tl.sum(bufs[o], axis=0, dtype=tl.int32, acc=1)",
+        "tl.max(bufs[o], 0, True, True, False, 1)",
+        "bufs[o].to(tl.float32).min(axis=0, foo=1)",
+    ],
+)
 def test_an_argument_a_reduction_does_not_take_is_a_located_error(call):
     source = (
         "import triton\nimport triton.language as tl\nfrom castpile import multicast_like\n\n\n@triton.jit\n"
@@ -117,8 +123,11 @@ def test_an_argument_a_reduction_does_not_take_is_a_located_error(call):
     )
     op = call.split("(")[0].split(".")[-1] if call.startswith("tl.") else "min"
     where = f"tl.{op} of a multicast access"
-    problem = ("E402", {"call": where, "most": 5}) if "False, 1" in call else \
-        ("E403", {"call": where, "keyword": "acc" if op == "sum" else "foo"})
+    problem = (
+        ("E402", {"call": where, "most": 5})
+        if "False, 1" in call
+        else ("E403", {"call": where, "keyword": "acc" if op == "sum" else "foo"})
+    )
     assert diagnostics_of(source) == [(10, 9, *problem)]
 
 
@@ -188,8 +197,15 @@ def test_rank0_tile_reduces_its_elements_and_scalar_indices_reduce_the_stack(k, 
         out = torch.full((7,), 99.0)
         k.one_peer[(1,)](out, address_table(bufs), r, n, w, b)
         lanes = torch.cat([bufs[r], torch.zeros(b - n)])  # P = (): an ordinary reduction; lanes past n hold 0
-        expected = [lanes.sum(), lanes.max(), lanes.min(), lanes.argmin().float(),
-                    stack[:, 3].sum(), stack[:, 3].max(), stack[:, 2].min()]
+        expected = [
+            lanes.sum(),
+            lanes.max(),
+            lanes.min(),
+            lanes.argmin().float(),
+            stack[:, 3].sum(),
+            stack[:, 3].max(),
+            stack[:, 2].min(),
+        ]
         assert torch.equal(out, torch.stack(expected)), r
 
 
@@ -248,25 +264,48 @@ def test_row_norm_matches_its_hand_twin(bench, w):
 
 T = {"table": "*i64"}
 SM90_JOBS = [
-    *[("int8_sums", {"out": "*i32", **T, "n": "i32", "W": "constexpr", "B": "constexpr"}, {"W": w, "B": 64}) for w in (3, 4)],
-    ("table_reductions", {"values": "*i32", "at": "*i32", **T, "n": "i32", "W": "constexpr", "B": "constexpr"},
-     {"W": 3, "B": 64}),
+    *[
+        ("int8_sums", {"out": "*i32", **T, "n": "i32", "W": "constexpr", "B": "constexpr"}, {"W": w, "B": 64})
+        for w in (3, 4)
+    ],
+    (
+        "table_reductions",
+        {"values": "*i32", "at": "*i32", **T, "n": "i32", "W": "constexpr", "B": "constexpr"},
+        {"W": 3, "B": 64},
+    ),
     ("half_sum", {"out": "*fp32", **T, "n": "i32", "W": "constexpr", "B": "constexpr"}, {"W": 3, "B": 64}),
     *[
-        ("extrema_indices",
-         {"values": "*fp32", "at": "*i32", **T, "n": "i32", "OP": "constexpr", "LEFT": "constexpr", "W": "constexpr",
-          "B": "constexpr"}, {"OP": op, "LEFT": left, "W": 3, "B": 64})
-        for op in ("max", "min") for left in (True, False)
+        (
+            "extrema_indices",
+            {
+                "values": "*fp32",
+                "at": "*i32",
+                **T,
+                "n": "i32",
+                "OP": "constexpr",
+                "LEFT": "constexpr",
+                "W": "constexpr",
+                "B": "constexpr",
+            },
+            {"OP": op, "LEFT": left, "W": 3, "B": 64},
+        )
+        for op in ("max", "min")
+        for left in (True, False)
     ],
     *[
-        ("constexpr_masks", {"out": "*fp32", **T, "n": "i32", "EVEN": "constexpr", "W": "constexpr", "B": "constexpr"},
-         {"EVEN": even, "W": 3, "B": 64})
+        (
+            "constexpr_masks",
+            {"out": "*fp32", **T, "n": "i32", "EVEN": "constexpr", "W": "constexpr", "B": "constexpr"},
+            {"EVEN": even, "W": 3, "B": 64},
+        )
         for even in (True, False)
     ],
     ("one_peer", {"out": "*fp32", **T, "r": "i32", "n": "i32", "W": "constexpr", "B": "constexpr"}, {"W": 3, "B": 64}),
-    ("elementwise_steps",
-     {"out": "*fp32", "example": "*i32", **T, "n": "i32", "S": "constexpr", "W": "constexpr", "B": "constexpr"},
-     {"S": 5, "W": 3, "B": 64}),
+    (
+        "elementwise_steps",
+        {"out": "*fp32", "example": "*i32", **T, "n": "i32", "S": "constexpr", "W": "constexpr", "B": "constexpr"},
+        {"S": 5, "W": 3, "B": 64},
+    ),
 ]
 
 
@@ -280,8 +319,16 @@ def test_every_reduction_kernel_compiles_for_sm90(tmp_path, strategy):
     assert not failures, "\n".join(failures)
 
 
-ROW_NORM = {"ex": "*bf16", **T, "out": "*bf16", "M": "i32", "D": "i32", "eps": "fp32", "W": "constexpr",
-            "BLOCK_D": "constexpr"}
+ROW_NORM = {
+    "ex": "*bf16",
+    **T,
+    "out": "*bf16",
+    "M": "i32",
+    "D": "i32",
+    "eps": "fp32",
+    "W": "constexpr",
+    "BLOCK_D": "constexpr",
+}
 
 
 def memory_operations(ptx: str) -> list[str]:
@@ -307,8 +354,16 @@ def test_a_cast_before_a_stack_sum_streams_like_the_hand_loop(tmp_path, strategy
     jobs = []
     for w in (2, 4, 8):
         jobs.append(Job(module, "stack_row_norm", ROW_NORM, {"W": w, "BLOCK_D": 8192}, attrs, name=f"ours_{w}"))
-        jobs.append(Job(HAND_KERNELS, "hand_row_norm", {**ROW_NORM, "ALIGN": "constexpr"},
-                        {"W": w, "BLOCK_D": 8192, "ALIGN": True}, attrs, name=f"hand_{w}"))
+        jobs.append(
+            Job(
+                HAND_KERNELS,
+                "hand_row_norm",
+                {**ROW_NORM, "ALIGN": "constexpr"},
+                {"W": w, "BLOCK_D": 8192, "ALIGN": True},
+                attrs,
+                name=f"hand_{w}",
+            )
+        )
     results = compile_for_sm90(jobs, tmp_path)
     assert all(r.ok for r in results.values()), {name: r.error for name, r in results.items() if not r.ok}
     for w in (2, 4, 8):

@@ -32,8 +32,6 @@ def k(tmp_path_factory):
     return transpiled(tmp_path_factory.mktemp("remote"), remote_source(), "kernels_remote")
 
 
-
-
 def assert_remote(scratch, rank, lws):
     """The table really has remote entries for this rank (else the test proves nothing about them)."""
     table = scratch[rank].remote_ptrs
@@ -189,8 +187,12 @@ def test_signal_by_exchange(k, w, lws):
 
 def more(directory, broken=None):
     """These kernels, with test_signal_wait's ``collect`` and ``wait_rounds`` (waits on this rank's own pad)."""
-    return transpiled(directory, SIGNAL_WAIT_KERNELS + TRANSFER_KERNELS.split("import castpile as cp\n", 1)[1], "remote_more",
-                      broken=broken)
+    return transpiled(
+        directory,
+        SIGNAL_WAIT_KERNELS + TRANSFER_KERNELS.split("import castpile as cp\n", 1)[1],
+        "remote_more",
+        broken=broken,
+    )
 
 
 @pytest.mark.parametrize("reverse", [True, False], ids=["one-run-reversed", "strided-per-element"])
@@ -244,11 +246,22 @@ def check_publish_collect(k, w, lws, wait_for, timeout=60.0):
 
     def body(rank):
         h = handles[rank]
-        k.publish_remote[(1,)](h.tensor, rows[rank], h.remote_ptrs, h.signal_pad, h.signal_pad_remote_ptrs, rank, N_ROW, w, BLOCK_ROW,
-                        wait_for)
+        k.publish_remote[(1,)](
+            h.tensor,
+            rows[rank],
+            h.remote_ptrs,
+            h.signal_pad,
+            h.signal_pad_remote_ptrs,
+            rank,
+            N_ROW,
+            w,
+            BLOCK_ROW,
+            wait_for,
+        )
         out = torch.full((w, N_ROW), float("nan"))
-        k.collect[(1,)](out, h.tensor, h.signal_pad, None, rank, N_ROW, w, triton.next_power_of_2(w), BLOCK_ROW,
-                        False)  # test_signal_wait's: waits on this rank's pad through plain pointers
+        k.collect[(1,)](
+            out, h.tensor, h.signal_pad, None, rank, N_ROW, w, triton.next_power_of_2(w), BLOCK_ROW, False
+        )  # test_signal_wait's: waits on this rank's pad through plain pointers
         return out
 
     for rank, out in enumerate(sim.run(body, w, timeout=timeout)):
@@ -266,8 +279,12 @@ def test_ranks_publish_and_signal_each_other(w, lws, wait_for, tmp_path):
 def check_two_rounds(k, give_up_s=1.0, timeout=60.0):
     """test_signal_wait's check, with rank 1 raising flag 1 on both ranks (rank 0 remote) and lowering its own."""
     check_two_signals_in_a_row_both_arrive(
-        k, give_up_s=give_up_s, timeout=timeout, handles=sim.symmetric_empty(2, (4,), torch.float32, local_world_size=1),
-        signal_twice=lambda h: k.signal_rounds_remote[(1,)](h.signal_pad, h.signal_pad_remote_ptrs, 1, 2, 2))
+        k,
+        give_up_s=give_up_s,
+        timeout=timeout,
+        handles=sim.symmetric_empty(2, (4,), torch.float32, local_world_size=1),
+        signal_twice=lambda h: k.signal_rounds_remote[(1,)](h.signal_pad, h.signal_pad_remote_ptrs, 1, 2, 2),
+    )
 
 
 def test_two_remote_signals_in_a_row_are_both_received(tmp_path):
@@ -279,8 +296,9 @@ def test_two_remote_signals_in_a_row_are_both_received(tmp_path):
 
 def test_a_plain_lowering_on_a_remote_table_fails(tmp_path):
     """The same kernels without remote=: a remote entry is no address, so the rank dies (not a wrong answer)."""
-    plain = transpiled(tmp_path, remote_source().replace(', remote="nvshmem"', "").replace(
-        ", remote='nvshmem'", ""), "kernels_plain")
+    plain = transpiled(
+        tmp_path, remote_source().replace(', remote="nvshmem"', "").replace(", remote='nvshmem'", ""), "kernels_plain"
+    )
     assert "_remote" not in Path(plain.__file__).read_text()
     with crash_expected(), pytest.raises(sim.RankError, match="rank 0"):
         test_load(plain, 2, 1, 0, torch.float32)
@@ -290,14 +308,20 @@ def test_a_plain_lowering_on_a_remote_table_fails(tmp_path):
 
 def test_a_remote_load_from_the_own_copy_fails(tmp_path):
     """A remote entry's address is this rank's own copy: loading it reads the wrong buffer."""
-    broken = transpiled(tmp_path, remote_source(), "kernels_broken_load", ("_castpile_load_remote", "if pe < 0:", "if True:"))
+    broken = transpiled(
+        tmp_path, remote_source(), "kernels_broken_load", ("_castpile_load_remote", "if pe < 0:", "if True:")
+    )
     with pytest.raises(AssertionError):
         test_load(broken, 3, 1, 0, torch.float32)
 
 
 def test_a_remote_store_that_puts_nothing_fails(tmp_path):
-    broken = transpiled(tmp_path, remote_source(), "kernels_broken_store",
-                        ("_castpile_store_remote", "_castpile_remote_put(addr, pe,", "_castpile_remote_get(addr, pe,"))
+    broken = transpiled(
+        tmp_path,
+        remote_source(),
+        "kernels_broken_store",
+        ("_castpile_store_remote", "_castpile_remote_put(addr, pe,", "_castpile_remote_get(addr, pe,"),
+    )
     with pytest.raises(AssertionError, match="buffer 1"):
         test_store_one_row_everywhere(broken, 2, 1, 0, torch.float32)
 
@@ -311,9 +335,14 @@ def test_a_put_of_more_than_the_lanes_fails(tmp_path, monkeypatch):
 
 
 def test_a_remote_signal_that_ignores_wait_for_loses_the_second_signal(tmp_path):
-    k = more(tmp_path, ("_castpile_signal_remote", "            if wait_for is None:\n                _castpile_remote_put",
-                        "            if True:\n                _castpile_remote_put"))
+    k = more(
+        tmp_path,
+        (
+            "_castpile_signal_remote",
+            "            if wait_for is None:\n                _castpile_remote_put",
+            "            if True:\n                _castpile_remote_put",
+        ),
+    )
     with pytest.raises(sim.RankTimeout) as hung:
         check_two_rounds(k, give_up_s=float("inf"), timeout=4.0)
     assert hung.value.hung == [0]
-

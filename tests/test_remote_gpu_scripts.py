@@ -17,8 +17,9 @@ from testkit import import_file
 def test_the_gpu_scripts_all_reduce(w, lws):
     """benchmarks/kernels/generated/nvshmem_kernels_loop.py's all-reduce on W simulated ranks, 2 blocks over 5 tiles,
     twice in a row (the barriers leave the pads zero), against torch's sum of the inputs."""
-    generated = import_file(Path(__file__).parents[1] / "benchmarks/kernels/generated/nvshmem_kernels_loop.py",
-                            "nvshmem_kernels_loop")
+    generated = import_file(
+        Path(__file__).parents[1] / "benchmarks/kernels/generated/nvshmem_kernels_loop.py", "nvshmem_kernels_loop"
+    )
     n, block = 77, 16
     handles = sim.symmetric_empty(w, (n,), torch.float32, local_world_size=lws)
     inputs = [torch.randint(-100, 100, (n,)).float() for _ in range(w)]
@@ -29,8 +30,9 @@ def test_the_gpu_scripts_all_reduce(w, lws):
         outs = []
         for _ in range(2):
             out = torch.full((n,), float("nan"))
-            generated.all_reduce_remote[(2,)](h.tensor, h.remote_ptrs, h.signal_pad, h.signal_pad_remote_ptrs, out,
-                                              rank, n, w, block)
+            generated.all_reduce_remote[(2,)](
+                h.tensor, h.remote_ptrs, h.signal_pad, h.signal_pad_remote_ptrs, out, rank, n, w, block
+            )
             outs.append(out)
         return outs
 
@@ -44,8 +46,9 @@ def test_the_gpu_scripts_all_reduce(w, lws):
 def test_the_gpu_scripts_all_gather(w, lws, force):
     """The push all-gather with remote= bindings (stores become puts for remote peers): 2 programs over 3 tiles,
     twice with new rows; every rank ends with every rank's row, pads zero."""
-    generated = import_file(Path(__file__).parents[1] / "benchmarks/kernels/generated/nvshmem_kernels_loop.py",
-                            "nvshmem_kernels_loop")
+    generated = import_file(
+        Path(__file__).parents[1] / "benchmarks/kernels/generated/nvshmem_kernels_loop.py", "nvshmem_kernels_loop"
+    )
     n, block = 37, 16
     handles = sim.symmetric_empty(w, (w, n), torch.float32, local_world_size=lws, force_remote=force)
     calls = [[torch.randint(-100, 100, (n,)).float() for _ in range(w)] for _ in range(2)]
@@ -55,8 +58,9 @@ def test_the_gpu_scripts_all_gather(w, lws, force):
         for rows in calls:
             h.tensor.fill_(float("nan"))
             h.tensor[rank] = rows[rank]
-            generated.all_gather_remote[(2,)](h.tensor, h.remote_ptrs, h.signal_pad, h.signal_pad_remote_ptrs, rank,
-                                              n, w, block)
+            generated.all_gather_remote[(2,)](
+                h.tensor, h.remote_ptrs, h.signal_pad, h.signal_pad_remote_ptrs, rank, n, w, block
+            )
             got.append(h.tensor.clone())
         return got
 
@@ -70,8 +74,9 @@ def test_the_gpu_scripts_all_gather(w, lws, force):
 def test_the_gpu_scripts_fused_rmsnorm(w, lws, force):
     """The fused all-reduce + residual + RMSNorm with remote= bindings on W simulated ranks (3 rows of 24 over 2
     programs, rows padded to 32 lanes): residual exact (integer data), y within one bf16 rounding of fp32 torch."""
-    generated = import_file(Path(__file__).parents[1] / "benchmarks/kernels/generated/nvshmem_kernels_loop.py",
-                            "nvshmem_kernels_loop")
+    generated = import_file(
+        Path(__file__).parents[1] / "benchmarks/kernels/generated/nvshmem_kernels_loop.py", "nvshmem_kernels_loop"
+    )
     m, d, eps = 3, 24, 1e-6
     handles = sim.symmetric_empty(w, (m, d), torch.bfloat16, local_world_size=lws, force_remote=force)
     inputs = [torch.randint(-8, 9, (m, d)).bfloat16() for _ in range(w)]
@@ -84,14 +89,26 @@ def test_the_gpu_scripts_fused_rmsnorm(w, lws, force):
         h = handles[rank]
         h.tensor.copy_(inputs[rank])
         residual, out = residual0.clone(), torch.full((m, d), float("nan")).bfloat16()
-        generated.all_reduce_residual_rmsnorm_remote[(2,)](h.tensor, h.remote_ptrs, h.signal_pad,
-                                                           h.signal_pad_remote_ptrs, residual, weight, out, rank, m,
-                                                           d, eps, w, 32)
+        generated.all_reduce_residual_rmsnorm_remote[(2,)](
+            h.tensor,
+            h.remote_ptrs,
+            h.signal_pad,
+            h.signal_pad_remote_ptrs,
+            residual,
+            weight,
+            out,
+            rank,
+            m,
+            d,
+            eps,
+            w,
+            32,
+        )
         return residual, out
 
     for rank, (residual, out) in enumerate(sim.run(body, w, timeout=120)):
         assert torch.equal(residual, h_ref), f"rank {rank}"
-        assert ((out.float() - y_ref).abs() <= 2 ** -7 * y_ref.abs() + 1e-30).all(), f"rank {rank}"
+        assert ((out.float() - y_ref).abs() <= 2**-7 * y_ref.abs() + 1e-30).all(), f"rank {rank}"
     assert all(not h.signal_pad.any() for h in handles)
 
 
@@ -100,8 +117,9 @@ def test_the_gpu_scripts_forced_remote_mode_runs_gets_and_the_library_on_one_ten
     bytes through NVSHMEM gets (counted here), and the library's collectives run on the same tensor; both exact."""
     from castpile.gpu import collectives, sim_nvshmem
 
-    generated = import_file(Path(__file__).parents[1] / "benchmarks/kernels/generated/nvshmem_kernels_loop.py",
-                            "nvshmem_kernels_loop")
+    generated = import_file(
+        Path(__file__).parents[1] / "benchmarks/kernels/generated/nvshmem_kernels_loop.py", "nvshmem_kernels_loop"
+    )
     w, n, block = 2, 40, 16
     handles = sim.symmetric_empty(w, (n,), torch.float32, force_remote=True)
     inputs = [torch.randint(-100, 100, (n,)).float() for _ in range(w)]
@@ -113,8 +131,9 @@ def test_the_gpu_scripts_forced_remote_mode_runs_gets_and_the_library_on_one_ten
         h = handles[rank]
         h.tensor.copy_(inputs[rank])
         out = torch.full((n,), float("nan"))
-        generated.all_reduce_remote[(2,)](h.tensor, h.remote_ptrs, h.signal_pad, h.signal_pad_remote_ptrs, out,
-                                          rank, n, w, block)
+        generated.all_reduce_remote[(2,)](
+            h.tensor, h.remote_ptrs, h.signal_pad, h.signal_pad_remote_ptrs, out, rank, n, w, block
+        )
         return out, len(calls), collectives.all_reduce_one_shot(h)
 
     for rank, (out, gets, library) in enumerate(sim.run(body, w, timeout=120)):
@@ -123,10 +142,13 @@ def test_the_gpu_scripts_forced_remote_mode_runs_gets_and_the_library_on_one_ten
     assert all(not h.signal_pad.any() for h in handles)
 
 
-@pytest.mark.parametrize("gpus,per_node,share,error", [
-    (0, 1, False, "no CUDA device"),
-    (1, 2, False, "2 ranks per node but 1 GPU"),
-])
+@pytest.mark.parametrize(
+    "gpus,per_node,share,error",
+    [
+        (0, 1, False, "no CUDA device"),
+        (1, 2, False, "2 ranks per node but 1 GPU"),
+    ],
+)
 def test_the_benchmarks_refuse_ranks_without_a_gpu_each(monkeypatch, gpus, per_node, share, error):
     """benchmarks/harness.start_ranks: no GPU, or more ranks than GPUs without share_gpus (a gloo group would time
     gloo under NCCL's name), is a clear error before any process group starts."""
@@ -137,8 +159,12 @@ def test_the_benchmarks_refuse_ranks_without_a_gpu_each(monkeypatch, gpus, per_n
     harness = import_file(Path(__file__).parents[1] / "benchmarks/harness.py", "harness")
     monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
     monkeypatch.setattr(harness.dist, "init_process_group", lambda *a, **k: pytest.fail("a group was started"))
-    for name, value in {"RANK": "0", "WORLD_SIZE": str(per_node), "LOCAL_RANK": "0",
-                        "LOCAL_WORLD_SIZE": str(per_node)}.items():
+    for name, value in {
+        "RANK": "0",
+        "WORLD_SIZE": str(per_node),
+        "LOCAL_RANK": "0",
+        "LOCAL_WORLD_SIZE": str(per_node),
+    }.items():
         monkeypatch.setenv(name, value)
     with pytest.raises(RuntimeError, match=error):
         harness.start_ranks(share_gpus=share)

@@ -9,7 +9,7 @@ from testkit.remote import TRANSFER_KERNELS, remote_source
 
 # -- compiling for sm_90 -----------------------------------------------------------------------------------
 
-SM90_DRIVER = r'''
+SM90_DRIVER = r"""
 import importlib.util, json, re, sys
 import torch.utils._triton
 torch.utils._triton.has_triton = lambda: True  # a CPU torch leaves _nvshmem_triton's device functions out otherwise
@@ -36,7 +36,7 @@ for name, signature, constexprs in jobs:
             exc = exc.__cause__
         results[name] = "\n".join(chain)
 print(json.dumps(results))
-'''
+"""
 
 
 def test_remote_kernels_compile_for_sm90_up_to_nvshmem_linking(tmp_path):
@@ -53,31 +53,85 @@ def test_remote_kernels_compile_for_sm90_up_to_nvshmem_linking(tmp_path):
     table = {"table": "*i64", "n": "i32", "W": "constexpr", "BLOCK": "constexpr"}
     jobs = [
         ("load_stack", {"out": "*fp32", **table}, {"W": 3, "BLOCK": 64}),
-        ("reduce_stack", {"out": "*fp32", "example": "*fp32", **table, "OP": "constexpr"}, {"W": 4, "BLOCK": 64, "OP": "sum"}),
+        (
+            "reduce_stack",
+            {"out": "*fp32", "example": "*fp32", **table, "OP": "constexpr"},
+            {"W": 4, "BLOCK": 64, "OP": "sum"},
+        ),
         ("store_row", {"src": "*bf16", **table}, {"W": 2, "BLOCK": 128}),
         ("augmented", {"src": "*i32", **table}, {"W": 3, "BLOCK": 32}),
         ("signal_then_wait", {"example": "*i32", "table": "*i64", "W": "constexpr"}, {"W": 4}),
-        ("gather_scatter", {"out": "*fp32", "src": "*fp32", **table, "STRIDE": "constexpr", "REVERSE": "constexpr"},
-         {"W": 2, "BLOCK": 128, "STRIDE": 7, "REVERSE": False}),
+        (
+            "gather_scatter",
+            {"out": "*fp32", "src": "*fp32", **table, "STRIDE": "constexpr", "REVERSE": "constexpr"},
+            {"W": 2, "BLOCK": 128, "STRIDE": 7, "REVERSE": False},
+        ),
     ]
     gpu_script = tmp_path / "nvshmem_kernels_loop.py"  # the GPU proof's kernel, as checked in
-    gpu_script.write_text((Path(__file__).parents[1] / "benchmarks/kernels/generated/nvshmem_kernels_loop.py").read_text())
-    all_reduce = [("all_reduce_remote", {"buf": "*bf16", "buf_ptrs": "*i64", "pad": "*i32", "pad_ptrs": "*i64",
-                                         "out": "*bf16", "rank": "i32", "n": "i32", "WORLD": "constexpr",
-                                         "BLOCK": "constexpr"}, {"WORLD": 2, "BLOCK": 1024}),
-                  ("all_reduce_residual_rmsnorm_remote",
-                   {"buf": "*bf16", "buf_ptrs": "*i64", "pad": "*i32", "pad_ptrs": "*i64", "residual": "*bf16",
-                    "weight": "*bf16", "out": "*bf16", "rank": "i32", "m": "i32", "d": "i32", "eps": "fp32",
-                    "WORLD": "constexpr", "BLOCK": "constexpr"}, {"WORLD": 2, "BLOCK": 8192}),
-                  ("all_gather_remote", {"buf": "*bf16", "buf_ptrs": "*i64", "pad": "*i32", "pad_ptrs": "*i64",
-                                         "rank": "i32", "n": "i32", "WORLD": "constexpr", "BLOCK": "constexpr"},
-                   {"WORLD": 2, "BLOCK": 1024})]
+    gpu_script.write_text(
+        (Path(__file__).parents[1] / "benchmarks/kernels/generated/nvshmem_kernels_loop.py").read_text()
+    )
+    all_reduce = [
+        (
+            "all_reduce_remote",
+            {
+                "buf": "*bf16",
+                "buf_ptrs": "*i64",
+                "pad": "*i32",
+                "pad_ptrs": "*i64",
+                "out": "*bf16",
+                "rank": "i32",
+                "n": "i32",
+                "WORLD": "constexpr",
+                "BLOCK": "constexpr",
+            },
+            {"WORLD": 2, "BLOCK": 1024},
+        ),
+        (
+            "all_reduce_residual_rmsnorm_remote",
+            {
+                "buf": "*bf16",
+                "buf_ptrs": "*i64",
+                "pad": "*i32",
+                "pad_ptrs": "*i64",
+                "residual": "*bf16",
+                "weight": "*bf16",
+                "out": "*bf16",
+                "rank": "i32",
+                "m": "i32",
+                "d": "i32",
+                "eps": "fp32",
+                "WORLD": "constexpr",
+                "BLOCK": "constexpr",
+            },
+            {"WORLD": 2, "BLOCK": 8192},
+        ),
+        (
+            "all_gather_remote",
+            {
+                "buf": "*bf16",
+                "buf_ptrs": "*i64",
+                "pad": "*i32",
+                "pad_ptrs": "*i64",
+                "rank": "i32",
+                "n": "i32",
+                "WORLD": "constexpr",
+                "BLOCK": "constexpr",
+            },
+            {"WORLD": 2, "BLOCK": 1024},
+        ),
+    ]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["TRITON_CACHE_DIR"] = str(tmp_path / "cache")
     results = {}
     for module, kernels in ((path, jobs), (gpu_script, all_reduce)):
-        proc = subprocess.run([sys.executable, "-c", SM90_DRIVER, str(module), json.dumps(kernels)], env=env,
-                              capture_output=True, text=True, timeout=900)
+        proc = subprocess.run(
+            [sys.executable, "-c", SM90_DRIVER, str(module), json.dumps(kernels)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         assert proc.returncode == 0, proc.stderr[-4000:]
         results.update(json.loads(proc.stdout.strip().splitlines()[-1]))
     assert len(results) == len(jobs) + len(all_reduce)
@@ -89,7 +143,7 @@ def test_remote_kernels_compile_for_sm90_up_to_nvshmem_linking(tmp_path):
 
 # -- a module without NVSHMEM's device library -------------------------------------------------------------
 
-WITHOUT_LIBRARY = r'''
+WITHOUT_LIBRARY = r"""
 import importlib.util, sys
 spec = importlib.util.spec_from_file_location("remote_module", sys.argv[1])
 module = importlib.util.module_from_spec(spec)
@@ -99,7 +153,7 @@ try:
     module.remote[(1,)](None, None, 1, 2, 16)
 except RuntimeError as exc:
     print("launch:", exc)
-'''
+"""
 
 
 def without_nvshmem(tmp_path: Path, source: str, script: str) -> tuple[list[str], Path]:
@@ -114,8 +168,9 @@ def without_nvshmem(tmp_path: Path, source: str, script: str) -> tuple[list[str]
     empty.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env.update(NVSHMEM_LIB_DIR=str(empty), TRITON_CACHE_DIR=str(tmp_path / "cache"))
-    proc = subprocess.run([sys.executable, "-c", script, str(path)], env=env, capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(path)], env=env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout.splitlines(), empty
 
@@ -137,7 +192,7 @@ def test_a_module_with_a_remote_kernel_imports_without_the_nvshmem_library(tmp_p
     ]
 
 
-EARLY_WRAP = r'''
+EARLY_WRAP = r"""
 import importlib.util, sys
 spec = importlib.util.spec_from_file_location("remote_module", sys.argv[1])
 module = importlib.util.module_from_spec(spec)
@@ -150,14 +205,16 @@ try:
     module.first[(1,)](None, None, 2)
 except RuntimeError as exc:
     print("launch:", exc)
-'''
+"""
 
 
 def test_module_level_code_after_a_remote_kernel_finds_it_wrapped(tmp_path):
     """The helpers defined early (for module-level code that may launch kernels) wrap the remote kernels
     defined so far; the last lines wrap the others, and the ones wrapped already are left as they are."""
-    kernel = ("@triton.jit\ndef {name}(out, table, W: tl.constexpr):\n"
-              "    bufs = multicast_like(out, table[:W], remote='nvshmem')\n    bufs[0] = 1\n")
+    kernel = (
+        "@triton.jit\ndef {name}(out, table, W: tl.constexpr):\n"
+        "    bufs = multicast_like(out, table[:W], remote='nvshmem')\n    bufs[0] = 1\n"
+    )
     source = (
         "import triton\nimport triton.language as tl\nfrom castpile import multicast_like\n\n\n"
         + kernel.format(name="first")

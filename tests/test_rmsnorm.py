@@ -17,7 +17,7 @@ from testkit import rank1_after_rank0
 ROOT = Path(__file__).resolve().parents[1]
 ROWS, D = 6, 40  # more rows than blocks; with block=16 every row takes three passes, the last ragged
 EPS = 1e-5
-TOLERANCE = {torch.float32: dict(rtol=2e-6, atol=1e-6), torch.bfloat16: dict(rtol=2 ** -7, atol=0)}
+TOLERANCE = {torch.float32: dict(rtol=2e-6, atol=1e-6), torch.bfloat16: dict(rtol=2**-7, atol=0)}
 
 
 def _data(world, dtype, seed):
@@ -119,9 +119,14 @@ def test_low_latency_rows_cut_into_tiles_over_blocks(world):
     handles = sim.symmetric_empty(world, (rows, d), dtype)
     assert handles[0].low_latency.epochs.numel() == 4
     gen = torch.Generator().manual_seed(world)
-    data = [([torch.randint(-8, 9, (rows, d), generator=gen).to(dtype) for _ in range(world)],
-             torch.randint(-8, 9, (rows, d), generator=gen).to(dtype),
-             (torch.randint(1, 9, (d,), generator=gen) / 4).to(dtype)) for _ in range(3)]
+    data = [
+        (
+            [torch.randint(-8, 9, (rows, d), generator=gen).to(dtype) for _ in range(world)],
+            torch.randint(-8, 9, (rows, d), generator=gen).to(dtype),
+            (torch.randint(1, 9, (d,), generator=gen) / 4).to(dtype),
+        )
+        for _ in range(3)
+    ]
 
     def body(rank):
         results = []
@@ -206,26 +211,77 @@ def test_low_latency_whole_rows_leave_the_tile_sums_and_counts_alone(world):
 
 def test_kernels_compile_for_sm90(tmp_path):
     module = ROOT / "castpile" / "gpu" / "fused" / "rmsnorm_kernels_triton.py"
-    common = {"residual": "*bf16", "weight": "*bf16", "out": "*bf16", "rank": "i32", "rows": "i32", "D": "i32",
-              "eps": "fp32", "WORLD": "constexpr", "BLOCK": "constexpr"}
-    ll = {"buf": "*bf16", "ll": "*i64", "ll_ptrs": "*i64", "epochs": "*i32", "partials": "*fp32", "arrivals": "*i32",
-          **common, "SEGMENTS": "constexpr", "NORM_BLOCK": "constexpr", "HAS_RESIDUAL": "constexpr",
-          "WHOLE_ROWS": "constexpr"}
-    one_shot = {"buf": "*bf16", "buf_ptrs": "*i64", "pad": "*i32", "pad_ptrs": "*i64", **common,
-                "HAS_RESIDUAL": "constexpr", "ONE_PASS": "constexpr", "BARRIER": "constexpr"}
+    common = {
+        "residual": "*bf16",
+        "weight": "*bf16",
+        "out": "*bf16",
+        "rank": "i32",
+        "rows": "i32",
+        "D": "i32",
+        "eps": "fp32",
+        "WORLD": "constexpr",
+        "BLOCK": "constexpr",
+    }
+    ll = {
+        "buf": "*bf16",
+        "ll": "*i64",
+        "ll_ptrs": "*i64",
+        "epochs": "*i32",
+        "partials": "*fp32",
+        "arrivals": "*i32",
+        **common,
+        "SEGMENTS": "constexpr",
+        "NORM_BLOCK": "constexpr",
+        "HAS_RESIDUAL": "constexpr",
+        "WHOLE_ROWS": "constexpr",
+    }
+    one_shot = {
+        "buf": "*bf16",
+        "buf_ptrs": "*i64",
+        "pad": "*i32",
+        "pad_ptrs": "*i64",
+        **common,
+        "HAS_RESIDUAL": "constexpr",
+        "ONE_PASS": "constexpr",
+        "BARRIER": "constexpr",
+    }
     jobs = []
     for has_residual in (True, False):
         suffix = "-residual" if has_residual else ""
         for whole in (False, True):
-            jobs.append(Job(module, "low_latency_rmsnorm", ll,
-                            {"WORLD": 2, "BLOCK": 8192 if whole else 1024, "SEGMENTS": 1 if whole else 8,
-                             "NORM_BLOCK": 4096, "HAS_RESIDUAL": has_residual, "WHOLE_ROWS": whole},
-                            name=f"ll{'-whole' if whole else ''}{suffix}"))
+            jobs.append(
+                Job(
+                    module,
+                    "low_latency_rmsnorm",
+                    ll,
+                    {
+                        "WORLD": 2,
+                        "BLOCK": 8192 if whole else 1024,
+                        "SEGMENTS": 1 if whole else 8,
+                        "NORM_BLOCK": 4096,
+                        "HAS_RESIDUAL": has_residual,
+                        "WHOLE_ROWS": whole,
+                    },
+                    name=f"ll{'-whole' if whole else ''}{suffix}",
+                )
+            )
         for one_pass in (True, False):
-            constexprs = {"WORLD": 2, "BLOCK": 8192 if one_pass else 4096, "HAS_RESIDUAL": has_residual,
-                          "ONE_PASS": one_pass, "BARRIER": True}
-            jobs.append(Job(module, "one_shot_rmsnorm", one_shot, constexprs,
-                            name=f"one_shot-{'one' if one_pass else 'two'}-pass{suffix}"))
+            constexprs = {
+                "WORLD": 2,
+                "BLOCK": 8192 if one_pass else 4096,
+                "HAS_RESIDUAL": has_residual,
+                "ONE_PASS": one_pass,
+                "BARRIER": True,
+            }
+            jobs.append(
+                Job(
+                    module,
+                    "one_shot_rmsnorm",
+                    one_shot,
+                    constexprs,
+                    name=f"one_shot-{'one' if one_pass else 'two'}-pass{suffix}",
+                )
+            )
     results = compile_for_sm90(jobs, tmp_path)
     assert all(r.ok for r in results.values()), {name: r.error for name, r in results.items() if not r.ok}
     for name, result in results.items():
@@ -254,8 +310,9 @@ def test_a_call_with_its_output_given_allocates_nothing(monkeypatch):
     _check([(mine, out)], _reference(xs, residual, weight), torch.float32, "world 1")
 
 
-@pytest.mark.parametrize("method,block", [("one_shot", 24), ("one_shot", 0), ("low_latency", 1), ("low_latency", 0),
-                                          ("low_latency", 48)])
+@pytest.mark.parametrize(
+    "method,block", [("one_shot", 24), ("one_shot", 0), ("low_latency", 1), ("low_latency", 0), ("low_latency", 48)]
+)
 def test_a_block_that_is_not_a_power_of_two_or_splits_a_word_is_refused(method, block):
     """block=1 of bf16 made the low-latency kernel's tiles zero words wide: it returned garbage."""
     symm = sim.symmetric_empty(1, (ROWS, D), torch.bfloat16)[0]

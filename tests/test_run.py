@@ -27,8 +27,12 @@ def scripts(tmp_path):
 
 def castpile_run(directory: Path, *command: str) -> subprocess.CompletedProcess:
     """``command`` (from ``sys.executable``: the test's body names it, for its tier) run in ``directory``."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "TRITON_INTERPRET": "1",
-           "CASTPILE_CACHE_DIR": str(directory / "cache")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "TRITON_INTERPRET": "1",
+        "CASTPILE_CACHE_DIR": str(directory / "cache"),
+    }
     return subprocess.run(command, cwd=directory, env=env, capture_output=True, text=True, timeout=240)
 
 
@@ -83,14 +87,27 @@ def test_a_castpile_error_is_located_and_exits_1(scripts, broken):
 
 def test_a_missing_script_or_no_script_is_a_usage_error(scripts):
     result = castpile_run(scripts, sys.executable, "-m", "castpile", "run", "missing.py")
-    assert (result.returncode, result.stderr) == (2, "castpile run: error: missing.py: cannot read: No such file or directory\n")
+    assert (result.returncode, result.stderr) == (
+        2,
+        "castpile run: error: missing.py: cannot read: No such file or directory\n",
+    )
     result = castpile_run(scripts, sys.executable, "-m", "castpile", "run")
     assert result.returncode == 2 and "the following arguments are required: SCRIPT" in result.stderr
 
 
 def test_torchrun_starts_castpile_run(scripts):
-    result = castpile_run(scripts, sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "1",
-                          "-m", "castpile", "run", "script.py")
+    result = castpile_run(
+        scripts,
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node",
+        "1",
+        "-m",
+        "castpile",
+        "run",
+        "script.py",
+    )
     assert result.returncode == 0, result.stderr
     assert "argv: ['script.py'] kernels: True rank: 0\n" in result.stdout
 

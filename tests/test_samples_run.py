@@ -197,7 +197,9 @@ def test_allreduce_oneshot_random_fp32(outdir, strategy):
     g = torch.Generator().manual_seed(3)
     bufs = [torch.randn(n, generator=g) for _ in range(world)]
     out = torch.empty(n)
-    sample(outdir, "allreduce_oneshot", strategy).allreduce_oneshot[(4,)](out, address_table(bufs), n, WORLD=world, BLOCK=128)
+    sample(outdir, "allreduce_oneshot", strategy).allreduce_oneshot[(4,)](
+        out, address_table(bufs), n, WORLD=world, BLOCK=128
+    )
     torch.testing.assert_close(out, torch.stack(bufs).sum(0))
 
 
@@ -281,8 +283,19 @@ def test_fused_rs_rmsnorm_ag(outdir, strategy, world):
     outs = [torch.full((rows, d), float("nan")) for _ in range(world)]
     kernel = sample(outdir, "fused_rs_rmsnorm_ag", strategy).fused_rs_rmsnorm_ag
     for rank in range(world):
-        kernel[(2,)](xs[rank], address_table(xs), weight, outs[rank], address_table(outs), rank, rows, d, eps,
-                     WORLD=world, BLOCK=64)
+        kernel[(2,)](
+            xs[rank],
+            address_table(xs),
+            weight,
+            outs[rank],
+            address_table(outs),
+            rank,
+            rows,
+            d,
+            eps,
+            WORLD=world,
+            BLOCK=64,
+        )
     h = torch.stack(xs).double().sum(0)
     y = h / torch.sqrt((h * h).mean(-1, keepdim=True) + eps) * weight.double()
     for out in outs:
@@ -302,8 +315,11 @@ def test_ring_allreduce(outdir, strategy, world):
         pad.zero_()
     kernel = sample(outdir, "ring_allreduce", strategy).ring_allreduce
     buf_ptrs, pad_ptrs = address_table(xs), address_table(pads)
-    sim.run(lambda rank: kernel[(programs,)](xs[rank], buf_ptrs, pad_ptrs, pads[rank], rank, chunk, world, block),
-            world, timeout=120)
+    sim.run(
+        lambda rank: kernel[(programs,)](xs[rank], buf_ptrs, pad_ptrs, pads[rank], rank, chunk, world, block),
+        world,
+        timeout=120,
+    )
     total = torch.stack(inputs).sum(0)
     for rank, x in enumerate(xs):
         assert torch.equal(x[:n], total), rank

@@ -115,8 +115,11 @@ def test_table_loads_and_stores_with_scalar_masks(k, w, mask):
     check_masked_loads_and_stores(w, mask, launch)
 
 
-@pytest.mark.parametrize("op,mask", [(op, "constexpr_true") for op in ATOMIC_REFS]
-                         + [("add", "constexpr_false"), ("add", "scalar_true"), ("add", "scalar_false")])
+@pytest.mark.parametrize(
+    "op,mask",
+    [(op, "constexpr_true") for op in ATOMIC_REFS]
+    + [("add", "constexpr_false"), ("add", "scalar_true"), ("add", "scalar_false")],
+)
 @pytest.mark.parametrize("w", WORLDS)
 def test_table_atomics_with_scalar_masks(k, w, op, mask):
     even, scalar, live, on = MASKS[mask]
@@ -166,10 +169,10 @@ def test_one_peer_loads(k, w, at, even):
     i = torch.arange(block)
     padded = torch.cat([b, torch.zeros(block - n)])
     assert torch.equal(out[:block], torch.where(i < n, padded, 0.0))
-    assert torch.equal(out[block:2 * block], torch.where(i < m, padded, -1.0))
-    assert torch.equal(out[2 * block:3 * block], torch.where((i < n) & even, padded, -2.0))
+    assert torch.equal(out[block : 2 * block], torch.where(i < m, padded, -1.0))
+    assert torch.equal(out[2 * block : 3 * block], torch.where((i < n) & even, padded, -2.0))
     at_k = b[at].item() if at < n else None
-    assert out[3 * block:].tolist() == [
+    assert out[3 * block :].tolist() == [
         at_k if at_k is not None else 0.0,
         at_k if at_k is not None and at < m else -1.0,
         at_k if at_k is not None and even else -2.0,
@@ -189,9 +192,9 @@ def test_one_peer_stores(k, w, at, even):
     ref = before[peer].clone()
     i = torch.arange(block, dtype=torch.int32)
     ref[:block] = 10 * i + 1
-    ref[block:block + m] = i[:m]
+    ref[block : block + m] = i[:m]
     if even:
-        ref[2 * block:3 * block] = i + 50
+        ref[2 * block : 3 * block] = i + 50
 
     def put(where, value):  # stores out of bounds write nothing
         if where < n:
@@ -228,7 +231,7 @@ def test_one_peer_atomics(k, w, op, even):
     if op == "cas":
         ref[at] = 7 if ref[at] == at else ref[at]
     else:
-        ref[at] = ATOMIC_REFS[op](ref[at:at + 1], torch.tensor([7], dtype=torch.int32))[0]
+        ref[at] = ATOMIC_REFS[op](ref[at : at + 1], torch.tensor([7], dtype=torch.int32))[0]
     ref[at + 1] += 1
     assert torch.equal(out, expected)
     for j, (b, old) in enumerate(zip(bufs, before)):
@@ -257,7 +260,7 @@ def test_one_peer_with_a_ptr_mask(k, w, valid):
     n, block = 13, 4
     bufs = ints(w, n, seed=50 + w, high=3)
     for b in bufs:
-        b[2 * block:3 * block] = 0  # flags that signal(wait_for=0) finds lowered
+        b[2 * block : 3 * block] = 0  # flags that signal(wait_for=0) finds lowered
     before = [b.clone() for b in bufs]
     peer = w - 1
     live = peer + 1 if valid else peer
@@ -272,12 +275,12 @@ def test_one_peer_with_a_ptr_mask(k, w, valid):
     expected = torch.zeros(2 * block + 1, dtype=torch.int32)  # masked-off loads and old values are 0
     if valid:
         i = torch.arange(block, dtype=torch.int32)
-        expected[:block] = expected[block:2 * block] = ref[:block]
+        expected[:block] = expected[block : 2 * block] = ref[:block]
         ref[:block] += 1
         expected[2 * block] = ref[1]
         ref[1] = 9 if ref[1] == 1 else ref[1]
-        ref[block:2 * block] = i + 20
-        ref[2 * block:3 * block] = 5
+        ref[block : 2 * block] = i + 20
+        ref[2 * block : 3 * block] = 5
         ref[n - 1] = 3
     assert torch.equal(out, expected)
     for j, (b, old) in enumerate(zip(after, before)):
@@ -333,13 +336,19 @@ COMPILES = {
     "wait_scalar_flags": ("i32", [{"N": 4}]),
     "wait_constexpr_mask": ("i32", [{"EVEN": even, "BLOCK": 4} for even in (True, False)]),
     "table_masked_loads": ("fp32", [{"W": 3, **mask, "BLOCK": 16} for mask in EVERY_MASK]),
-    "table_masked_atomics": ("i32", [{"OP": op, "W": 3, "EVEN": True, "SCALAR": False, "BLOCK": 16} for op in ATOMIC_REFS]
-                             + [{"OP": "add", "W": 3, **mask, "BLOCK": 16} for mask in EVERY_MASK[1:]]),
+    "table_masked_atomics": (
+        "i32",
+        [{"OP": op, "W": 3, "EVEN": True, "SCALAR": False, "BLOCK": 16} for op in ATOMIC_REFS]
+        + [{"OP": "add", "W": 3, **mask, "BLOCK": 16} for mask in EVERY_MASK[1:]],
+    ),
     "table_masked_flags": ("i32", [{"W": 3, **mask, "BLOCK": 2} for mask in EVERY_MASK]),
     "one_peer_loads": ("fp32", [{"EVEN": even, "BLOCK": 16} for even in (True, False)]),
     "one_peer_stores": ("i32", [{"EVEN": even, "BLOCK": 8} for even in (True, False)]),
-    "one_peer_atomics": ("i32", [{"OP": op, "EVEN": True, "BLOCK": 16} for op in [*ATOMIC_REFS, "cas"]]
-                         + [{"OP": "add", "EVEN": False, "BLOCK": 16}]),
+    "one_peer_atomics": (
+        "i32",
+        [{"OP": op, "EVEN": True, "BLOCK": 16} for op in [*ATOMIC_REFS, "cas"]]
+        + [{"OP": "add", "EVEN": False, "BLOCK": 16}],
+    ),
     "one_peer_ptr_mask": ("i32", [{"BLOCK": 4}]),
     "one_peer_flags": ("i32", [{"EVEN": even, "BLOCK": 2} for even in (True, False)]),
 }
@@ -352,8 +361,17 @@ def jobs_for(module: Path, kernels, nvshmem=False) -> list[Job]:
     for kernel in sorted(kernels):
         dtype, variants = COMPILES[kernel]
         types = {"table": "*i64", "flags": "*i32", "out": f"*{dtype}", "example": f"*{dtype}"}
-        jobs += [Job(module, kernel, signature(source, kernel, types), constexprs, nvshmem=nvshmem,
-                     name=f"{kernel} {constexprs}{' remote' if nvshmem else ''}") for constexprs in variants]
+        jobs += [
+            Job(
+                module,
+                kernel,
+                signature(source, kernel, types),
+                constexprs,
+                nvshmem=nvshmem,
+                name=f"{kernel} {constexprs}{' remote' if nvshmem else ''}",
+            )
+            for constexprs in variants
+        ]
     return jobs
 
 

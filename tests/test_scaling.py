@@ -18,7 +18,7 @@ import pytest
 from castpile import transpile
 
 HEAD = "import triton\nimport triton.language as tl\nfrom castpile import multicast_like\n"
-KERNEL = '''
+KERNEL = """
 
 @triton.jit
 def kern_{tag}_{i}(out, dev_ptrs, res, n, W: tl.constexpr, BLOCK: tl.constexpr):
@@ -27,7 +27,7 @@ def kern_{tag}_{i}(out, dev_ptrs, res, n, W: tl.constexpr, BLOCK: tl.constexpr):
     total = tl.sum(bufs[offs], axis=0)
     bufs[offs] = total[None, :] * 2
     tl.store(res + offs, total, mask=offs < n)
-'''
+"""
 HELPER = "\n\ndef helper_{tag}_{i}(x, y):\n    z = x * {i} + y\n    return z\n"
 
 
@@ -40,25 +40,33 @@ def kernels_in_a_file(units: int, tag: str) -> bytes:
 def terms_in_one_index(terms: int, tag: str) -> bytes:
     """One load whose index sums ``terms`` names."""
     index = " + ".join(f"a_{tag}_{i}" for i in range(terms))
-    return (HEAD + f"""
+    return (
+        HEAD
+        + f"""
 
 @triton.jit
 def kern(out, table, W: tl.constexpr):
     bufs = multicast_like(out, table[:W])
     x = bufs[{index}]
-""").encode()
+"""
+    ).encode()
 
 
 def accesses_in_one_kernel(accesses: int, tag: str) -> bytes:
     """One kernel with ``accesses`` loads and as many stores, each at its own offset."""
-    body = "".join(f"    x{i} = bufs[offs_{tag} + {i}]\n    bufs[offs_{tag} - {i}] = x{i} * 2\n" for i in range(accesses))
-    return (HEAD + f"""
+    body = "".join(
+        f"    x{i} = bufs[offs_{tag} + {i}]\n    bufs[offs_{tag} - {i}] = x{i} * 2\n" for i in range(accesses)
+    )
+    return (
+        HEAD
+        + f"""
 
 @triton.jit
 def kern(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
     bufs = multicast_like(out, table[:W], shape=(n,))
     offs_{tag} = tl.arange(0, BLOCK)
-{body}""").encode()
+{body}"""
+    ).encode()
 
 
 SOURCES = {

@@ -27,7 +27,8 @@ def package(tmp_path):
     """``kp`` (its ``__init__`` installs the hook, strategy gather, and prints) holding ``kp.k``; ``plain_k.py`` beside it."""
     (tmp_path / "kp").mkdir()
     (tmp_path / "kp" / "__init__.py").write_text(
-        "import castpile\ncastpile.install_import_hook(__name__, strategy='gather')\nprint('kp imported')\n")
+        "import castpile\ncastpile.install_import_hook(__name__, strategy='gather')\nprint('kp imported')\n"
+    )
     (tmp_path / "kp" / "k.py").write_text(KERNEL)
     (tmp_path / "plain_k.py").write_text(KERNEL)
     return tmp_path
@@ -43,7 +44,11 @@ def test_show_prints_a_files_output(package, capsys):
     code, out, err = run(["show", package / "plain_k.py"], capsys)
     lines = out.splitlines()
     assert code == 0 and err == ""
-    assert lines[:7] == KERNEL.splitlines()[:7] and lines[7:10] == [STORE_BINDING, KERNEL.splitlines()[8], STORE.format("loop", package / "plain_k.py")]
+    assert lines[:7] == KERNEL.splitlines()[:7] and lines[7:10] == [
+        STORE_BINDING,
+        KERNEL.splitlines()[8],
+        STORE.format("loop", package / "plain_k.py"),
+    ]
     assert "def _castpile_store_loop(" in out
 
 
@@ -59,11 +64,16 @@ def test_show_diff_is_unified_against_the_source(package, capsys):
 def test_show_a_hooked_module_with_its_hooks_strategy_and_an_unhooked_one(package):
     hooked = run_in(package, sys.executable, "-m", "castpile", "show", "kp.k")
     assert hooked.returncode == 0 and hooked.stderr == "kp imported\n"  # the package's print is not the output
-    assert hooked.stdout.encode() == castpile.transpile(KERNEL.encode(), str(package / "kp" / "k.py"), strategy="gather")
+    assert hooked.stdout.encode() == castpile.transpile(
+        KERNEL.encode(), str(package / "kp" / "k.py"), strategy="gather"
+    )
     assert hooked.stdout.splitlines()[9] == STORE.format("gather", package / "kp" / "k.py")
     plain = run_in(package, sys.executable, "-m", "castpile", "show", "plain_k")
     assert plain.returncode == 0 and plain.stdout.splitlines()[9] == STORE.format("loop", package / "plain_k.py")
-    assert plain.stderr == f"castpile show: note: no import hook takes plain_k; showing what `castpile {package / 'plain_k.py'}` writes\n"
+    assert (
+        plain.stderr
+        == f"castpile show: note: no import hook takes plain_k; showing what `castpile {package / 'plain_k.py'}` writes\n"
+    )
 
 
 def test_show_errors_are_located_or_usage(package, capsys):
@@ -72,7 +82,9 @@ def test_show_errors_are_located_or_usage(package, capsys):
     code, out, err = run(["show", bad], capsys)
     assert (code, out) == (1, "") and err.startswith(f"{bad}:10:9: error: 'bufs' is a multicast tensor")
     missing = run_in(package, sys.executable, "-m", "castpile", "show", "no_such_module")
-    assert missing.returncode == 2 and missing.stderr == "castpile show: error: no_such_module: no such file or module\n"
+    assert (
+        missing.returncode == 2 and missing.stderr == "castpile show: error: no_such_module: no such file or module\n"
+    )
 
 
 GETSOURCE = """
@@ -97,8 +109,7 @@ def test_getsource_on_a_hooked_kernel_gives_the_text_that_runs(package, cache_st
     result = run_in(package, sys.executable, "-W", "ignore", "-c", GETSOURCE)
     assert result.returncode == 0, result.stderr
     lines = [STORE_BINDING, STORE.format("gather", package / "kp" / "k.py")]
-    assert result.stdout == (f"kp imported\n{lines}\n"
-                             f"6 {cache_state == 'usable'}\nTrue\n")
+    assert result.stdout == (f"kp imported\n{lines}\n6 {cache_state == 'usable'}\nTrue\n")
 
 
 def test_cache_info_lists_each_entry(tmp_path, capsys):
@@ -111,7 +122,10 @@ def test_cache_info_lists_each_entry(tmp_path, capsys):
     lines = out.splitlines()
     assert code == 0 and lines[:2] == [f"dir: {directory}", "entries: 2"]
     size_a, size_b = old.stat().st_size, next(directory.glob("pkg.b-*.py")).stat().st_size
-    assert lines[3:] == [f"  pkg.a  /src/pkg/a.py  {size_a} bytes  2 h old", f"  pkg.b  /src/pkg/b é.py  {size_b} bytes  0 s old"]
+    assert lines[3:] == [
+        f"  pkg.a  /src/pkg/a.py  {size_a} bytes  2 h old",
+        f"  pkg.b  /src/pkg/b é.py  {size_b} bytes  0 s old",
+    ]
 
 
 def test_cache_info_says_when_the_hook_would_refuse_the_directory(tmp_path, capsys):
@@ -120,8 +134,10 @@ def test_cache_info_says_when_the_hook_would_refuse_the_directory(tmp_path, caps
     os.chmod(directory, 0o777)
     code, out, _ = run(["cache", "info", "--dir", directory], capsys)
     assert code == 0
-    assert (f"refused: the import hook will not use it: castpile cache directory {directory} is writable by "
-            f"group or others (mode 777); refusing to use it (fix with `chmod 700 {directory}`") in out
+    assert (
+        f"refused: the import hook will not use it: castpile cache directory {directory} is writable by "
+        f"group or others (mode 777); refusing to use it (fix with `chmod 700 {directory}`"
+    ) in out
     os.chmod(directory, 0o700)
     assert "refused" not in run(["cache", "info", "--dir", directory], capsys)[1]
     assert "refused" not in run(["cache", "info", "--dir", tmp_path / "not-yet"], capsys)[1]
@@ -133,7 +149,9 @@ def test_cache_info_says_when_another_user_owns_the_directory(tmp_path, capsys):
     directory.mkdir(mode=0o700)
     os.chown(directory, 12345, -1)
     out = run(["cache", "info", "--dir", directory], capsys)[1]
-    assert f"refused: the import hook will not use it: castpile cache directory {directory} is owned by uid 12345" in out
+    assert (
+        f"refused: the import hook will not use it: castpile cache directory {directory} is owned by uid 12345" in out
+    )
 
 
 def test_an_entry_without_a_recorded_source_is_listed_as_such(tmp_path, capsys):

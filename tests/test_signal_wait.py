@@ -54,7 +54,11 @@ def test_two_signals_in_a_row_with_wait_for_are_both_received(strategy, scalar, 
 SIGNAL_DOES_NOTHING = ("_castpile_signal", '    """Set every', '    return\n    """Set every')
 SIGNAL_IGNORES_WAIT_FOR = ("_castpile_signal", "if wait_for is None:", "if True:")
 WAIT_DOES_NOTHING = ("_castpile_wait_flags", '    """Spin until', '    return\n    """Spin until')
-WAIT_DOES_NOT_WAIT = ("_castpile_wait_flags", "arrived = pending & _castpile_holds(seen, cmp, value)", "arrived = pending")
+WAIT_DOES_NOT_WAIT = (
+    "_castpile_wait_flags",
+    "arrived = pending & _castpile_holds(seen, cmp, value)",
+    "arrived = pending",
+)
 # No give-up below: with a broken wait rank 0 finishes first, so the late ranks need none, and
 # the order the check relies on is certain.
 FOREVER = float("inf")
@@ -114,8 +118,11 @@ def test_the_kernels_compile_for_sm90(strategy, tmp_path):
     assert sorted(COMPILES) == sorted(re.findall(r"^def (\w+)\(", KERNELS, re.M))
     path = tmp_path / f"signal_wait_kernels_{strategy}.py"
     path.write_bytes(castpile.transpile(KERNELS.encode(), str(path), strategy=strategy))
-    jobs = [Job(path, kernel, signature(KERNELS, kernel, TYPES), constexprs, name=f"{kernel} {constexprs}")
-            for kernel, variants in COMPILES.items() for constexprs in variants]
+    jobs = [
+        Job(path, kernel, signature(KERNELS, kernel, TYPES), constexprs, name=f"{kernel} {constexprs}")
+        for kernel, variants in COMPILES.items()
+        for constexprs in variants
+    ]
     results = compile_for_sm90(jobs, tmp_path)
     failures = {name: r.error for name, r in results.items() if not r.ok}
     assert not failures, "\n\n".join(f"{name}:\n{error}" for name, error in failures.items())

@@ -39,8 +39,9 @@ def _barrier(pad_ptrs, rank, slot, WORLD: tl.constexpr, WP: tl.constexpr):
 
 
 @triton.jit
-def _all_reduce(buf_ptrs, pad_ptrs, out, rank, n, WORLD: tl.constexpr, WP: tl.constexpr,
-                BLOCK: tl.constexpr, BARRIER: tl.constexpr):
+def _all_reduce(
+    buf_ptrs, pad_ptrs, out, rank, n, WORLD: tl.constexpr, WP: tl.constexpr, BLOCK: tl.constexpr, BARRIER: tl.constexpr
+):
     pid = tl.program_id(0)
     if BARRIER:
         _barrier(pad_ptrs, rank, pid, WORLD, WP)
@@ -60,8 +61,17 @@ def _all_reduce(buf_ptrs, pad_ptrs, out, rank, n, WORLD: tl.constexpr, WP: tl.co
 def _hand_all_reduce(symm, barrier=True, grid=2, block=32):
     out = torch.empty_like(symm.tensor)
     world = symm.world_size
-    _all_reduce[(grid,)](symm.buffer_ptrs, symm.signal_pad_ptrs, out, symm.rank, out.numel(),
-                         world, triton.next_power_of_2(world), block, barrier)
+    _all_reduce[(grid,)](
+        symm.buffer_ptrs,
+        symm.signal_pad_ptrs,
+        out,
+        symm.rank,
+        out.numel(),
+        world,
+        triton.next_power_of_2(world),
+        block,
+        barrier,
+    )
     return out
 
 
@@ -131,21 +141,32 @@ def thread_holding_a_lock():
 def test_forking_with_threads_warns_and_a_rank_waiting_on_one_is_explained(thread_holding_a_lock):
     """The deadlock of torch.compile's inductor backend in a rank after the parent used it, made deterministic."""
     # The names listed are every thread but this one: an earlier test in this process may have left others.
-    with pytest.warns(sim.ForkWithThreadsWarning, match=r"had threads \[.*'lock-holder'.*TORCHINDUCTOR_COMPILE_THREADS=1"):
+    with pytest.warns(
+        sim.ForkWithThreadsWarning, match=r"had threads \[.*'lock-holder'.*TORCHINDUCTOR_COMPILE_THREADS=1"
+    ):
         assert sim.run(lambda rank: rank, 2, timeout=20) == [0, 1]  # ranks that need no thread are fine
     with pytest.warns(sim.ForkWithThreadsWarning), pytest.raises(sim.RankTimeout) as info:
         sim.run(lambda rank: thread_holding_a_lock.acquire(), 2, timeout=1.5)
     assert info.value.hung == [0, 1]
-    assert re.search(r"waits for a thread that did not survive the fork: the parent process had threads \[.*'lock-holder'",
-                     str(info.value)), str(info.value)
+    assert re.search(
+        r"waits for a thread that did not survive the fork: the parent process had threads \[.*'lock-holder'",
+        str(info.value),
+    ), str(info.value)
 
 
 def test_forking_without_threads_does_not_warn():
     """In a fresh interpreter: this one may hold threads that earlier tests started."""
-    script = ("import warnings\nwarnings.simplefilter('error')\nfrom castpile.gpu import sim\n"
-              "assert sim.run(lambda rank: rank, 2, timeout=20) == [0, 1]\n")
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                          env=os.environ | {"TRITON_INTERPRET": "1"})
+    script = (
+        "import warnings\nwarnings.simplefilter('error')\nfrom castpile.gpu import sim\n"
+        "assert sim.run(lambda rank: rank, 2, timeout=20) == [0, 1]\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=os.environ | {"TRITON_INTERPRET": "1"},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
@@ -225,7 +246,7 @@ def test_library_modules_do_not_import_the_simulator():
         package = ["castpile", *path.parent.relative_to(root.parent).parts]
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
-                base = package[:len(package) - node.level + 1] if node.level else []
+                base = package[: len(package) - node.level + 1] if node.level else []
                 module = ".".join([*base, *(node.module.split(".") if node.module else [])])
                 names = {f"{module}.{alias.name}" for alias in node.names} | {module}
             elif isinstance(node, ast.Import):

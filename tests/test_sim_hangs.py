@@ -63,8 +63,9 @@ def test_the_timeout_names_the_users_file_not_the_hooks_cache_entry(tmp_path, mo
         for name in ("hungkernels", "hungkernels.waits"):
             sys.modules.pop(name, None)
     assert error.hung == [0]
-    assert error.sites[0] == (f"spins in castpile.wait at {package / 'waits.py'}:{line_of(KERNELS, WAIT_LINE)} "
-                              "(kernel wait_rounds)")
+    assert error.sites[0] == (
+        f"spins in castpile.wait at {package / 'waits.py'}:{line_of(KERNELS, WAIT_LINE)} (kernel wait_rounds)"
+    )
     assert "cache" not in error.sites[0]
 
 
@@ -78,5 +79,6 @@ def test_a_rank_hung_outside_castpile_is_placed_in_its_own_code():
     source = Path(__file__).read_text()
     lines = {line_of(source, "while rank == 1:"), line_of(source, "time.sleep(0.01)")}
     assert info.value.hung == [1]
-    assert any(info.value.sites[1] == f"was at {__file__}:{n} (in body), in no castpile wait" for n in lines), \
+    assert any(info.value.sites[1] == f"was at {__file__}:{n} (in body), in no castpile wait" for n in lines), (
         info.value.sites
+    )

@@ -28,20 +28,28 @@ def test_every_collective_with_default_shapes(world):
 
     def body(rank):
         h, got = handles[rank], {}
-        for name, call in (("one_shot", lambda: collectives.all_reduce_one_shot(h).clone()),
-                           ("low_latency", lambda: collectives.all_reduce_low_latency(h).clone()),
-                           ("all_gather", lambda: collectives.all_gather(h).clone()),
-                           ("reduce_scatter", lambda: collectives.reduce_scatter(h).clone()),
-                           ("two_shot", lambda: collectives.all_reduce_two_shot(h, push=False).clone()),
-                           ("two_shot_push", lambda: collectives.all_reduce_two_shot(h, push=True).clone())):
+        for name, call in (
+            ("one_shot", lambda: collectives.all_reduce_one_shot(h).clone()),
+            ("low_latency", lambda: collectives.all_reduce_low_latency(h).clone()),
+            ("all_gather", lambda: collectives.all_gather(h).clone()),
+            ("reduce_scatter", lambda: collectives.reduce_scatter(h).clone()),
+            ("two_shot", lambda: collectives.all_reduce_two_shot(h, push=False).clone()),
+            ("two_shot_push", lambda: collectives.all_reduce_two_shot(h, push=True).clone()),
+        ):
             h.tensor.copy_(xs[rank])
             got[name] = call()
         return got
 
     outs = sim.run(body, world, timeout=240)
     for rank, got in enumerate(outs):
-        expected = {"one_shot": total, "low_latency": total, "two_shot": total, "two_shot_push": total,
-                    "all_gather": torch.stack(xs), "reduce_scatter": total.chunk(world)[rank]}
+        expected = {
+            "one_shot": total,
+            "low_latency": total,
+            "two_shot": total,
+            "two_shot_push": total,
+            "all_gather": torch.stack(xs),
+            "reduce_scatter": total.chunk(world)[rank],
+        }
         for name, want in expected.items():
             assert torch.equal(got[name], want), f"W={world} rank {rank}: {name}"
     assert all(not h.signal_pad.any() for h in handles)
@@ -72,8 +80,15 @@ def test_rmsnorm_both_kernels_at_eight_ranks():
 
 def test_moe_dispatch_and_combine_at_eight_ranks():
     world, tokens, hidden, topk, experts = 8, 5, 8, 3, 16
-    states = moe.MoE.create_all(world, alloc=sim.symmetric_scratch, tokens=tokens, hidden=hidden, topk=topk,
-                                experts=experts, dtype=torch.float32)
+    states = moe.MoE.create_all(
+        world,
+        alloc=sim.symmetric_scratch,
+        tokens=tokens,
+        hidden=hidden,
+        topk=topk,
+        experts=experts,
+        dtype=torch.float32,
+    )
     gen = torch.Generator().manual_seed(8)
     xs = [torch.randint(-3, 4, (tokens, hidden), generator=gen).float() for _ in range(world)]
     idx = [torch.rand((tokens, experts), generator=gen).argsort(1)[:, :topk].to(torch.int32) for _ in range(world)]
@@ -112,10 +127,12 @@ def test_tensor_parallel_gemms_with_default_chunking(world):
     gen = torch.Generator().manual_seed(world)
     shards, b = [_ints(gen, shard, k) for _ in range(world)], _ints(gen, k, n)
     parts = [(_ints(gen, m, k), _ints(gen, k, n)) for _ in range(world)]
-    ag = tp_gemm.AllGatherMatmul.create_all(world, alloc=sim.symmetric_scratch, m=m, k=k, n=n, dtype=torch.float32,
-                                            config=SMALL_TILE)
-    rs = tp_gemm.MatmulReduceScatter.create_all(world, alloc=sim.symmetric_scratch, m=m, k=k, n=n,
-                                                dtype=torch.float32, config=SMALL_TILE)
+    ag = tp_gemm.AllGatherMatmul.create_all(
+        world, alloc=sim.symmetric_scratch, m=m, k=k, n=n, dtype=torch.float32, config=SMALL_TILE
+    )
+    rs = tp_gemm.MatmulReduceScatter.create_all(
+        world, alloc=sim.symmetric_scratch, m=m, k=k, n=n, dtype=torch.float32, config=SMALL_TILE
+    )
 
     def body(rank):
         gathered = tp_gemm.all_gather_matmul(ag[rank], shards[rank], b)
@@ -124,6 +141,6 @@ def test_tensor_parallel_gemms_with_default_chunking(world):
     total = sum(a @ w for a, w in parts)
     for rank, (gathered, scattered) in enumerate(sim.run(body, world, timeout=300)):
         assert torch.equal(gathered, torch.cat(shards) @ b), f"rank {rank}"
-        assert torch.equal(scattered, total[rank * shard:(rank + 1) * shard]), f"rank {rank}"
+        assert torch.equal(scattered, total[rank * shard : (rank + 1) * shard]), f"rank {rank}"
     for s in ag + rs:
         assert not s.flags.tensor.any() and not s.pad.tensor.any()

@@ -72,7 +72,9 @@ def test_the_strategy_is_part_of_the_comparison(tmp_path, monkeypatch):
     monkeypatch.setenv(testing.UPDATE_VAR, "1")
     assert_transpiles_to(source, tmp_path / "kernel.gather.txt", strategy="gather")
     monkeypatch.delenv(testing.UPDATE_VAR)
-    assert (tmp_path / "kernel.gather.txt").read_text().splitlines(keepends=True)[9] == STORE.format("gather", source) + "\n"
+    assert (tmp_path / "kernel.gather.txt").read_text().splitlines(keepends=True)[9] == STORE.format(
+        "gather", source
+    ) + "\n"
     assert_transpiles_to(source, tmp_path / "kernel.gather.txt", strategy="gather")
     with pytest.raises(AssertionError, match="--strategy loop"):
         assert_transpiles_to(source, tmp_path / "kernel.gather.txt", strategy="loop")
@@ -93,8 +95,14 @@ def test_the_plugin_option_updates_for_its_run_only(pytester):
     (pytester.path / "snapshots" / "kernel.txt").write_text(KERNEL)  # as if castpile had changed nothing
     failed = pytester.runpytest(*LOAD_PLUGIN)
     failed.assert_outcomes(failed=1)
-    failed.stdout.fnmatch_lines(["*--- snapshots/kernel.txt", "*+++ castpile kernel.py --strategy loop",
-                                 "*-    bufs = multicast_like(out, table*", "*+    bufs = table"])
+    failed.stdout.fnmatch_lines(
+        [
+            "*--- snapshots/kernel.txt",
+            "*+++ castpile kernel.py --strategy loop",
+            "*-    bufs = multicast_like(out, table*",
+            "*+    bufs = table",
+        ]
+    )
     updated = pytester.runpytest(*LOAD_PLUGIN, "--castpile-update-snapshots")
     updated.assert_outcomes(passed=1)
     updated.stdout.fnmatch_lines(["castpile: updating snapshots*"])

@@ -48,10 +48,16 @@ def calls(x, name):
     castpile_ops.all_gather_out(x, name, gathered)
     scattered = x.new_empty((x.shape[0] // world, *x.shape[1:]))
     castpile_ops.reduce_scatter_out(x, name, scattered)
-    results = {"all_reduce": castpile_ops.all_reduce(x, name), "one_shot": castpile_ops.all_reduce(x, name, "one_shot"),
-               "low_latency": castpile_ops.all_reduce(x, name, "low_latency"), "all_reduce_out": out,
-               "all_gather": castpile_ops.all_gather(x, name), "all_gather_out": gathered,
-               "reduce_scatter": castpile_ops.reduce_scatter(x, name), "reduce_scatter_out": scattered}
+    results = {
+        "all_reduce": castpile_ops.all_reduce(x, name),
+        "one_shot": castpile_ops.all_reduce(x, name, "one_shot"),
+        "low_latency": castpile_ops.all_reduce(x, name, "low_latency"),
+        "all_reduce_out": out,
+        "all_gather": castpile_ops.all_gather(x, name),
+        "all_gather_out": gathered,
+        "reduce_scatter": castpile_ops.reduce_scatter(x, name),
+        "reduce_scatter_out": scattered,
+    }
     results["all_reduce_"] = x.clone()
     castpile_ops.all_reduce_(results["all_reduce_"], name)
     return results
@@ -67,8 +73,13 @@ def references(xs, rank):
     total = torch.stack(xs).sum(0)
     summed = dict.fromkeys(("all_reduce", "one_shot", "low_latency", "all_reduce_out", "all_reduce_"), total)
     scattered = total.chunk(len(xs))[rank]
-    return {**summed, "all_gather": torch.stack(xs), "all_gather_out": torch.stack(xs),
-            "reduce_scatter": scattered, "reduce_scatter_out": scattered}
+    return {
+        **summed,
+        "all_gather": torch.stack(xs),
+        "all_gather_out": torch.stack(xs),
+        "reduce_scatter": scattered,
+        "reduce_scatter_out": scattered,
+    }
 
 
 def assert_matches(got, expected):
@@ -80,15 +91,17 @@ def assert_matches(got, expected):
 def opcheck_cases(x, name):
     """(op, args) for every op, with ``x`` as the input."""
     world = ops.lookup(name).world_size
-    return [(castpile_ops.all_reduce.default, (x, name, "auto")),
-            (castpile_ops.all_reduce.default, (x, name, "one_shot")),
-            (castpile_ops.all_reduce.default, (x, name, "low_latency")),
-            (castpile_ops.all_reduce_out.default, (x, name, torch.empty_like(x), "auto")),
-            (castpile_ops.all_reduce_.default, (x.clone(), name)),
-            (castpile_ops.all_gather.default, (x, name)),
-            (castpile_ops.all_gather_out.default, (x, name, x.new_empty((world, *x.shape)))),
-            (castpile_ops.reduce_scatter.default, (x, name)),
-            (castpile_ops.reduce_scatter_out.default, (x, name, x.new_empty((x.shape[0] // world,))))]
+    return [
+        (castpile_ops.all_reduce.default, (x, name, "auto")),
+        (castpile_ops.all_reduce.default, (x, name, "one_shot")),
+        (castpile_ops.all_reduce.default, (x, name, "low_latency")),
+        (castpile_ops.all_reduce_out.default, (x, name, torch.empty_like(x), "auto")),
+        (castpile_ops.all_reduce_.default, (x.clone(), name)),
+        (castpile_ops.all_gather.default, (x, name)),
+        (castpile_ops.all_gather_out.default, (x, name, x.new_empty((world, *x.shape)))),
+        (castpile_ops.reduce_scatter.default, (x, name)),
+        (castpile_ops.reduce_scatter_out.default, (x, name, x.new_empty((x.shape[0] // world,)))),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +141,9 @@ def test_in_place_on_the_buffer_under_inductor(world1, monkeypatch):
     symm, name = world1
     given = []
     original = ops.staged
-    monkeypatch.setattr(ops, "staged", lambda n, t: given.append(t.data_ptr() == symm.tensor.data_ptr()) or original(n, t))
+    monkeypatch.setattr(
+        ops, "staged", lambda n, t: given.append(t.data_ptr() == symm.tensor.data_ptr()) or original(n, t)
+    )
 
     def reduce_in_place(buffer):
         castpile_ops.all_reduce_(buffer, name)
@@ -253,9 +268,11 @@ def test_register():
 
 def test_kernel_op_needs_a_fake_for_a_result():
     with pytest.raises(TypeError, match="give like="):
+
         @ops.kernel_op("castpile_test::nothing_known")
         def f(x: torch.Tensor) -> torch.Tensor:
             return x.clone()
+
     with pytest.raises(TypeError, match="like='y' is not a parameter"):
         ops.kernel_op("castpile_test::wrong_like", lambda x: x, like="y")
 
@@ -295,7 +312,9 @@ def test_sample_op_world1(sumscale, world1):
 
     for seed in (5, 6):
         x = ints(seed)
-        torch.testing.assert_close(torch.compile(f, backend="aot_eager", fullgraph=True)(x), (x + 1) * 2, rtol=0, atol=0)
+        torch.testing.assert_close(
+            torch.compile(f, backend="aot_eager", fullgraph=True)(x), (x + 1) * 2, rtol=0, atol=0
+        )
 
 
 def test_sample_op_world2(sumscale):

@@ -75,8 +75,13 @@ def assert_dispatched(d: moe.Dispatched, xs, idx, weights, want):
     for s, toks in enumerate(want["regions"]):
         n = len(toks)
         assert int(d.recv_counts[s]) == n, s
-        for field, expected in (("recv_x", xs[s][toks]), ("recv_src_token", toks), ("recv_topk_idx", idx[s][toks]),
-                                ("recv_weights", weights[s][toks]), ("slot_positions", want["slot_positions"][s, :n])):
+        for field, expected in (
+            ("recv_x", xs[s][toks]),
+            ("recv_src_token", toks),
+            ("recv_topk_idx", idx[s][toks]),
+            ("recv_weights", weights[s][toks]),
+            ("slot_positions", want["slot_positions"][s, :n]),
+        ):
             got = getattr(d, field)[s, :n]
             assert torch.equal(got, expected.to(got.dtype)), (field, s)
     total = int(want["expert_offsets"][-1])
@@ -183,15 +188,22 @@ def test_fake_shapes_follow_the_state():
     created, names = states(4, config)
     W, T, H, K, EL = 4, 4, 6, 3, 2
     with FakeTensorMode() as mode:
-        x, idx, w = (mode.from_tensor(t) for t in (torch.zeros(T, H, dtype=torch.float16),
-                                                   torch.zeros(T, K, dtype=torch.int64), torch.zeros(T, K)))
+        x, idx, w = (
+            mode.from_tensor(t)
+            for t in (torch.zeros(T, H, dtype=torch.float16), torch.zeros(T, K, dtype=torch.int64), torch.zeros(T, K))
+        )
         d = moe.Dispatched(*castpile_ops.moe_dispatch(x, idx, w, names[1]))
         assert {f: (tuple(t.shape), t.dtype) for f, t in vars(d).items()} == {
-            "recv_x": ((W, T, H), torch.float16), "recv_counts": ((W,), torch.int32),
-            "expert_counts": ((EL,), torch.int32), "expert_offsets": ((EL + 1,), torch.int32),
-            "grouped_rows": ((W * T * EL,), torch.int32), "slot_positions": ((W, T, K), torch.int32),
-            "recv_weights": ((W, T, K), torch.float32), "recv_src_token": ((W, T), torch.int32),
-            "recv_topk_idx": ((W, T, K), torch.int32)}
+            "recv_x": ((W, T, H), torch.float16),
+            "recv_counts": ((W,), torch.int32),
+            "expert_counts": ((EL,), torch.int32),
+            "expert_offsets": ((EL + 1,), torch.int32),
+            "grouped_rows": ((W * T * EL,), torch.int32),
+            "slot_positions": ((W, T, K), torch.int32),
+            "recv_weights": ((W, T, K), torch.float32),
+            "recv_src_token": ((W, T), torch.int32),
+            "recv_topk_idx": ((W, T, K), torch.int32),
+        }
         expert_out = mode.from_tensor(torch.zeros(created[1].capacity_pairs, H, dtype=torch.float16))
         out = castpile_ops.moe_combine(expert_out, d.slot_positions, names[1])
         assert (tuple(out.shape), out.dtype) == ((T, H), torch.float16)
@@ -217,5 +229,6 @@ def test_register_and_errors(world1):
         castpile_ops.moe_combine(torch.zeros(state.capacity_pairs, 12, dtype=torch.bfloat16), torch.zeros(5, 2), name)
     with pytest.raises(Exception, match=r"expert_out must be .* shape \(10, 12\)"):  # at trace time, from the fake
         torch.compile(lambda e, s: castpile_ops.moe_combine(e, s, name), backend="aot_eager", fullgraph=True)(
-            torch.zeros(9, 12, dtype=torch.bfloat16), torch.zeros(1, 5, 2, dtype=torch.int32))
+            torch.zeros(9, 12, dtype=torch.bfloat16), torch.zeros(1, 5, 2, dtype=torch.int32)
+        )
     ops.unregister(symm_name)

@@ -24,8 +24,10 @@ from compile_sm90 import Job, compile_for_sm90
 from testkit import import_file
 
 SHARD, K, N = 24, 40, 48
-TILES = {"tma": tp_gemm.GemmConfig(16, 32, 16, 2, 4, 2, tma=True),
-         "pointers": tp_gemm.GemmConfig(16, 32, 16, 2, 4, 2, tma=False)}
+TILES = {
+    "tma": tp_gemm.GemmConfig(16, 32, 16, 2, 4, 2, tma=True),
+    "pointers": tp_gemm.GemmConfig(16, 32, 16, 2, 4, 2, tma=False),
+}
 
 
 def ints(gen, *shape):
@@ -58,8 +60,9 @@ def test_default_config():
 
 def _ag_states(world, path, **options):
     options = {"blocks": 4, "comm_blocks": 2, "chunk_rows": 8, "copy_block": 64, "config": TILES[path], **options}
-    states = tp_gemm.AllGatherMatmul.create_all(world, alloc=sim.symmetric_scratch, m=world * SHARD, k=K, n=N,
-                                                dtype=torch.float32, **options)
+    states = tp_gemm.AllGatherMatmul.create_all(
+        world, alloc=sim.symmetric_scratch, m=world * SHARD, k=K, n=N, dtype=torch.float32, **options
+    )
     for s in states:
         s.gathered.tensor.fill_(float("nan"))  # whatever a GEMM block reads before its chunk arrived shows
     return states
@@ -68,8 +71,9 @@ def _ag_states(world, path, **options):
 def _ag_run(states, world, calls, seed):
     """``calls`` back-to-back calls on every rank, new data each, ranks out of step; (outputs, inputs) per call."""
     gen = torch.Generator().manual_seed(seed)
-    data = [([ints(gen, SHARD, K) for _ in range(world)], [ints(gen, K, N) for _ in range(world)])
-            for _ in range(calls)]
+    data = [
+        ([ints(gen, SHARD, K) for _ in range(world)], [ints(gen, K, N) for _ in range(world)]) for _ in range(calls)
+    ]
 
     def body(rank):
         rng = random.Random(seed * 31 + rank)
@@ -104,13 +108,21 @@ def test_all_gather_matmul_matches_torch(world, path):
         assert int(s.flags.tensor.abs().sum()) == 0 and int(s.pad.tensor.abs().sum()) == 0
 
 
-@pytest.mark.parametrize("options", [
-    {"chunk_rows": 5, "comm_blocks": 3, "blocks": 5},    # chunks cut across row tiles, several per block
-    {"chunk_rows": 24, "comm_blocks": 2, "blocks": 3},   # one chunk per shard (one sender idles), one GEMM block
-    {"chunk_rows": 16, "comm_blocks": 2, "blocks": 9},   # more GEMM blocks than tiles: the grid shrinks
-    {"chunk_rows": 8, "comm_blocks": 2, "blocks": 5,     # groups of row tiles that straddle shards
-     "config": tp_gemm.GemmConfig(16, 32, 16, 8, 4, 2)},
-], ids=["small-chunks", "one-chunk", "spare-blocks", "straddling-groups"])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"chunk_rows": 5, "comm_blocks": 3, "blocks": 5},  # chunks cut across row tiles, several per block
+        {"chunk_rows": 24, "comm_blocks": 2, "blocks": 3},  # one chunk per shard (one sender idles), one GEMM block
+        {"chunk_rows": 16, "comm_blocks": 2, "blocks": 9},  # more GEMM blocks than tiles: the grid shrinks
+        {
+            "chunk_rows": 8,
+            "comm_blocks": 2,
+            "blocks": 5,  # groups of row tiles that straddle shards
+            "config": tp_gemm.GemmConfig(16, 32, 16, 8, 4, 2),
+        },
+    ],
+    ids=["small-chunks", "one-chunk", "spare-blocks", "straddling-groups"],
+)
 def test_all_gather_chunking(options):
     world = 3
     states = _ag_states(world, "tma", **options)
@@ -123,11 +135,15 @@ def test_all_gather_chunking(options):
 
 
 @pytest.mark.parametrize("path", sorted(TILES))
-@pytest.mark.parametrize("world,options", [
-    (2, {"k_segment": 16, "comm_blocks": 2, "blocks": 5}),   # K = 40: segments of 16, 16, 8 columns
-    (3, {"k_segment": 32, "comm_blocks": 3, "blocks": 4}),   # a last segment of 8; parts of 8 rows
-    (4, {"k_segment": 48, "comm_blocks": 5, "blocks": 7}),   # one segment past K; parts of 5 rows, the last of 4
-], ids=["w2", "w3", "w4"])
+@pytest.mark.parametrize(
+    "world,options",
+    [
+        (2, {"k_segment": 16, "comm_blocks": 2, "blocks": 5}),  # K = 40: segments of 16, 16, 8 columns
+        (3, {"k_segment": 32, "comm_blocks": 3, "blocks": 4}),  # a last segment of 8; parts of 8 rows
+        (4, {"k_segment": 48, "comm_blocks": 5, "blocks": 7}),  # one segment past K; parts of 5 rows, the last of 4
+    ],
+    ids=["w2", "w3", "w4"],
+)
 def test_all_gather_column_chunks(world, options, path):
     """Chunks of columns (``k_segment``): peer tiles multiplied segment by segment as they arrive; exact."""
     states = _ag_states(world, path, chunk_rows=None, **options)
@@ -147,9 +163,18 @@ def test_all_gather_column_chunks(world, options, path):
 def test_all_gather_one_wave(world, path):
     """A block per tile, local-tile blocks sending slices (shards of 16 rows: one row tile; N = 48: 2 column tiles)."""
     shard = 16
-    states = tp_gemm.AllGatherMatmul.create_all(world, alloc=sim.symmetric_scratch, m=world * shard, k=K, n=N,
-                                                dtype=torch.float32, config=TILES[path], blocks=2 * world,
-                                                copy_block=64, one_wave=True)
+    states = tp_gemm.AllGatherMatmul.create_all(
+        world,
+        alloc=sim.symmetric_scratch,
+        m=world * shard,
+        k=K,
+        n=N,
+        dtype=torch.float32,
+        config=TILES[path],
+        blocks=2 * world,
+        copy_block=64,
+        one_wave=True,
+    )
     assert states[0].one_wave and states[0].comm_blocks == 2 and states[0].consumers == 2 * (world - 1)
     assert states[0].stripe == 32 and states[0].segment == 1  # K = 40 in stripes of 32 (the second one short)
     for s in states:
@@ -173,13 +198,16 @@ def test_all_gather_one_wave(world, path):
 
 def test_the_all_gather_mode_is_chosen_by_shape():
     """On GPUs by default, where a row tile holds a shard: one wave if every tile has a block, else column chunks."""
+
     def on_gpu(m, n, **options):
-        return tp_gemm.AllGatherMatmul.plan(2, torch.device("cuda"), m=m, k=8192, n=n, dtype=torch.bfloat16,
-                                            blocks=132, **options)
+        return tp_gemm.AllGatherMatmul.plan(
+            2, torch.device("cuda"), m=m, k=8192, n=n, dtype=torch.bfloat16, blocks=132, **options
+        )
 
     def on_cpu(**options):
-        return tp_gemm.AllGatherMatmul.plan(2, torch.device("cpu"), m=256, k=64, n=64, dtype=torch.float32, blocks=4,
-                                            **options)
+        return tp_gemm.AllGatherMatmul.plan(
+            2, torch.device("cpu"), m=256, k=64, n=64, dtype=torch.float32, blocks=4, **options
+        )
 
     one_wave = on_gpu(256, 8192)
     assert one_wave.one_wave and one_wave.comm_blocks == 64 and one_wave.consumers == 64
@@ -228,8 +256,9 @@ def test_matmul_reduce_scatter_matches_torch(world, blocks, path):
     arrived shows.
     """
     m = world * SHARD
-    states = tp_gemm.MatmulReduceScatter.create_all(world, alloc=sim.symmetric_scratch, m=m, k=K, n=N,
-                                                    dtype=torch.float32, config=TILES[path], blocks=blocks)
+    states = tp_gemm.MatmulReduceScatter.create_all(
+        world, alloc=sim.symmetric_scratch, m=m, k=K, n=N, dtype=torch.float32, config=TILES[path], blocks=blocks
+    )
     assert states[0].blocks == blocks
     for s in states:
         s.scratch.tensor.fill_(float("nan"))
@@ -250,7 +279,7 @@ def test_matmul_reduce_scatter_matches_torch(world, blocks, path):
     for call, (a_s, b_s) in enumerate(data):
         total = sum(a_s[r] @ b_s[r] for r in range(world))
         for rank in range(world):
-            assert torch.equal(outs[rank][call], total[rank * SHARD:(rank + 1) * SHARD]), (call, rank)
+            assert torch.equal(outs[rank][call], total[rank * SHARD : (rank + 1) * SHARD]), (call, rank)
     for s in states:
         assert int(s.flags.tensor.abs().sum()) == 0 and int(s.pad.tensor.abs().sum()) == 0
 
@@ -263,14 +292,14 @@ def test_bad_arguments_are_reported():
         tp_gemm.AllGatherMatmul.create_all(4, alloc=sim.symmetric_scratch, m=10, k=8, n=8)
     with pytest.raises(ValueError, match="at least 2 ranks"):
         tp_gemm.MatmulReduceScatter.create_all(1, alloc=sim.symmetric_scratch, m=8, k=8, n=8)
-    ag = tp_gemm.AllGatherMatmul.create_all(2, alloc=sim.symmetric_scratch, m=32, k=16, n=16,
-                                            dtype=torch.float32)[0]
+    ag = tp_gemm.AllGatherMatmul.create_all(2, alloc=sim.symmetric_scratch, m=32, k=16, n=16, dtype=torch.float32)[0]
     with pytest.raises(ValueError, match=r"b must be a contiguous torch.float32 tensor of shape \(16, 16\)"):
         tp_gemm.all_gather_matmul(ag, None, torch.ones(16, 8))
     with pytest.raises(ValueError, match="a_shard must be"):
         tp_gemm.all_gather_matmul(ag, torch.ones(8, 16), torch.ones(16, 16))
-    rs = tp_gemm.MatmulReduceScatter.create_all(2, alloc=sim.symmetric_scratch, m=32, k=16, n=16,
-                                                dtype=torch.float32)[0]
+    rs = tp_gemm.MatmulReduceScatter.create_all(2, alloc=sim.symmetric_scratch, m=32, k=16, n=16, dtype=torch.float32)[
+        0
+    ]
     with pytest.raises(ValueError, match="a must be"):
         tp_gemm.matmul_reduce_scatter(rs, torch.ones(32, 16).t(), torch.ones(16, 16))
     with pytest.raises(ValueError, match="out must be"):
@@ -283,57 +312,147 @@ def test_bad_arguments_are_reported():
 # -- sm_90 ------------------------------------------------------------------------------------------------------
 
 #: Where each kernel is: the GEMM alone in plain Triton, the fused ones transpiled.
-MODULES = {"matmul": "castpile.gpu.fused.tp_gemm.gemm_kernels",
-           "all_gather_matmul": "castpile.gpu.fused.tp_gemm.all_gather_kernels_triton",
-           "matmul_reduce_scatter": "castpile.gpu.fused.tp_gemm.reduce_scatter_kernels_triton"}
+MODULES = {
+    "matmul": "castpile.gpu.fused.tp_gemm.gemm_kernels",
+    "all_gather_matmul": "castpile.gpu.fused.tp_gemm.all_gather_kernels_triton",
+    "matmul_reduce_scatter": "castpile.gpu.fused.tp_gemm.reduce_scatter_kernels_triton",
+}
 TILE = {"BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8}
 
 
 def _job(kernel, signature, constexprs, name):
     """A compile job specialised as the JIT does 16-byte aligned pointers and sizes that are multiples of 16."""
-    aligned = {i: [["tt.divisibility", 16]] for i, (p, t) in enumerate(signature.items())
-               if t.startswith("*") or p in ("M", "N", "Ms", "chunk_rows")}
+    aligned = {
+        i: [["tt.divisibility", 16]]
+        for i, (p, t) in enumerate(signature.items())
+        if t.startswith("*") or p in ("M", "N", "Ms", "chunk_rows")
+    }
     return Job(MODULES[kernel], kernel, signature, constexprs, attrs=aligned, name=name)
 
 
 def test_kernels_compile_for_sm90(tmp_path):
     """bf16 at the benchmark's sizes, TMA and pointer operands, rank 1 (which the JIT makes a constexpr)."""
     jobs = []
-    mm = {"a": "*bf16", "b": "*bf16", "c": "*bf16", "M": "i32", "N": "i32", **dict.fromkeys(
-        ("K", "BM", "BN", "BK", "GROUP_M", "TMA", "FLATTEN"), "constexpr")}
+    mm = {
+        "a": "*bf16",
+        "b": "*bf16",
+        "c": "*bf16",
+        "M": "i32",
+        "N": "i32",
+        **dict.fromkeys(("K", "BM", "BN", "BK", "GROUP_M", "TMA", "FLATTEN"), "constexpr"),
+    }
     for tma in (True, False):
         for flatten in (False, True):
-            jobs.append(_job("matmul", mm, {"K": 8192, **TILE, "TMA": tma, "FLATTEN": flatten},
-                             f"matmul-{'tma' if tma else 'pointers'}{'-flat' if flatten else ''}"))
-    ag = {"a": "*bf16", "a_peers": "*i64", "b": "*bf16", "out": "*bf16", "flags": "*i32", "flag_peers": "*i64",
-          "pad": "*i32", "pad_ptrs": "*i64", "rank": "i32", "Ms": "i32", "N": "i32", "chunk_rows": "i32"}
-    ag_const = {"K": 8192, "WORLD": 2, **TILE, "COMM_BLOCKS": 4, "COPY_BLOCK": tp_gemm.COPY_PER_WARP * 4,
-                "CONSUMERS": 128, "K_SEGMENT": 0, "ONE_WAVE": False, "STRIPE": 0, "SEGMENT": 1}
-    rs = {"a": "*bf16", "b": "*bf16", "out": "*bf16", "scratch": "*bf16", "scratch_ptrs": "*i64", "flags": "*i32",
-          "flag_ptrs": "*i64", "pad": "*i32", "pad_ptrs": "*i64", "rank": "i32", "Ms": "i32", "N": "i32"}
+            jobs.append(
+                _job(
+                    "matmul",
+                    mm,
+                    {"K": 8192, **TILE, "TMA": tma, "FLATTEN": flatten},
+                    f"matmul-{'tma' if tma else 'pointers'}{'-flat' if flatten else ''}",
+                )
+            )
+    ag = {
+        "a": "*bf16",
+        "a_peers": "*i64",
+        "b": "*bf16",
+        "out": "*bf16",
+        "flags": "*i32",
+        "flag_peers": "*i64",
+        "pad": "*i32",
+        "pad_ptrs": "*i64",
+        "rank": "i32",
+        "Ms": "i32",
+        "N": "i32",
+        "chunk_rows": "i32",
+    }
+    ag_const = {
+        "K": 8192,
+        "WORLD": 2,
+        **TILE,
+        "COMM_BLOCKS": 4,
+        "COPY_BLOCK": tp_gemm.COPY_PER_WARP * 4,
+        "CONSUMERS": 128,
+        "K_SEGMENT": 0,
+        "ONE_WAVE": False,
+        "STRIPE": 0,
+        "SEGMENT": 1,
+    }
+    rs = {
+        "a": "*bf16",
+        "b": "*bf16",
+        "out": "*bf16",
+        "scratch": "*bf16",
+        "scratch_ptrs": "*i64",
+        "flags": "*i32",
+        "flag_ptrs": "*i64",
+        "pad": "*i32",
+        "pad_ptrs": "*i64",
+        "rank": "i32",
+        "Ms": "i32",
+        "N": "i32",
+    }
     for rank in (0, 1):
         sig = dict(ag, rank="constexpr") if rank else ag
         flags = {"TMA": True, "TMA_STORE": True, "PROXY_FENCE": True}
         extra = {"rank": 1} if rank else {}
-        jobs.append(_job("all_gather_matmul", {**sig, **dict.fromkeys([*ag_const, *flags], "constexpr")},
-                         {**ag_const, **flags, **extra}, f"ag-tma-rank{rank}"))
-        jobs.append(_job("all_gather_matmul", {**sig, **dict.fromkeys([*ag_const, *flags], "constexpr")},
-                         {**ag_const, **flags, **extra, "K_SEGMENT": tp_gemm.K_SEGMENT}, f"ag-tma-kseg-rank{rank}"))
-        jobs.append(_job("all_gather_matmul", {**sig, **dict.fromkeys([*ag_const, *flags], "constexpr")},
-                         {**ag_const, **flags, **extra, "COMM_BLOCKS": 64, "ONE_WAVE": True, "STRIPE": 128,
-                          "SEGMENT": 16},
-                         f"ag-tma-onewave-rank{rank}"))
+        jobs.append(
+            _job(
+                "all_gather_matmul",
+                {**sig, **dict.fromkeys([*ag_const, *flags], "constexpr")},
+                {**ag_const, **flags, **extra},
+                f"ag-tma-rank{rank}",
+            )
+        )
+        jobs.append(
+            _job(
+                "all_gather_matmul",
+                {**sig, **dict.fromkeys([*ag_const, *flags], "constexpr")},
+                {**ag_const, **flags, **extra, "K_SEGMENT": tp_gemm.K_SEGMENT},
+                f"ag-tma-kseg-rank{rank}",
+            )
+        )
+        jobs.append(
+            _job(
+                "all_gather_matmul",
+                {**sig, **dict.fromkeys([*ag_const, *flags], "constexpr")},
+                {**ag_const, **flags, **extra, "COMM_BLOCKS": 64, "ONE_WAVE": True, "STRIPE": 128, "SEGMENT": 16},
+                f"ag-tma-onewave-rank{rank}",
+            )
+        )
         sig = dict(rs, rank="constexpr") if rank else rs
-        jobs.append(_job("matmul_reduce_scatter", {**sig, **dict.fromkeys(("K", "WORLD", *TILE, "TMA"), "constexpr")},
-                         {"K": 4096, "WORLD": 2, **TILE, "TMA": True, **extra}, f"rs-tma-rank{rank}"))
+        jobs.append(
+            _job(
+                "matmul_reduce_scatter",
+                {**sig, **dict.fromkeys(("K", "WORLD", *TILE, "TMA"), "constexpr")},
+                {"K": 4096, "WORLD": 2, **TILE, "TMA": True, **extra},
+                f"rs-tma-rank{rank}",
+            )
+        )
     flags = {"TMA": False, "TMA_STORE": False, "PROXY_FENCE": False}
-    jobs.append(_job("all_gather_matmul", {**ag, **dict.fromkeys([*ag_const, *flags], "constexpr")},
-                     {**ag_const, "WORLD": 4, **flags}, "ag-pointers-w4"))
-    jobs.append(_job("all_gather_matmul", {**ag, **dict.fromkeys([*ag_const, *flags], "constexpr")},
-                     {**ag_const, **flags, "COMM_BLOCKS": 64, "ONE_WAVE": True, "STRIPE": 128, "SEGMENT": 16},
-                     "ag-pointers-onewave"))  # M = 256's default
-    jobs.append(_job("matmul_reduce_scatter", {**rs, **dict.fromkeys(("K", "WORLD", *TILE, "TMA"), "constexpr")},
-                     {"K": 4096, "WORLD": 4, **TILE, "TMA": False}, "rs-pointers-w4"))
+    jobs.append(
+        _job(
+            "all_gather_matmul",
+            {**ag, **dict.fromkeys([*ag_const, *flags], "constexpr")},
+            {**ag_const, "WORLD": 4, **flags},
+            "ag-pointers-w4",
+        )
+    )
+    jobs.append(
+        _job(
+            "all_gather_matmul",
+            {**ag, **dict.fromkeys([*ag_const, *flags], "constexpr")},
+            {**ag_const, **flags, "COMM_BLOCKS": 64, "ONE_WAVE": True, "STRIPE": 128, "SEGMENT": 16},
+            "ag-pointers-onewave",
+        )
+    )  # M = 256's default
+    jobs.append(
+        _job(
+            "matmul_reduce_scatter",
+            {**rs, **dict.fromkeys(("K", "WORLD", *TILE, "TMA"), "constexpr")},
+            {"K": 4096, "WORLD": 4, **TILE, "TMA": False},
+            "rs-pointers-w4",
+        )
+    )
     results = compile_for_sm90(jobs, tmp_path)
     assert all(r.ok for r in results.values()), {n: r.error for n, r in results.items() if not r.ok}
     ptx = {name: r.ptx.read_text() for name, r in results.items()}
@@ -352,8 +471,9 @@ def test_kernels_compile_for_sm90(tmp_path):
     ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
     spills = {}
     for name, r in results.items():  # a spilling copy loop or epilogue would cost the GEMM its registers
-        report = subprocess.run([str(ptxas), "-arch=sm_90a", "-v", str(r.ptx), "-o", os.devnull],
-                                capture_output=True, text=True, check=True)
+        report = subprocess.run(
+            [str(ptxas), "-arch=sm_90a", "-v", str(r.ptx), "-o", os.devnull], capture_output=True, text=True, check=True
+        )
         spills[name] = "0 bytes spill stores" not in report.stdout + report.stderr
     # The pointer fallback's reduce-scatter for 4 ranks spills a little at these jobs' 4 warps (a 128 x 128 fp32
     # tile in 128 threads); the TMA kernels, the default, must not.

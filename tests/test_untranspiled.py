@@ -8,7 +8,7 @@ import torch
 from compile_sm90 import Job, compile_for_sm90
 from testkit import import_file
 
-UNTRANSPILED = '''\
+UNTRANSPILED = """\
 import triton
 import triton.language as tl
 import castpile
@@ -44,7 +44,7 @@ def signal_peers(flags, flag_ptrs, WORLD: tl.constexpr):
 @triton.jit
 def wait_flag(flags):
     castpile.wait(flags + tl.arange(0, 1), value=1)
-'''
+"""
 HOW = "castpile.{name} only has meaning inside a kernel that castpile has transpiled: run `castpile kernel.py -o"
 TABLE = {"out": "*fp32", "dev_ptrs": "*i64", "n": "i32", "WORLD": "constexpr", "BLOCK": "constexpr"}
 UNTRANSPILED_JOBS = {  # kernel: (signature, constexprs, the castpile name it uses first)
@@ -63,7 +63,10 @@ def test_untranspiled_kernels_say_how_to_transpile_when_compiled(tmp_path):
     jobs = [Job(module, kernel, sig, constexprs) for kernel, (sig, constexprs, _) in UNTRANSPILED_JOBS.items()]
     results = compile_for_sm90(jobs, tmp_path / "sm90")
     for kernel, (_, _, name) in UNTRANSPILED_JOBS.items():
-        assert not results[kernel].ok and HOW.format(name=name) in results[kernel].error, (kernel, results[kernel].error)
+        assert not results[kernel].ok and HOW.format(name=name) in results[kernel].error, (
+            kernel,
+            results[kernel].error,
+        )
 
 
 def test_untranspiled_kernels_say_how_to_transpile_in_the_interpreter(tmp_path):
@@ -85,7 +88,11 @@ def test_untranspiled_kernels_say_how_to_transpile_in_the_interpreter(tmp_path):
         with pytest.raises(Exception, match=re.escape(HOW.format(name=UNTRANSPILED_JOBS[kernel][2]))) as caught:
             launch()
         if kernel in ("table_slice", "module_attribute", "signal_peers"):  # the argument failed first
-            line = 1 + UNTRANSPILED[: UNTRANSPILED.index(f"def {kernel}(")].count("\n") + (1 if kernel == "signal_peers" else 2)
+            line = (
+                1
+                + UNTRANSPILED[: UNTRANSPILED.index(f"def {kernel}(")].count("\n")
+                + (1 if kernel == "signal_peers" else 2)
+            )
             assert str(caught.value).startswith(f"{module}:{line}: "), (kernel, str(caught.value))
 
 

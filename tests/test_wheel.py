@@ -48,7 +48,9 @@ def test_wheel_in_a_fresh_venv(tmp_path):
     assert wheel.name == f"castpile-{VERSION}-py3-none-any.whl" and sdist.name == f"castpile-{VERSION}.tar.gz"
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
-    helpers = {f"castpile/compiler/helpers/{family}.py" for family in ("common", "reduction", "loop", "gather", "remote")}
+    helpers = {
+        f"castpile/compiler/helpers/{family}.py" for family in ("common", "reduction", "loop", "gather", "remote")
+    }
     assert helpers | {"castpile/gpu/collectives/kernels_triton.py", "castpile/py.typed"} <= names
     license_file = f"castpile-{VERSION}.dist-info/licenses/LICENSE"
     assert license_file in names
@@ -92,8 +94,14 @@ def test_wheel_in_a_fresh_venv(tmp_path):
 
     # py.typed: mypy reads the installed castpile's signatures (a wrong keyword is an error) and finds its stubs
     (pkg / "misuse.py").write_text("import castpile\n\ncastpile.wait(0, valu=1)\n")
-    proc = subprocess.run([python, "-m", "mypy", "--cache-dir", tmp_path / "mypy-cache", pkg / "misuse.py"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [python, "-m", "mypy", "--cache-dir", tmp_path / "mypy-cache", pkg / "misuse.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert 'misuse.py:3: error: Unexpected keyword argument "valu" for "wait"' in proc.stdout, proc.stdout
     assert "missing library stubs or py.typed marker" not in proc.stdout, proc.stdout
 

@@ -35,9 +35,22 @@ def main(argv=None):
         fns = {"symm_mem_one_shot": sweepkit.symm_mem_one_shot(x)}
         for relaxed in (False, True):
             name = "relaxed_start" if relaxed else "acqrel"
-            fns[name] = bind(lib.one_shot_all_reduce, grid, x, symm.buffer_ptrs, symm.signal_pad,
-                             symm.signal_pad_ptrs, out, symm.rank, n, WORLD=world, BLOCK=BLOCK, BARRIER=True,
-                             START_ORDERED=not relaxed, num_warps=4)
+            fns[name] = bind(
+                lib.one_shot_all_reduce,
+                grid,
+                x,
+                symm.buffer_ptrs,
+                symm.signal_pad,
+                symm.signal_pad_ptrs,
+                out,
+                symm.rank,
+                n,
+                WORLD=world,
+                BLOCK=BLOCK,
+                BARRIER=True,
+                START_ORDERED=not relaxed,
+                num_warps=4,
+            )
         errors = {}
         for name, fn in fns.items():
             if name != "symm_mem_one_shot":

@@ -20,9 +20,20 @@ from castpile.gpu.fused import tp_gemm
 from harness import run_header, timed_one_gpu, write_result
 
 SHAPES = [(256, 8192, 8192), (256, 4096, 8192)]
-CONFIGS = ["128x128x64:g8:w8:s4", "128x128x64:g8:w4:s4", "128x128x64:g8:w8:s5", "128x128x64:g8:w8:s6",
-           "128x128x64:g8:w4:s6", "128x128x128:g8:w8:s3", "128x128x128:g8:w4:s3", "64x128x64:g8:w4:s6",
-           "64x256x64:g8:w4:s4", "64x256x64:g8:w4:s5", "128x128x64:g1:w8:s4", "128x128x64:g8:w8:s4:ptr"]
+CONFIGS = [
+    "128x128x64:g8:w8:s4",
+    "128x128x64:g8:w4:s4",
+    "128x128x64:g8:w8:s5",
+    "128x128x64:g8:w8:s6",
+    "128x128x64:g8:w4:s6",
+    "128x128x128:g8:w8:s3",
+    "128x128x128:g8:w4:s3",
+    "64x128x64:g8:w4:s6",
+    "64x256x64:g8:w4:s4",
+    "64x256x64:g8:w4:s5",
+    "128x128x64:g1:w8:s4",
+    "128x128x64:g8:w8:s4:ptr",
+]
 
 
 def main():
@@ -38,7 +49,7 @@ def main():
         a = (torch.randn((m, k), generator=gen, device=dev) / 8).to(torch.bfloat16)
         b = (torch.randn((k, n), generator=gen, device=dev) / 8).to(torch.bfloat16)
         ref = a @ b
-        tol = 2 ** -7 * ref.float().abs() + 1e-3 * float(ref.float().abs().max())
+        tol = 2**-7 * ref.float().abs() + 1e-3 * float(ref.float().abs().max())
         fns, errors, wrong = {"cublas_gemm": lambda a=a, b=b: torch.matmul(a, b)}, {}, []
         for text in args.configs:
             out = torch.empty((m, n), dtype=torch.bfloat16, device=dev)
@@ -56,8 +67,15 @@ def main():
                 wrong.append(text)
             fns[text] = fn
         us = timed_one_gpu(fns, max(3, int(args.iters * 256 * 8192 * 8192 / (m * k * n))), args.reps)
-        row = {"M": m, "K": k, "N": n, "eager_us": us, "errors": errors, "out_of_tolerance": wrong,
-               "tflops": {name: 2.0 * m * k * n / (t * 1e-6) / 1e12 for name, t in us.items()}}
+        row = {
+            "M": m,
+            "K": k,
+            "N": n,
+            "eager_us": us,
+            "errors": errors,
+            "out_of_tolerance": wrong,
+            "tflops": {name: 2.0 * m * k * n / (t * 1e-6) / 1e12 for name, t in us.items()},
+        }
         result["rows"].append(row)
         print({name: round(t, 2) for name, t in us.items()}, errors or "", wrong or "", flush=True)
     write_result(args.out, result)

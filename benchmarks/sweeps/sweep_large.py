@@ -31,8 +31,7 @@ def main(argv=None):
         fns = {"nccl": lambda ref=ref: dist.all_reduce(ref)}
         for block, warps, per_sm in CONFIGS:
             blocks = min(per_sm * sms, pad_blocks(symm))
-            fns[f"one_b{block}_w{warps}_x{per_sm}"] = bound_one_shot(symm, out, block=block, blocks=blocks,
-                                                                     warps=warps)
+            fns[f"one_b{block}_w{warps}_x{per_sm}"] = bound_one_shot(symm, out, block=block, blocks=blocks, warps=warps)
             fns[f"two_b{block}_w{warps}_x{per_sm}"] = bound_two_shot(symm, block=block, blocks=blocks, warps=warps)
 
         def fresh(x=x, out=out):  # the two-shot sums in place: every check starts from the pattern
@@ -50,8 +49,12 @@ def main(argv=None):
         rows.append({"bytes": nbytes, "eager_us": us, "max_abs_error": errors})
         if rank == 0:
             best = sorted((v, k) for k, v in us.items())[:4]
-            print(json.dumps({"bytes": nbytes, "nccl": round(us["nccl"], 1), "best": best,
-                              "max_error": max(errors.values())}), flush=True)
+            print(
+                json.dumps(
+                    {"bytes": nbytes, "nccl": round(us["nccl"], 1), "best": best, "max_error": max(errors.values())}
+                ),
+                flush=True,
+            )
         del fns, fresh, symm, x
         torch.cuda.synchronize()
     sweepkit.finish(args.out, dev, rank, configs=CONFIGS, rows=rows)

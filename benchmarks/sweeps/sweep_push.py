@@ -27,9 +27,11 @@ def main():
         symm, expect = sweepkit.bf16_case(nbytes, rank, world, dev, push_scratch=True)
         x = symm.tensor
         nccl_buf = torch.empty_like(x)
-        fns = {"nccl": lambda nccl_buf=nccl_buf: dist.all_reduce(nccl_buf),
-               "two_shot_pull": lambda symm=symm: collectives.all_reduce_two_shot(symm, push=False),
-               "two_shot_push": lambda symm=symm: collectives.all_reduce_two_shot(symm, push=True)}
+        fns = {
+            "nccl": lambda nccl_buf=nccl_buf: dist.all_reduce(nccl_buf),
+            "two_shot_pull": lambda symm=symm: collectives.all_reduce_two_shot(symm, push=False),
+            "two_shot_push": lambda symm=symm: collectives.all_reduce_two_shot(symm, push=True),
+        }
 
         def fresh(x=x, nccl_buf=nccl_buf):  # every variant sums in place: each check starts from the pattern
             fill_pattern(x, rank)
@@ -40,8 +42,14 @@ def main():
             errors[name] = sweepkit.checked(fn, nccl_buf if name == "nccl" else x, expect, prepare=fresh)
             dog.tick(f"check {name}")
         us = timed(fns, 20, args.reps, dog)
-        rows.append({"bytes": nbytes, "us": us, "bus_GBps": {k: nbytes / v / 1e3 for k, v in us.items()},
-                     "max_abs_error": errors})
+        rows.append(
+            {
+                "bytes": nbytes,
+                "us": us,
+                "bus_GBps": {k: nbytes / v / 1e3 for k, v in us.items()},
+                "max_abs_error": errors,
+            }
+        )
         if rank == 0:
             print(json.dumps(rows[-1]), flush=True)
         del fns, fresh, symm, x

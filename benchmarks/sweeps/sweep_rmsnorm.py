@@ -49,14 +49,16 @@ def shape_case(m, d, rank, world, dog, reps, backend="cuda"):
             mine = residual.clone()
             torch.cuda.synchronize()
             dist.barrier()
-            rmsnorm.all_reduce_residual_rmsnorm(symm, mine, weight, EPS, out, method=method, block=block,
-                                                num_warps=warps)
+            rmsnorm.all_reduce_residual_rmsnorm(
+                symm, mine, weight, EPS, out, method=method, block=block, num_warps=warps
+            )
             torch.cuda.synchronize()
             expect_residual, expect_y = reference(sum(x.float() for x in xs), residual, weight)
-            close = (out.float() - expect_y.float()).abs() <= 2 ** -7 * expect_y.float().abs() + 1e-30
+            close = (out.float() - expect_y.float()).abs() <= 2**-7 * expect_y.float().abs() + 1e-30
             ok[name] = bool(torch.equal(mine, expect_residual) and close.all())
-            fns[name] = (lambda method=method, block=block, warps=warps: rmsnorm.all_reduce_residual_rmsnorm(
-                symm, mine, weight, EPS, out, method=method, block=block, num_warps=warps))
+            fns[name] = lambda method=method, block=block, warps=warps: rmsnorm.all_reduce_residual_rmsnorm(
+                symm, mine, weight, EPS, out, method=method, block=block, num_warps=warps
+            )
     all_reduce_out = torch.empty_like(symm.tensor)
     fns["castpile_all_reduce"] = lambda: collectives.all_reduce(symm, all_reduce_out)  # the same bytes, for the ratio
     graph = graph_timed(fns, 10 if m * d <= 1 << 21 else 2, reps, dog)
@@ -67,16 +69,27 @@ def shape_case(m, d, rank, world, dog, reps, backend="cuda"):
 def main(argv=None):
     parser = sweepkit.command_line(__doc__, reps=5, out="docs/data/bench-sweep-rmsnorm.json")
     parser.add_argument("--timeout", type=float, default=120)
-    parser.add_argument("--norm-block", type=int, default=None,
-                        help="the low-latency kernel's elements per step of its normalising pass (rmsnorm.LOW_LATENCY_NORM_BLOCK)")
+    parser.add_argument(
+        "--norm-block",
+        type=int,
+        default=None,
+        help="the low-latency kernel's elements per step of its normalising pass (rmsnorm.LOW_LATENCY_NORM_BLOCK)",
+    )
     parser.add_argument("--backend", default="cuda", help="symmetric memory: cuda (torch's default) or nvshmem")
     parser.add_argument("--shapes", nargs="+", default=[f"{m}x{d}" for m, d in SHAPES], help="rows x D, e.g. 16x8192")
     args = parser.parse_args(argv)
     if args.norm_block is not None:
         rmsnorm.LOW_LATENCY_NORM_BLOCK = args.norm_block
     rank, world, dev, dog = start_ranks(args.timeout)
-    result = run_header(dev, world_size=world, dtype="bf16", reps=args.reps, backend=args.backend,
-                        norm_block=rmsnorm.LOW_LATENCY_NORM_BLOCK, rows=[])
+    result = run_header(
+        dev,
+        world_size=world,
+        dtype="bf16",
+        reps=args.reps,
+        backend=args.backend,
+        norm_block=rmsnorm.LOW_LATENCY_NORM_BLOCK,
+        rows=[],
+    )
     for m, d in (map(int, shape.split("x")) for shape in args.shapes):
         record_row(result, shape_case(m, d, rank, world, dog, args.reps, args.backend), rank, args.out)
     stop_ranks()

@@ -30,16 +30,22 @@ def main(argv=None):
         x, out = symm.tensor, torch.empty_like(symm.tensor)
         fns = {"symm_mem_one_shot": sweepkit.symm_mem_one_shot(x)}
         for block, warps in CONFIGS:
-            fns[f"one_shot_b{block}_w{warps}"] = bound_one_shot(symm, out, block=block, blocks=symm.max_blocks,
-                                                                warps=warps)
-        errors = {name: sweepkit.checked(fn, out, expect, prepare=out.zero_)
-                  for name, fn in fns.items() if name.startswith("one_shot")}
+            fns[f"one_shot_b{block}_w{warps}"] = bound_one_shot(
+                symm, out, block=block, blocks=symm.max_blocks, warps=warps
+            )
+        errors = {
+            name: sweepkit.checked(fn, out, expect, prepare=out.zero_)
+            for name, fn in fns.items()
+            if name.startswith("one_shot")
+        }
         dog.tick(f"checked {nbytes}")
         us = graph_timed(fns, 10, args.reps, dog)
         rows.append({"bytes": nbytes, "graph_us": us, "max_abs_error": errors})
         if rank == 0:
             best = min((v, k) for k, v in us.items() if k.startswith("one_shot"))
-            print(json.dumps({"bytes": nbytes, "symm_mem": round(us["symm_mem_one_shot"], 2), "best": best}), flush=True)
+            print(
+                json.dumps({"bytes": nbytes, "symm_mem": round(us["symm_mem_one_shot"], 2), "best": best}), flush=True
+            )
         del fns, symm, x
         torch.cuda.synchronize()
     sweepkit.finish(args.out, dev, rank, graph_calls_per_replay=GRAPH_CALLS, rows=rows)

@@ -41,8 +41,9 @@ def main():
             cfg = dict(W=world, BLOCK=block, num_warps=warps)
             for cache in ("", ".cs"):
                 tag = f"{shape}{'_cs' if cache else ''}"
-                fns[f"hand_{tag}"] = (lambda g=grid, c=cfg, m=cache, out=bufs[0]:
-                                      hand.hand_store[g](out, table, src, N, ALIGN=True, CACHE=m, **c))
+                fns[f"hand_{tag}"] = lambda g=grid, c=cfg, m=cache, out=bufs[0]: hand.hand_store[g](
+                    out, table, src, N, ALIGN=True, CACHE=m, **c
+                )
                 kernel = cp.stack_store_cs if cache else cp.stack_store
                 fns[f"castpile_{tag}"] = lambda g=grid, c=cfg, k=kernel, out=bufs[0]: k[g](out, table, src, N, **c)
         errors = {}
@@ -56,9 +57,17 @@ def main():
             errors[name] = max(float((b.float() - src.float()).abs().max()) for b in bufs)
         us = timed_one_gpu(fns, 5, args.reps)
         copy_tbps = moved / us["copy"] / 1e6
-        rows.append({"world": world, "elements": N, "bytes_moved": moved, "us": us, "max_abs_error": errors,
-                     "TBps": {k: moved / v / 1e6 for k, v in us.items()},
-                     "fraction_of_copy": {k: moved / v / 1e6 / copy_tbps for k, v in us.items()}})
+        rows.append(
+            {
+                "world": world,
+                "elements": N,
+                "bytes_moved": moved,
+                "us": us,
+                "max_abs_error": errors,
+                "TBps": {k: moved / v / 1e6 for k, v in us.items()},
+                "fraction_of_copy": {k: moved / v / 1e6 / copy_tbps for k, v in us.items()},
+            }
+        )
         print(json.dumps({k: rows[-1][k] for k in ("world", "fraction_of_copy")}), flush=True)
         del fns, bufs, copy_src, copy_dst
         torch.cuda.empty_cache()

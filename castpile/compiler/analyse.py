@@ -91,8 +91,12 @@ class _ModuleAnalyser(TargetChecks):
             self.refuse_targets(node.target, "an augmented assignment")
         access = self.access(node.target)
         if access is not None:
-            bare = node.operator.with_changes(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
-            self.plan.uses[node] = AugStore(node, access, _code(bare).rstrip("="))  # no backslash continuation around it
+            bare = node.operator.with_changes(
+                whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+            )
+            self.plan.uses[node] = AugStore(
+                node, access, _code(bare).rstrip("=")
+            )  # no backslash continuation around it
             self.own(access)
         return True
 
@@ -133,8 +137,11 @@ class _ModuleAnalyser(TargetChecks):
         missing = self.resolver.missing_import(node.func)
         if missing is not None:
             spelled, statement = missing
-            what = (f"castpile.{cst.ensure_type(node.func, cst.Attribute).attr.value}" if spelled == "castpile"
-                    else f"castpile's {spelled}")
+            what = (
+                f"castpile.{cst.ensure_type(node.func, cst.Attribute).attr.value}"
+                if spelled == "castpile"
+                else f"castpile's {spelled}"
+            )
             self.plan.error(node, diagnostics.NOT_DEFINED, name=spelled, statement=statement, what=what)
             return
         ambiguous = self.resolver.ambiguous(node.func) if self.bindings else None
@@ -172,7 +179,9 @@ class _ModuleAnalyser(TargetChecks):
             return
         if access is not None:
             self.own(access)
-            if not self._element_mask(access, node, positions, op) or not self._owned_memory(access, node, positions, op):
+            if not self._element_mask(access, node, positions, op) or not self._owned_memory(
+                access, node, positions, op
+            ):
                 return
             if access.binding.param is not None and op.startswith("atomic_"):
                 self.helpers.check_later(access, atomic=(node, op))
@@ -320,10 +329,17 @@ class _ModuleAnalyser(TargetChecks):
         memory for its masked-off lanes to swap a value for itself: not when the example is a dtype and the tile a
         tensor (no table); else an error."""
         binding = access.binding
-        wait_for = op == "signal" and "wait_for" in positions and not (
-            isinstance(value := call.args[positions["wait_for"]].value, cst.Name) and value.value == "None")
-        if binding.dtype is None or binding.table is not None or binding.peer is not None or not (
-                op == "atomic_cas" or wait_for):
+        wait_for = (
+            op == "signal"
+            and "wait_for" in positions
+            and not (isinstance(value := call.args[positions["wait_for"]].value, cst.Name) and value.value == "None")
+        )
+        if (
+            binding.dtype is None
+            or binding.table is not None
+            or binding.peer is not None
+            or not (op == "atomic_cas" or wait_for)
+        ):
             return True
         what = "tl.atomic_cas" if op == "atomic_cas" else "castpile.signal with wait_for="
         self.plan.error(call, diagnostics.DTYPE_TILE_CAS, what=what, name=binding.name)
@@ -358,7 +374,9 @@ class _ModuleAnalyser(TargetChecks):
                 self.plan.error(part, diagnostics.STARRED_INDEX)
         values = [part.value for part in elements if isinstance(part, cst.Index)]
         for value in values:
-            if isinstance(value, _NOT_INTEGERS) or (isinstance(value, cst.Name) and value.value in ("None", "True", "False")):
+            if isinstance(value, _NOT_INTEGERS) or (
+                isinstance(value, cst.Name) and value.value in ("None", "True", "False")
+            ):
                 self.plan.error(value, diagnostics.NOT_AN_INDEX, code=_code(value), name=binding.name)
         ellipses = [v for v in values if isinstance(v, cst.Ellipsis)]
         if ellipses and binding.param is not None:
@@ -369,8 +387,14 @@ class _ModuleAnalyser(TargetChecks):
             self.helpers.check_later(access, count=True)
         elif len(node.slice) != binding.ndim:
             what = "shape" if binding.shape is not None else "strides" if binding.strides is not None else "no shape"
-            self.plan.error(node, diagnostics.INDEX_COUNT, name=binding.name, takes=_indices(binding.ndim), what=what,
-                            given=len(node.slice))
+            self.plan.error(
+                node,
+                diagnostics.INDEX_COUNT,
+                name=binding.name,
+                takes=_indices(binding.ndim),
+                what=what,
+                given=len(node.slice),
+            )
         access.pure_indices = [self.pure(v) for v in values if not isinstance(v, cst.Ellipsis)]
 
     def _ellipsis(self, access: Access, values: list, ellipses: list) -> None:
@@ -384,19 +408,30 @@ class _ModuleAnalyser(TargetChecks):
             return
         spans = binding.shape[len(values) - 1 :]
         if len(values) - 1 > len(binding.shape):
-            self.plan.error(access.subscript, diagnostics.ELLIPSIS_INDEX_COUNT, name=binding.name,
-                            takes=_indices(len(binding.shape)), given=len(values) - 1)
+            self.plan.error(
+                access.subscript,
+                diagnostics.ELLIPSIS_INDEX_COUNT,
+                name=binding.name,
+                takes=_indices(len(binding.shape)),
+                given=len(values) - 1,
+            )
             return
         for extent in spans:
             literal = literal_int(extent)
-            if not constexpr_ok(extent, self.constexprs) or (literal is not None and (literal <= 0 or literal & (literal - 1))):
+            if not constexpr_ok(extent, self.constexprs) or (
+                literal is not None and (literal <= 0 or literal & (literal - 1))
+            ):
                 self.plan.error(ellipses[0], diagnostics.ELLIPSIS_EXTENT, extent=_code(extent))
                 return
         access.spans = list(spans)
 
 
 _STEP_OPERATORS = {
-    cst.Add: "add", cst.Subtract: "sub", cst.Multiply: "mul", cst.Divide: "truediv", cst.FloorDivide: "floordiv",
+    cst.Add: "add",
+    cst.Subtract: "sub",
+    cst.Multiply: "mul",
+    cst.Divide: "truediv",
+    cst.FloorDivide: "floordiv",
     cst.Modulo: "mod",
 }
 """The operators of an elementwise step with a scalar (see ``_castpile_apply`` in helpers/reduction.py)."""

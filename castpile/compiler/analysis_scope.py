@@ -95,8 +95,13 @@ class ScopeModel(Walker):
             self.binding_loops.update(found.loops)
             self.constexprs = found.constexprs
             self.frames.append(passed)
-            self.ahead.append({binding.name: binding.node for binding in found.bindings.values()
-                               if isinstance(binding.node, cst.Assign)})  # every one: JitBindings binds assignments
+            self.ahead.append(
+                {
+                    binding.name: binding.node
+                    for binding in found.bindings.values()
+                    if isinstance(binding.node, cst.Assign)
+                }
+            )  # every one: JitBindings binds assignments
             self.arange_frames.append(Aranges(self.resolver, found.values))
         else:
             self.frames.append(None)
@@ -188,7 +193,8 @@ class ScopeModel(Walker):
                     if not self.pure(part.value):
                         return False
                 elif isinstance(part, cst.Slice) and any(
-                        b is not None and not self.pure(b) for b in (part.lower, part.upper, part.step)):
+                    b is not None and not self.pure(b) for b in (part.lower, part.upper, part.step)
+                ):
                     return False
             return True
         if isinstance(node, cst.Call):

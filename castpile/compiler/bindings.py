@@ -57,8 +57,18 @@ def table_entry(tile: cst.BaseExpression) -> cst.Index | None:
     return indices[0]
 
 
-_NOT_A_RANK = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Float, cst.Imaginary, cst.Ellipsis,
-               cst.Tuple, cst.List, cst.Dict, cst.Set)
+_NOT_A_RANK = (
+    cst.SimpleString,
+    cst.ConcatenatedString,
+    cst.FormattedString,
+    cst.Float,
+    cst.Imaginary,
+    cst.Ellipsis,
+    cst.Tuple,
+    cst.List,
+    cst.Dict,
+    cst.Set,
+)
 
 
 class JitBindings:
@@ -109,7 +119,9 @@ class JitBindings:
         if isinstance(tile, cst.Name) and tile.value in self._finder.slice_names:
             alias = self._finder.only_slice_reaching(tile.value, assign)
             if alias is None:
-                what, spelled = ("entry", "table[r]") if tile.value in self._finder.entry_names else ("slice", "table[lo:hi]")
+                what, spelled = (
+                    ("entry", "table[r]") if tile.value in self._finder.entry_names else ("slice", "table[lo:hi]")
+                )
                 self.plan.error(tile, diagnostics.SLICE_NAME_REACHED, name=tile.value, what=what, spelled=spelled)
                 return None
         if alias is not None:
@@ -138,15 +150,19 @@ class JitBindings:
                 value = args[key]
                 if _is_none(value):
                     continue
-                if not isinstance(value, cst.Tuple) or not value.elements or any(
-                    isinstance(e, cst.StarredElement) for e in value.elements
+                if (
+                    not isinstance(value, cst.Tuple)
+                    or not value.elements
+                    or any(isinstance(e, cst.StarredElement) for e in value.elements)
                 ):
                     self.plan.error(value, diagnostics.NOT_A_TUPLE, keyword=key)
                     ok = False
                     continue
                 setattr(binding, key, [e.value for e in value.elements])
         if binding.shape is not None and binding.strides is not None and len(binding.shape) != len(binding.strides):
-            self.plan.error(args["strides"], diagnostics.STRIDES_LENGTH, strides=len(binding.strides), shape=len(binding.shape))
+            self.plan.error(
+                args["strides"], diagnostics.STRIDES_LENGTH, strides=len(binding.strides), shape=len(binding.shape)
+            )
             ok = False
         if "align" in args and not _is_none(args["align"]):
             align = literal_int(args["align"])

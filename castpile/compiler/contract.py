@@ -38,8 +38,24 @@ SIGNAL_OPS = ("set", "add")
 BINDING_PARAMS = ("example", "ptr_tile", "shape", "strides", "ptr_mask")
 BINDING_KEYWORDS = (*BINDING_PARAMS, "align", "remote")
 TRITON_DTYPES = (
-    "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32",
-    "float64", "float8e5", "float8e5b16", "float8e4nv", "float8e4b8", "float8e4b15",
+    "int1",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "float8e5",
+    "float8e5b16",
+    "float8e4nv",
+    "float8e4b8",
+    "float8e4b15",
 )
 """The element types of ``triton.language`` that a binding's ``example`` may name instead of a pointer (v1.2)."""
 REMOTE_BACKENDS = ("nvshmem",)

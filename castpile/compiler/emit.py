@@ -126,8 +126,9 @@ def _or_first(trigger: cst.BaseExpression, expression: cst.BaseExpression) -> cs
     return cst.BooleanOperation(left=trigger, operator=cst.Or(), right=expression)
 
 
-def _with_early_helpers(statement: cst.BaseStatement | cst.SimpleStatementSuite,
-                        ) -> cst.BaseStatement | cst.SimpleStatementSuite | None:
+def _with_early_helpers(
+    statement: cst.BaseStatement | cst.SimpleStatementSuite,
+) -> cst.BaseStatement | cst.SimpleStatementSuite | None:
     """``statement`` defining the helpers before anything else in it runs, on its own lines; ``None``
     for a ``def`` or ``class`` (which runs nothing that could launch a kernel)."""
     trigger = cst.parse_expression(_EARLY_HELPERS)
@@ -140,7 +141,9 @@ def _with_early_helpers(statement: cst.BaseStatement | cst.SimpleStatementSuite,
         return statement.with_changes(iter=_or_first(trigger, statement.iter))
     if isinstance(statement, cst.With):
         item = statement.items[0]
-        return statement.with_changes(items=[item.with_changes(item=_or_first(trigger, item.item)), *statement.items[1:]])
+        return statement.with_changes(
+            items=[item.with_changes(item=_or_first(trigger, item.item)), *statement.items[1:]]
+        )
     if isinstance(statement, cst.Match):
         return statement.with_changes(subject=_or_first(trigger, statement.subject))
     if isinstance(statement, (cst.Try, cst.TryStar)):  # in front of its body's first statement that can take it
@@ -151,12 +154,15 @@ def _with_early_helpers(statement: cst.BaseStatement | cst.SimpleStatementSuite,
         for k, inner in enumerate(block.body):
             rewritten = _with_early_helpers(inner)
             if rewritten is not None:
-                return statement.with_changes(body=block.with_changes(body=[*block.body[:k], rewritten, *block.body[k + 1:]]))
+                return statement.with_changes(
+                    body=block.with_changes(body=[*block.body[:k], rewritten, *block.body[k + 1 :]])
+                )
     return None
 
 
-def _replace_uses(module: cst.Module, plan: Plan, lowering: Lowering,
-                  launch_site: cst.BaseStatement | None) -> tuple[str, dict[str, str]]:
+def _replace_uses(
+    module: cst.Module, plan: Plan, lowering: Lowering, launch_site: cst.BaseStatement | None
+) -> tuple[str, dict[str, str]]:
     """The module's code with every planned node swapped for its placeholder, and each
     placeholder's text, padded to the line count of the node it replaces; ``launch_site``
     defines the helpers first."""
@@ -220,14 +226,20 @@ def _helper_sources() -> tuple[dict[str, str], dict[str, set[str]], list[str]]:
         for node in ast.parse(text).body:
             if isinstance(node, ast.FunctionDef):
                 name, start = node.name, node.decorator_list[0].lineno if node.decorator_list else node.lineno
-            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                    and node.targets[0].id.startswith("_castpile_"):  # a module-level name the helpers use
+            elif (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id.startswith("_castpile_")
+            ):  # a module-level name the helpers use
                 name, start = node.targets[0].id, node.lineno
             else:
                 continue
             assert name not in sources, f"{name} is defined in two helper modules"
             sources[name] = "\n".join(text.splitlines()[start - 1 : node.end_lineno])
-            calls[name] = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id.startswith("_castpile_")} - {name}
+            calls[name] = {
+                n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id.startswith("_castpile_")
+            } - {name}
             order.append(name)
     return sources, calls, order
 
@@ -248,16 +260,18 @@ def helpers_block(used: set[str], newline: str, prefix: str = HELPER_PREFIX, rem
     text = f"\n\n{appended_header(HELPERS_TITLE)}\nimport triton\nimport triton.language as tl\n\n\n{body}\n"
     text = text.replace(HELPER_PREFIX, prefix)
     if remote_kernels:  # after the renaming: a kernel's own name may start with the default prefix
-        wrap = prefix + REMOTE_KERNEL[len(HELPER_PREFIX):]
-        text += f"\n\n{appended_header(WRAPS_TITLE)}\n" + "".join(f"{name} = {wrap}({name})\n" for name in remote_kernels)
+        wrap = prefix + REMOTE_KERNEL[len(HELPER_PREFIX) :]
+        text += f"\n\n{appended_header(WRAPS_TITLE)}\n" + "".join(
+            f"{name} = {wrap}({name})\n" for name in remote_kernels
+        )
     return text.replace("\n", newline)
 
 
 def _sites(code: str, word: str, path: str) -> str:
     """``code`` with each ``word`` replaced by the string literal ``"path:line"`` of the line it stands on.
 
-        >>> _sites("a(s)\\nb(s)\\n", "s", "k.py")
-        "a('k.py:1')\\nb('k.py:2')\\n"
+    >>> _sites("a(s)\\nb(s)\\n", "s", "k.py")
+    "a('k.py:1')\\nb('k.py:2')\\n"
     """
     pieces, line, last = [], 1, 0
     for match in re.finditer(r"\b" + re.escape(word) + r"\b", code):

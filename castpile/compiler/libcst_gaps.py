@@ -66,7 +66,7 @@ class FormFeeds:
         for number, line in enumerate(split, 1):
             start = len(_BOM) if number == 1 and line.startswith(_BOM) else 0
             indent = _INDENT_TO_LAST_FORM_FEED.match(line, start)
-            if indent and line[indent.end():].strip(b" \t\f\r\n"):
+            if indent and line[indent.end() :].strip(b" \t\f\r\n"):
                 found[number] = (start, indent.end())
         if not found:
             return source, cls({})

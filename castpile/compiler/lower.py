@@ -170,15 +170,16 @@ class Lowerer:
     def _helper(self, helper: str) -> str:
         """The name the module calls ``helper`` (named with ``HELPER_PREFIX``) by, recorded as called."""
         self.helpers.add(helper)
-        return self.prefix + helper[len(HELPER_PREFIX):]
+        return self.prefix + helper[len(HELPER_PREFIX) :]
 
     # -- bindings ------------------------------------------------------------------------
 
     def stack(self, binding: Binding) -> StackText:
         """The (cached) names and statements of one binding."""
         if binding not in self._stacks:
-            self._stacks[binding] = self._build_stack(binding) if binding.param is None else \
-                self.passing.stack(binding.param)
+            self._stacks[binding] = (
+                self._build_stack(binding) if binding.param is None else self.passing.stack(binding.param)
+            )
         return self._stacks[binding]
 
     def _hoisted(self, binding: Binding, node: cst.BaseExpression, suffix: str, statements: list[str]) -> str:
@@ -189,8 +190,9 @@ class Lowerer:
         constexpr = isinstance(node, cst.Name) and node.value in binding.constexpr_rebound
         return self._evaluated(binding, self.render.text(node), suffix, statements, constexpr)
 
-    def _evaluated(self, binding: Binding, text: str, suffix: str, statements: list[str],
-                   constexpr: bool = False) -> str:
+    def _evaluated(
+        self, binding: Binding, text: str, suffix: str, statements: list[str], constexpr: bool = False
+    ) -> str:
         """A fresh name that holds ``text``, evaluated at the binding.
 
         A constexpr is annotated ``tl.constexpr`` (a plain assignment would make it a tensor); the
@@ -216,7 +218,9 @@ class Lowerer:
             count = simplify(f"({code(binding.hi)}) - ({lo})")
             if names_in(binding.lo, binding.hi) & binding.rebound:
                 count = self._evaluated(binding, count, "count", statements, constexpr=True)
-            start = anchor = code(binding.start) if binding.start is not None else self._start(binding.table, binding.lo)
+            start = anchor = (
+                code(binding.start) if binding.start is not None else self._start(binding.table, binding.lo)
+            )
             stack = f"{binding.name} = {start}"
         elif binding.peer is not None:
             assert binding.peer_table is not None  # the table a peer is an entry of
@@ -229,8 +233,9 @@ class Lowerer:
             stack = f"{binding.name} = {self.render.text(binding.tile)}"
             count = f"{binding.name}.numel"
         if binding.dtype is not None:
-            example = self._evaluated(binding, f"{self._helper(TYPED)}({anchor}, {code(binding.dtype)})", "example",
-                                      statements)
+            example = self._evaluated(
+                binding, f"{self._helper(TYPED)}({anchor}, {code(binding.dtype)})", "example", statements
+            )
         else:
             assert binding.example is not None  # only a parameter's binding has none, and passing builds those
             example = self._hoisted(binding, binding.example, "example", statements)
@@ -274,7 +279,8 @@ class Lowerer:
     def _index_texts(self, access: Access) -> list[str]:
         """One text per element dim: the explicit indices, then what a trailing ``...`` stands for."""
         explicit = [
-            self.render.text(index.value) for index in (cst.ensure_type(e.slice, cst.Index) for e in access.subscript.slice)
+            self.render.text(index.value)
+            for index in (cst.ensure_type(e.slice, cst.Index) for e in access.subscript.slice)
             if not isinstance(index.value, cst.Ellipsis)
         ]
         if not access.spans:
@@ -282,7 +288,7 @@ class Lowerer:
         r = len(access.spans)
         shape = self.stack(access.binding).shape
         assert shape is not None  # spans come from a binding's shape
-        extents = shape[len(explicit):]  # the spans' extents, as the binding holds them
+        extents = shape[len(explicit) :]  # the spans' extents, as the binding holds them
         explicit = [i if i.isdigit() else f"{self._helper(TRAILING)}({i}, {r})" for i in explicit]
         return explicit + [f"{self._helper(SPAN)}({n}, {d}, {r})" for d, n in enumerate(extents)]
 
@@ -292,7 +298,9 @@ class Lowerer:
         if pure:
             offs = offsets(tuple(indices), stack.shape, stack.strides)
             bounds = bounds_mask(tuple(indices), stack.shape) if stack.shape is not None else None
-            if bounds is not None and stack.shape is not None and stack.shape_optional:  # Triton evaluates one side of a constexpr condition
+            if (
+                bounds is not None and stack.shape is not None and stack.shape_optional
+            ):  # Triton evaluates one side of a constexpr condition
                 bounds = f"({bounds}) if {stack.shape[0]} is not None else None"
             return f"{offs}, {bounds or 'None'}"
         extents = _tuple(stack.shape) if stack.shape is not None else "None"
@@ -343,8 +351,9 @@ class Lowerer:
         the helper (whose value parameters are ``names``) takes them."""
         return sorted(impure, key=positions.__getitem__) != [name for name in names if name in impure]
 
-    def _values(self, names: tuple[str, ...], given: dict[str, str], positions: dict[str, int],
-                impure: frozenset[str]) -> list[str]:
+    def _values(
+        self, names: tuple[str, ...], given: dict[str, str], positions: dict[str, int], impure: frozenset[str]
+    ) -> list[str]:
         """The value arguments by position, defaults filled in up to the last one given.
 
         Arguments with side effects written in another order than the helper takes them are
@@ -410,10 +419,15 @@ class Lowerer:
             texts = [self.render.text(step.operand) for step in use.steps if step.operand is not None]
             operands = _tuple(texts) if texts else None
         return self._call(
-            HELPERS["reduce", route], self._access_prefix(access), f'"{use.op}"',
+            HELPERS["reduce", route],
+            self._access_prefix(access),
+            f'"{use.op}"',
             *self._values(("mask", "other"), given, use.load_positions, use.load_impure),
-            steps=steps, operands=operands, **{name: self.render.text(value) for name, value in use.options.items()},
-            **{key: given.get(key) for key in OPTIONS["load"]}, align=self._align(access),
+            steps=steps,
+            operands=operands,
+            **{name: self.render.text(value) for name, value in use.options.items()},
+            **{key: given.get(key) for key in OPTIONS["load"]},
+            align=self._align(access),
         )
 
     def call_on(self, use: CallOn) -> list[str]:
@@ -447,11 +461,19 @@ class Lowerer:
         keep_old = None if use.result_used else "False"
         route = self._route(access)
         if op in ATOMICS:
-            call = self._call(HELPERS["atomic", route], where, f'"{op[len("atomic_"):]}"', *values, **options,
-                              align=self._align(access), keep_old=keep_old)
+            call = self._call(
+                HELPERS["atomic", route],
+                where,
+                f'"{op[len("atomic_") :]}"',
+                *values,
+                **options,
+                align=self._align(access),
+                keep_old=keep_old,
+            )
         elif op == "atomic_cas":
-            call = self._call(HELPERS["atomic_cas", route], where, *values, **options, align=self._align(access),
-                              keep_old=keep_old)
+            call = self._call(
+                HELPERS["atomic_cas", route], where, *values, **options, align=self._align(access), keep_old=keep_old
+            )
         else:
             site = self.site if op == "store" else None
             call = self._call(HELPERS[op, route], where, *values, **options, align=self._align(access), site=site)

@@ -36,8 +36,15 @@ class ParamNames:
         return {self.count, self.align}
 
     def ordered(self) -> list[str]:
-        return [self.count, self.smask, self.example, *self.shape, *self.strides, self.align,
-                *([self.table] if self.table is not None else [])]
+        return [
+            self.count,
+            self.smask,
+            self.example,
+            *self.shape,
+            *self.strides,
+            self.align,
+            *([self.table] if self.table is not None else []),
+        ]
 
 
 class PassedLowering:
@@ -62,9 +69,15 @@ class PassedLowering:
                 return name
 
             shape = tuple(fresh(f"shape{d}") for d in range(param.ndim)) if param.shaped else ()
-            self._names[param] = ParamNames(fresh("count"), fresh("smask"), fresh("example"), shape,
-                                            tuple(fresh(f"stride{d}") for d in range(param.ndim)), fresh("align"),
-                                            fresh("table") if param.remote is not None else None)
+            self._names[param] = ParamNames(
+                fresh("count"),
+                fresh("smask"),
+                fresh("example"),
+                shape,
+                tuple(fresh(f"stride{d}") for d in range(param.ndim)),
+                fresh("align"),
+                fresh("table") if param.remote is not None else None,
+            )
         return self._names[param]
 
     def parameters(self, param: MulticastParam) -> str:
@@ -79,8 +92,17 @@ class PassedLowering:
         from .lower import StackText
 
         names = self.names(param)
-        return StackText(param.name, names.count, names.smask, names.example, names.shape or None, names.strides,
-                         table=names.table, align=names.align, shape_optional=param.shape_optional)
+        return StackText(
+            param.name,
+            names.count,
+            names.smask,
+            names.example,
+            names.shape or None,
+            names.strides,
+            table=names.table,
+            align=names.align,
+            shape_optional=param.shape_optional,
+        )
 
     def call(self, use: HelperCall) -> str:
         """The call with each multicast tensor's values after it."""
@@ -95,9 +117,15 @@ class PassedLowering:
             param, binding = use.passed[k]
             stack = self.lowerer.stack(binding)
             extents = stack.shape or ("None",) * param.ndim  # no shape=: no bounds (shape_optional)
-            values = [stack.count, stack.smask, stack.example, *(extents if param.shaped else ()),
-                      *strides(stack.shape, stack.strides, param.ndim), stack.align or "None",
-                      *([stack.table] if param.remote is not None else [])]
+            values = [
+                stack.count,
+                stack.smask,
+                stack.example,
+                *(extents if param.shaped else ()),
+                *strides(stack.shape, stack.strides, param.ndim),
+                stack.align or "None",
+                *([stack.table] if param.remote is not None else []),
+            ]
             if keyword is None:
                 args += values
             else:

@@ -47,8 +47,14 @@ def check(source: bytes, path: str) -> Checked:
     nesting = measure(_python_tree(source, path, text))
     if nesting.crowded is not None:
         clause = nesting.crowded
-        raise refusal(path, text, clause.target.lineno, clause.target.col_offset,
-                      diagnostics.TOO_MANY_FOR_CLAUSES, limit=LIBCST_REPEATS)
+        raise refusal(
+            path,
+            text,
+            clause.target.lineno,
+            clause.target.col_offset,
+            diagnostics.TOO_MANY_FOR_CLAUSES,
+            limit=LIBCST_REPEATS,
+        )
     if nesting.depth > MAX_DEPTH:
         raise refusal(path, text, nesting.line, nesting.col, diagnostics.TOO_DEEP, depth=nesting.depth, limit=MAX_DEPTH)
     plain, form_feeds = FormFeeds.take_out(source)
@@ -86,8 +92,9 @@ def _python_tree(source: bytes, path: str, text: str):
         source.decode(encoding)
     except UnicodeDecodeError as exc:
         line, col = _byte_position(source, exc.start)
-        found = diagnostics.UNDECODABLE.at(path, line, col, source_line(text, line),
-                                           byte=f"{source[exc.start]:#04x}", encoding=exc.encoding)
+        found = diagnostics.UNDECODABLE.at(
+            path, line, col, source_line(text, line), byte=f"{source[exc.start]:#04x}", encoding=exc.encoding
+        )
         raise TranspileError([found]) from None
     except SyntaxError as exc:  # an unknown or inconsistent coding cookie
         line = exc.lineno or 1
@@ -96,7 +103,9 @@ def _python_tree(source: bytes, path: str, text: str):
         return ast.parse(source, path)
     except SyntaxError as exc:
         line, col = exc.lineno or 1, max(exc.offset or 1, 1)
-        raise TranspileError([diagnostics.SYNTAX.at(path, line, col, source_line(text, line), detail=exc.msg)]) from None
+        raise TranspileError(
+            [diagnostics.SYNTAX.at(path, line, col, source_line(text, line), detail=exc.msg)]
+        ) from None
     except (RecursionError, MemoryError):
         raise TranspileError([diagnostics.TOO_DEEP_FOR_PYTHON.at(path, 1, 1)]) from None
 

@@ -73,12 +73,16 @@ class Helpers:
 
     def _signature(self, func: cst.FunctionDef) -> _Signature:
         params = func.params
-        signature = _Signature(func.name.value, [p.name.value for p in (*params.posonly_params, *params.params)],
-                               [p.name.value for p in params.kwonly_params])
+        signature = _Signature(
+            func.name.value,
+            [p.name.value for p in (*params.posonly_params, *params.params)],
+            [p.name.value for p in params.kwonly_params],
+        )
         for param in _parameters(params):
             if is_multicast(param.annotation, self.module_resolver):
-                signature.multicast[param.name.value] = MulticastParam(param, func.name.value, param.name.value,
-                                                                       self.constexpr)
+                signature.multicast[param.name.value] = MulticastParam(
+                    param, func.name.value, param.name.value, self.constexpr
+                )
         return signature
 
     # -- definitions ---------------------------------------------------------------------
@@ -86,16 +90,20 @@ class Helpers:
     def parameters(self, func: cst.FunctionDef, resolver: Resolver, top_level: bool) -> dict[str, Binding]:
         """The bindings of ``func``'s Multicast parameters (``resolver``: the scopes around it), each planned
         to be rewritten; a misplaced annotation is an error."""
-        annotated = [p for p in (*_parameters(func.params), func.params.star_arg, func.params.star_kwarg)
-                     if isinstance(p, cst.Param) and is_multicast(p.annotation, resolver)]
+        annotated = [
+            p
+            for p in (*_parameters(func.params), func.params.star_arg, func.params.star_kwarg)
+            if isinstance(p, cst.Param) and is_multicast(p.annotation, resolver)
+        ]
         if not annotated:
             return {}
         name = func.name.value
         first_annotation = annotated[0].annotation
         assert first_annotation is not None  # is_multicast(None) is False
         if not any(is_triton_jit(d) for d in func.decorators):
-            self.plan.error(first_annotation, diagnostics.MULTICAST_PARAM_NOT_JIT, function=name,
-                            param=annotated[0].name.value)
+            self.plan.error(
+                first_annotation, diagnostics.MULTICAST_PARAM_NOT_JIT, function=name, param=annotated[0].name.value
+            )
             return {}
         for param in annotated:
             if param.star in ("*", "**"):
@@ -153,15 +161,17 @@ class Helpers:
             if param not in signature.multicast:
                 if multicast_name is not None:
                     handled.add(value)
-                    self.plan.error(value, diagnostics.MULTICAST_TO_PLAIN_PARAM, name=multicast_name, param=param,
-                                    function=name)
+                    self.plan.error(
+                        value, diagnostics.MULTICAST_TO_PLAIN_PARAM, name=multicast_name, param=param, function=name
+                    )
                 continue
             handled.add(value)
             record = signature.multicast[param]
             if multicast_name is None:
                 ok = False
-                self.plan.error(value, diagnostics.NOT_MULTICAST_FOR_PARAM, param=param, function=name,
-                                code=_code(value))
+                self.plan.error(
+                    value, diagnostics.NOT_MULTICAST_FOR_PARAM, param=param, function=name, code=_code(value)
+                )
                 continue
             binding = multicast[multicast_name]
             passed[k] = (record, binding)
@@ -204,8 +214,14 @@ class Helpers:
             count = len(access.subscript.slice)
             if count != binding.ndim:
                 dims = f"{binding.ndim} element dim{'' if binding.ndim == 1 else 's'}"
-                self.plan.error(access.subscript, diagnostics.MULTICAST_PARAM_INDEX_COUNT, name=binding.name,
-                                takes=f"{binding.ndim} ind{'ex' if binding.ndim == 1 else 'ices'}", dims=dims, given=count)
+                self.plan.error(
+                    access.subscript,
+                    diagnostics.MULTICAST_PARAM_INDEX_COUNT,
+                    name=binding.name,
+                    takes=f"{binding.ndim} ind{'ex' if binding.ndim == 1 else 'ices'}",
+                    dims=dims,
+                    given=count,
+                )
         for node, op, access in self.atomics:
             if access.binding.remote is not None:
                 self.plan.error(node, diagnostics.REMOTE_ATOMIC, op=op, name=access.binding.name)
@@ -234,9 +250,14 @@ class Helpers:
                     elif kind != layouts[param][0]:
                         if node not in refused:
                             refused.add(node)
-                            self.plan.error(node, diagnostics.MULTICAST_PARAM_LAYOUTS, param=param.name,
-                                            function=param.function, here=_describe(kind),
-                                            there=_describe(layouts[param][0]))
+                            self.plan.error(
+                                node,
+                                diagnostics.MULTICAST_PARAM_LAYOUTS,
+                                param=param.name,
+                                function=param.function,
+                                here=_describe(kind),
+                                there=_describe(layouts[param][0]),
+                            )
                     elif not shapes <= layouts[param][1]:
                         layouts[param][1].update(shapes)
                         changed = True
@@ -269,8 +290,11 @@ def _constexpr_spelling(module_scope: Scope) -> str:
     """``tl.constexpr`` as the module can say it when a ``def`` runs: through its name for triton.language or
     triton, else a string annotation (which Triton reads as the same)."""
     for meanings, suffix in (("triton.language", "constexpr"), ("triton", "language.constexpr")):
-        names = sorted(n for n, bound in module_scope.imports.items() if bound == {meanings}
-                       and n not in module_scope.aliases and n not in module_scope.other)
+        names = sorted(
+            n
+            for n, bound in module_scope.imports.items()
+            if bound == {meanings} and n not in module_scope.aliases and n not in module_scope.other
+        )
         if names:
             return f"{'tl' if 'tl' in names else names[0]}.{suffix}"
     return '"tl.constexpr"'

@@ -24,8 +24,24 @@ from collections.abc import Callable
 import libcst as cst
 
 # Fields that hold only tokens, whitespace or comments, never code.
-_SKIPPED = ("whitespace", "lpar", "rpar", "comma", "semicolon", "leading_lines", "lines_after",
-            "header", "footer", "colon", "equal", "dot", "operator", "newline", "indent", "asynchronous")
+_SKIPPED = (
+    "whitespace",
+    "lpar",
+    "rpar",
+    "comma",
+    "semicolon",
+    "leading_lines",
+    "lines_after",
+    "header",
+    "footer",
+    "colon",
+    "equal",
+    "dot",
+    "operator",
+    "newline",
+    "indent",
+    "asynchronous",
+)
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
@@ -33,9 +49,7 @@ def code_fields(node_type: type) -> tuple[str, ...]:
     """The fields of a libcst node type that may hold statements or expressions."""
     names = _FIELDS.get(node_type)
     if names is None:
-        names = tuple(
-            f.name for f in dataclasses.fields(node_type) if not any(s in f.name for s in _SKIPPED)
-        )
+        names = tuple(f.name for f in dataclasses.fields(node_type) if not any(s in f.name for s in _SKIPPED))
         _FIELDS[node_type] = names
     return names
 

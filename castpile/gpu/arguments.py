@@ -9,8 +9,10 @@ def check_tensor(name: str, tensor: torch.Tensor, shape, *dtypes: torch.dtype) -
     """Raise ValueError unless ``tensor`` is contiguous, of ``shape`` and of one of ``dtypes``."""
     shape = tuple(shape)
     if tuple(tensor.shape) != shape or tensor.dtype not in dtypes or not tensor.is_contiguous():
-        raise ValueError(f"{name} must be a contiguous {' or '.join(map(str, dtypes))} tensor of shape {shape}, "
-                         f"got {_described(tensor)}")
+        raise ValueError(
+            f"{name} must be a contiguous {' or '.join(map(str, dtypes))} tensor of shape {shape}, "
+            f"got {_described(tensor)}"
+        )
 
 
 def output(like: torch.Tensor, out, shape, name: str) -> torch.Tensor:
@@ -18,8 +20,9 @@ def output(like: torch.Tensor, out, shape, name: str) -> torch.Tensor:
     if out is None:
         return like.new_empty(shape)
     if out.shape != shape or out.dtype != like.dtype or not out.is_contiguous():
-        raise ValueError(f"{name}: out must be a contiguous {like.dtype} tensor of shape {tuple(shape)}, "
-                         f"got {_described(out)}")
+        raise ValueError(
+            f"{name}: out must be a contiguous {like.dtype} tensor of shape {tuple(shape)}, got {_described(out)}"
+        )
     return out
 
 

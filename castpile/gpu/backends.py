@@ -59,14 +59,18 @@ def nvshmem_problem(symm_mem, cuda_available: bool) -> str | None:
     import torch
 
     if not hasattr(symm_mem, "set_backend") or not hasattr(symm_mem, "is_nvshmem_available"):
-        return (f"torch {torch.__version__} has no symmetric-memory backend selection "
-                "(torch.distributed._symmetric_memory.set_backend): use torch 2.8 or newer, built with CUDA")
+        return (
+            f"torch {torch.__version__} has no symmetric-memory backend selection "
+            "(torch.distributed._symmetric_memory.set_backend): use torch 2.8 or newer, built with CUDA"
+        )
     if not symm_mem.is_nvshmem_available():
         build = "with CUDA" if torch.version.cuda else "without CUDA"
-        return (f"NVSHMEM is not available: torch.distributed._symmetric_memory.is_nvshmem_available() is False "
-                f"(torch {torch.__version__}, built {build}). It needs a CUDA build of torch compiled with NVSHMEM "
-                f"and the NVSHMEM host library at run time: the nvidia-nvshmem-cu{(torch.version.cuda or '13').split('.')[0]} "
-                "wheel, or NVSHMEM_HOME / LD_LIBRARY_PATH naming libnvshmem_host.so")
+        return (
+            f"NVSHMEM is not available: torch.distributed._symmetric_memory.is_nvshmem_available() is False "
+            f"(torch {torch.__version__}, built {build}). It needs a CUDA build of torch compiled with NVSHMEM "
+            f"and the NVSHMEM host library at run time: the nvidia-nvshmem-cu{(torch.version.cuda or '13').split('.')[0]} "
+            "wheel, or NVSHMEM_HOME / LD_LIBRARY_PATH naming libnvshmem_host.so"
+        )
     if not cuda_available:
         return "NVSHMEM is available to torch but no CUDA device is: NVSHMEM symmetric memory lives on GPUs"
     return None
@@ -168,8 +172,10 @@ def check_force_remote(backend: str, force_remote: bool) -> None:
     >>> check_force_remote("NVSHMEM", True)
     """
     if force_remote and not (isinstance(backend, str) and backend.lower() == "nvshmem"):
-        raise ValueError(f"force_remote=True needs backend='nvshmem' (NVSHMEM get/put reach only its symmetric heap); "
-                         f"this tensor is on {backend!r}")
+        raise ValueError(
+            f"force_remote=True needs backend='nvshmem' (NVSHMEM get/put reach only its symmetric heap); "
+            f"this tensor is on {backend!r}"
+        )
 
 
 #: A remote entry of a ``remote_ptrs`` table carries ``pe + 1`` from this bit up.
@@ -178,7 +184,9 @@ REMOTE_TAG_SHIFT = 48
 REMOTE_HEADER = 2
 
 
-def remote_table(ptrs, reachable, local_address: int, pes, scratch_address: int = 0, scratch_bytes: int = 0) -> list[int]:
+def remote_table(
+    ptrs, reachable, local_address: int, pes, scratch_address: int = 0, scratch_bytes: int = 0
+) -> list[int]:
     """The words of a ``remote_ptrs`` table: the header (scratch address, bytes), then one entry per rank.
 
     A reachable rank's entry is its address (as in ``buffer_ptrs``); a remote rank's is
@@ -194,7 +202,9 @@ def remote_table(ptrs, reachable, local_address: int, pes, scratch_address: int 
     """
     limit = 1 << REMOTE_TAG_SHIFT
     if not 0 < int(local_address) < limit:
-        raise ValueError(f"address {int(local_address):#x} does not fit the {REMOTE_TAG_SHIFT}-bit address of a remote entry")
+        raise ValueError(
+            f"address {int(local_address):#x} does not fit the {REMOTE_TAG_SHIFT}-bit address of a remote entry"
+        )
     entries = []
     for ptr, ok, pe in zip(ptrs, reachable, pes):
         if ok:

@@ -33,8 +33,10 @@ def _library_dirs() -> tuple[str, ...]:
     import torch
     import triton
 
-    dirs = {sysconfig.get_paths()["stdlib"],
-            *(str(Path(m.__file__).parent) for m in (numpy, torch, triton) if m.__file__ is not None)}
+    dirs = {
+        sysconfig.get_paths()["stdlib"],
+        *(str(Path(m.__file__).parent) for m in (numpy, torch, triton) if m.__file__ is not None),
+    }
     return tuple(sorted(d + os.sep for d in dirs))
 
 

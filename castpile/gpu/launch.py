@@ -39,8 +39,15 @@ import triton
 from triton import knobs
 
 #: Keyword arguments that configure the launch rather than bind a kernel parameter.
-LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "launch_cooperative_grid",
-                  "launch_pdl")
+LAUNCH_OPTIONS = (
+    "num_warps",
+    "num_stages",
+    "num_ctas",
+    "maxnreg",
+    "enable_fp_fusion",
+    "launch_cooperative_grid",
+    "launch_pdl",
+)
 #: Index of the stream in the launcher's arguments: each launch puts the current stream there.
 STREAM_SLOT = 3
 
@@ -60,7 +67,7 @@ def bind(kernel, grid, *args, graph=False, late=(), **kwargs):
     given = dict(zip(signature.parameters, args), **kwargs)
     expected = late_tensors(given, late)
     if _interpreted(kernel) or launch_hooked():
-        return _grid_launch(kernel, grid, list(signature.parameters)[:len(args)], kwargs, given, expected)
+        return _grid_launch(kernel, grid, list(signature.parameters)[: len(args)], kwargs, given, expected)
     compiled = kernel.warmup(*args, grid=grid, **kwargs)
     compiled._init_handles()
     call = launcher_call(compiled, grid, signature, args, kwargs, late)
@@ -116,8 +123,20 @@ def launcher_call(compiled, grid, signature: inspect.Signature, args, kwargs, la
     if getattr(launcher, "global_scratch_size", 0) or getattr(launcher, "profile_scratch_size", 0):
         entry, head = launcher, [compiled.function, compiled.packed_metadata, None, None, None]
     else:
-        entry, head = launcher.launch, [compiled.function, launcher.launch_cooperative_grid, launcher.launch_pdl,
-                                        None, None, compiled.packed_metadata, None, None, None]
+        entry, head = (
+            launcher.launch,
+            [
+                compiled.function,
+                launcher.launch_cooperative_grid,
+                launcher.launch_pdl,
+                None,
+                None,
+                compiled.packed_metadata,
+                None,
+                None,
+                None,
+            ],
+        )
     values = [_address(v) for v in bound_values(signature, args, kwargs)]
     arguments = (*full_grid(grid), None, *head, *values)
     names = list(signature.parameters)
@@ -173,8 +192,10 @@ def _late_address(name, tensor, expected: dict[str, LateTensor]) -> int:
     want = expected[name]
     address = tensor.data_ptr()
     if tensor.dtype != want.dtype or (want.aligned and address % 16):
-        raise ValueError(f"{name}: expected a {want.dtype} tensor{' 16-byte aligned' if want.aligned else ''}, "
-                         f"got {tensor.dtype} at {address:#x}")
+        raise ValueError(
+            f"{name}: expected a {want.dtype} tensor{' 16-byte aligned' if want.aligned else ''}, "
+            f"got {tensor.dtype} at {address:#x}"
+        )
     return address
 
 

@@ -77,7 +77,8 @@ class RankTimeout(RuntimeError):
         super().__init__(
             f"ranks {hung} did not finish within {timeout:g} s: a rank that waits for a signal no peer sends "
             "(a missing or mismatched barrier, different grids on different ranks) hangs like this.  Its kernel "
-            "cannot be stopped: the GPU stays busy until this process exits")
+            "cannot be stopped: the GPU stays busy until this process exits"
+        )
 
 
 def _device(device) -> torch.device:
@@ -95,7 +96,9 @@ def symmetric_scratch(world_size: int, shape, dtype: torch.dtype, device=None) -
     return [Scratch(t, torch.tensor(ptrs, dtype=torch.int64, device=device)) for t in tensors]
 
 
-def symmetric_empty(world_size: int, shape, dtype: torch.dtype, push_scratch=False, device=None) -> list[SymmetricTensor]:
+def symmetric_empty(
+    world_size: int, shape, dtype: torch.dtype, push_scratch=False, device=None
+) -> list[SymmetricTensor]:
     """One :class:`SymmetricTensor` per rank, all on one GPU (call before :func:`run`).
 
     Buffers are uninitialised; signal pads (:data:`PAD_SLOTS` each) and scratch start zero.
@@ -116,20 +119,35 @@ def symmetric_empty(world_size: int, shape, dtype: torch.dtype, push_scratch=Fal
     low_latency: Sequence[LowLatencyScratch | None] = [None] * world_size
     if words is not None:
         slots = symmetric_scratch(world_size, (2 * world_size * words,), torch.int64, device)
-        low_latency = [LowLatencyScratch(slots=s, epochs=torch.zeros(low_latency_blocks(words, sms), dtype=torch.int32,
-                                                                     device=device),
-                                         words=words, tile_sums=torch.zeros(words, dtype=torch.float32, device=device),
-                                         row_arrivals=torch.zeros(words, dtype=torch.int32, device=device))
-                       for s in slots]
+        low_latency = [
+            LowLatencyScratch(
+                slots=s,
+                epochs=torch.zeros(low_latency_blocks(words, sms), dtype=torch.int32, device=device),
+                words=words,
+                tile_sums=torch.zeros(words, dtype=torch.float32, device=device),
+                row_arrivals=torch.zeros(words, dtype=torch.int32, device=device),
+            )
+            for s in slots
+        ]
     pushes: Sequence[Scratch | None] = [None] * world_size
     if push_scratch:
         pushes = symmetric_scratch(world_size, (push_scratch_elements(bufs[0].numel(), world_size),), dtype, device)
     caches = launch_caches(world_size)
-    return [SymmetricTensor(tensor=bufs[r], buffer_ptrs=buffer_ptrs.clone(), signal_pad=pads[r].tensor,
-                            signal_pad_ptrs=pads[r].ptrs, rank=r, world_size=world_size,
-                            max_blocks=min(sms, PAD_SLOTS // world_size), low_latency=low_latency[r],
-                            push_scratch=pushes[r], launches=caches[r])
-            for r in range(world_size)]
+    return [
+        SymmetricTensor(
+            tensor=bufs[r],
+            buffer_ptrs=buffer_ptrs.clone(),
+            signal_pad=pads[r].tensor,
+            signal_pad_ptrs=pads[r].ptrs,
+            rank=r,
+            world_size=world_size,
+            max_blocks=min(sms, PAD_SLOTS // world_size),
+            low_latency=low_latency[r],
+            push_scratch=pushes[r],
+            launches=caches[r],
+        )
+        for r in range(world_size)
+    ]
 
 
 #: Seconds a rank waits at the binding barrier for its peers (a rank that never binds: a mismatched call).
@@ -154,9 +172,9 @@ def create_all(state_class, world_size: int, device=None, **arguments) -> list:
     """
     device = _device(device)
     device_share.share_device(device, world_size)
-    states = state_class.create_all(world_size, device=device,
-                                    alloc=lambda w, shape, dtype: symmetric_scratch(w, shape, dtype, device),
-                                    **arguments)
+    states = state_class.create_all(
+        world_size, device=device, alloc=lambda w, shape, dtype: symmetric_scratch(w, shape, dtype, device), **arguments
+    )
     for state, cache in zip(states, launch_caches(world_size)):
         state.launches = cache
     return states
@@ -216,8 +234,9 @@ def run(fn, world_size: int, *, args=(), timeout: float = 120.0, device=None) ->
         except BaseException:
             errors[rank] = traceback.format_exc()
 
-    threads = [threading.Thread(target=body, args=(r,), name=f"castpile-rank-{r}", daemon=True)
-               for r in range(world_size)]
+    threads = [
+        threading.Thread(target=body, args=(r,), name=f"castpile-rank-{r}", daemon=True) for r in range(world_size)
+    ]
     for t in threads:
         t.start()
     deadline = time.monotonic() + timeout

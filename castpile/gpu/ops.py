@@ -88,8 +88,10 @@ def register(state, name: str | None = None) -> str:
         while name in _REGISTRY:
             name += "_"
     elif name in _REGISTRY:
-        raise ValueError(f"castpile.gpu.ops.register: the name {name!r} is taken by another registered state; "
-                         "unregister it first or choose another")
+        raise ValueError(
+            f"castpile.gpu.ops.register: the name {name!r} is taken by another registered state; "
+            "unregister it first or choose another"
+        )
     if not is_moe:
         import torch._dynamo
 
@@ -108,15 +110,19 @@ def lookup(name: str):
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise KeyError(f"no state is registered as {name!r} in this process; call "
-                       f"castpile.gpu.ops.register(...) first (registered: {sorted(_REGISTRY)})") from None
+        raise KeyError(
+            f"no state is registered as {name!r} in this process; call "
+            f"castpile.gpu.ops.register(...) first (registered: {sorted(_REGISTRY)})"
+        ) from None
 
 
 def _lookup_moe(name: str) -> moe.MoE:
     state = lookup(name)
     if not isinstance(state, moe.MoE):
-        raise TypeError(f"{name!r} is a symmetric tensor, not a MoE state: the MoE ops take the name of a "
-                        "registered castpile.gpu.fused.moe.MoE")
+        raise TypeError(
+            f"{name!r} is a symmetric tensor, not a MoE state: the MoE ops take the name of a "
+            "registered castpile.gpu.fused.moe.MoE"
+        )
     return state
 
 
@@ -143,13 +149,22 @@ def _checked(name: str, input: torch.Tensor):
         raise TypeError(f"{name!r} is a MoE state, not a symmetric tensor: use it with moe_dispatch and moe_combine")
     buffer = symm.tensor
     if input.shape != buffer.shape or input.dtype != buffer.dtype or input.device != buffer.device:
-        raise ValueError(f"{name!r} holds a {buffer.dtype} tensor of shape {tuple(buffer.shape)} on {buffer.device}; "
-                         f"the op was given {input.dtype} {tuple(input.shape)} on {input.device}")
+        raise ValueError(
+            f"{name!r} holds a {buffer.dtype} tensor of shape {tuple(buffer.shape)} on {buffer.device}; "
+            f"the op was given {input.dtype} {tuple(input.shape)} on {input.device}"
+        )
     return symm
 
 
-def kernel_op(name: str, fn: Callable | None = None, *, mutates_args: Sequence[str] = (), like: str | None = None,
-              fake: Callable | None = None, device_types=None):
+def kernel_op(
+    name: str,
+    fn: Callable | None = None,
+    *,
+    mutates_args: Sequence[str] = (),
+    like: str | None = None,
+    fake: Callable | None = None,
+    device_types=None,
+):
     """``torch.library.custom_op(name, mutates_args=...)`` and its fake implementation, for a kernel launcher.
 
     ``fn`` has type-annotated parameters (Tensor, int, float, bool, str, lists
@@ -166,11 +181,14 @@ def kernel_op(name: str, fn: Callable | None = None, *, mutates_args: Sequence[s
             ...launch your kernel on s.buffer_ptrs, s.signal_pad_ptrs...
             return out
     """
+
     def wrap(fn):
         returns = inspect.signature(fn).return_annotation
         if fake is None and like is None and returns not in (None, "None"):
-            raise TypeError(f"kernel_op({name!r}): give like= (a tensor parameter the result is shaped like) or "
-                            "fake= (a function of the same parameters returning the result's metadata)")
+            raise TypeError(
+                f"kernel_op({name!r}): give like= (a tensor parameter the result is shaped like) or "
+                "fake= (a function of the same parameters returning the result's metadata)"
+            )
         impl = fake if fake is not None else _like(fn, like) if like is not None else _returns_none
         op = torch.library.custom_op(name, fn, mutates_args=tuple(mutates_args), device_types=device_types)
         op.register_fake(impl)
@@ -197,8 +215,11 @@ def _returns_none(*args, **kwargs):
 
 # The library's collectives ------------------------------------------------------------------------------------
 
-_ALL_REDUCE = {"auto": collectives.all_reduce, "one_shot": collectives.all_reduce_one_shot,
-               "low_latency": collectives.all_reduce_low_latency}
+_ALL_REDUCE = {
+    "auto": collectives.all_reduce,
+    "one_shot": collectives.all_reduce_one_shot,
+    "low_latency": collectives.all_reduce_low_latency,
+}
 
 
 def _all_reduce_with(algorithm: str):
@@ -285,8 +306,9 @@ def _method(method: str):
 
 
 @kernel_op("castpile::all_reduce_rmsnorm", fake=_fake_rmsnorm)
-def all_reduce_rmsnorm(input: torch.Tensor, symm: str, weight: torch.Tensor, eps: float = 1e-6,
-                       method: str = "auto") -> torch.Tensor:
+def all_reduce_rmsnorm(
+    input: torch.Tensor, symm: str, weight: torch.Tensor, eps: float = 1e-6, method: str = "auto"
+) -> torch.Tensor:
     """``rms_norm(sum over ranks of input) * weight``; ``input`` (rows, D).
 
     ``method``: "auto" (low-latency where the tensor has its scratch), "low_latency" or "one_shot".
@@ -295,8 +317,14 @@ def all_reduce_rmsnorm(input: torch.Tensor, symm: str, weight: torch.Tensor, eps
 
 
 @kernel_op("castpile::all_reduce_residual_rmsnorm", mutates_args=("residual",), fake=_fake_rmsnorm)
-def all_reduce_residual_rmsnorm(input: torch.Tensor, symm: str, residual: torch.Tensor, weight: torch.Tensor,
-                                eps: float = 1e-6, method: str = "auto") -> torch.Tensor:
+def all_reduce_residual_rmsnorm(
+    input: torch.Tensor,
+    symm: str,
+    residual: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float = 1e-6,
+    method: str = "auto",
+) -> torch.Tensor:
     """``residual += sum over ranks of input`` (in place); returns ``rms_norm(residual) * weight``."""
     return rmsnorm.all_reduce_residual_rmsnorm(staged(symm, input), residual, weight, eps, method=_method(method))
 
@@ -306,8 +334,17 @@ def all_reduce_residual_rmsnorm(input: torch.Tensor, symm: str, residual: torch.
 #: The outputs of ``moe_dispatch``, in order: the fields of :class:`~castpile.gpu.fused.moe.Dispatched`.
 DISPATCHED = tuple(moe.Dispatched.__dataclass_fields__)
 #: ``moe_dispatch``'s result: one tensor per name of DISPATCHED (spelled out, so that type checkers read it too).
-_DispatchResult = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
-                        torch.Tensor, torch.Tensor, torch.Tensor]
+_DispatchResult = tuple[
+    torch.Tensor,
+    torch.Tensor,
+    torch.Tensor,
+    torch.Tensor,
+    torch.Tensor,
+    torch.Tensor,
+    torch.Tensor,
+    torch.Tensor,
+    torch.Tensor,
+]
 assert len(typing.get_args(_DispatchResult)) == len(DISPATCHED)
 
 
@@ -315,16 +352,22 @@ def _moe_inputs(state: str, **tensors):
     """The MoE state registered as ``state``, after checking each tensor's shape, dtype and device against it."""
     st = _lookup_moe(state)
     T, H, K = st.tokens, st.hidden, st.topk
-    expected = {"x": ((T, H), (st.dtype,)), "topk_idx": ((T, K), (torch.int32, torch.int64)),
-                "topk_weights": ((T, K), (torch.float32,)), "expert_out": ((st.capacity_pairs, H), (st.dtype,)),
-                "slot_positions": ((st.world_size, T, K), (torch.int32,))}
+    expected = {
+        "x": ((T, H), (st.dtype,)),
+        "topk_idx": ((T, K), (torch.int32, torch.int64)),
+        "topk_weights": ((T, K), (torch.float32,)),
+        "expert_out": ((st.capacity_pairs, H), (st.dtype,)),
+        "slot_positions": ((st.world_size, T, K), (torch.int32,)),
+    }
     device = st.recv_counts.device
     for name, t in tensors.items():
         shape, dtypes = expected[name]
         if tuple(t.shape) != shape or t.dtype not in dtypes or t.device != device:
             want = " or ".join(str(d) for d in dtypes)
-            raise ValueError(f"castpile MoE op on {state!r}: {name} must be a {want} tensor of shape {shape} on "
-                             f"{device}, got {t.dtype} {tuple(t.shape)} on {t.device}")
+            raise ValueError(
+                f"castpile MoE op on {state!r}: {name} must be a {want} tensor of shape {shape} on "
+                f"{device}, got {t.dtype} {tuple(t.shape)} on {t.device}"
+            )
     return st
 
 
@@ -376,6 +419,22 @@ def moe_combine(expert_out: torch.Tensor, slot_positions: torch.Tensor, state: s
     return moe.combine(st, expert_out.contiguous())
 
 
-__all__ = ["DISPATCHED", "all_gather", "all_gather_out", "all_reduce", "all_reduce_", "all_reduce_out",
-           "all_reduce_residual_rmsnorm", "all_reduce_rmsnorm", "kernel_op", "lookup", "moe_combine", "moe_dispatch",
-           "reduce_scatter", "reduce_scatter_out", "register", "staged", "unregister"]
+__all__ = [
+    "DISPATCHED",
+    "all_gather",
+    "all_gather_out",
+    "all_reduce",
+    "all_reduce_",
+    "all_reduce_out",
+    "all_reduce_residual_rmsnorm",
+    "all_reduce_rmsnorm",
+    "kernel_op",
+    "lookup",
+    "moe_combine",
+    "moe_dispatch",
+    "reduce_scatter",
+    "reduce_scatter_out",
+    "register",
+    "staged",
+    "unregister",
+]

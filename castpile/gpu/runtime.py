@@ -41,8 +41,9 @@ from .symmetric import (
 )
 
 
-def symmetric_empty(shape, dtype: torch.dtype, device=None, group=None, push_scratch=False,
-                    backend="cuda", force_remote=False) -> SymmetricTensor:
+def symmetric_empty(
+    shape, dtype: torch.dtype, device=None, group=None, push_scratch=False, backend="cuda", force_remote=False
+) -> SymmetricTensor:
     """Allocate a symmetric buffer on every rank of ``group`` and rendezvous (collective).
 
     ``push_scratch=True`` also allocates the pushing two-shot all-reduce's
@@ -59,8 +60,9 @@ def symmetric_empty(shape, dtype: torch.dtype, device=None, group=None, push_scr
     backends.check_force_remote(backend, force_remote)
     device = _select(backend, device, symm_mem)
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return rendezvous(symm_mem.empty(shape, dtype=dtype, device=device), group, push_scratch=push_scratch,
-                      force_remote=force_remote)
+    return rendezvous(
+        symm_mem.empty(shape, dtype=dtype, device=device), group, push_scratch=push_scratch, force_remote=force_remote
+    )
 
 
 def rendezvous(tensor: torch.Tensor, group=None, push_scratch=False, force_remote=False) -> SymmetricTensor:
@@ -116,8 +118,14 @@ def rendezvous(tensor: torch.Tensor, group=None, push_scratch=False, force_remot
     backend = _backend_of(tensor, symm_mem)
     backends.check_force_remote(backend, force_remote)
     buffer_ptrs = [p + offset if p else 0 for p in ptrs]
-    remote = _remote_tables(backend, tensor.device, backends.table_reachability(reachable, handle.rank, force_remote),
-                            pes, (buffer_ptrs, tensor.data_ptr()), (list(handle.signal_pad_ptrs), pad.data_ptr()))
+    remote = _remote_tables(
+        backend,
+        tensor.device,
+        backends.table_reachability(reachable, handle.rank, force_remote),
+        pes,
+        (buffer_ptrs, tensor.data_ptr()),
+        (list(handle.signal_pad_ptrs), pad.data_ptr()),
+    )
     sms = torch.cuda.get_device_properties(tensor.device).multi_processor_count
     words = low_latency_words(tensor)
     return SymmetricTensor(
@@ -132,8 +140,9 @@ def rendezvous(tensor: torch.Tensor, group=None, push_scratch=False, force_remot
         allocation=Allocation(backend, handle),
         reachability=Reachability(reachable, pes),
         remote=RemoteTables(*remote),
-        low_latency=None if words is None else _low_latency_scratch(words, handle.world_size, sms, tensor.device,
-                                                                    group),
+        low_latency=None
+        if words is None
+        else _low_latency_scratch(words, handle.world_size, sms, tensor.device, group),
         push_scratch=_push_scratch(tensor, handle.world_size, group) if push_scratch else None,
     )
 
@@ -154,13 +163,18 @@ def _remote_tables(backend: str, device, reachable, pes, *tables) -> tuple:
     from torch.distributed import _symmetric_memory as symm_mem
 
     scratch = symm_mem.empty(REMOTE_SCRATCH_BYTES, dtype=torch.uint8, device=device)
-    made = [remote_ptrs_tensor(backends.remote_table(ptrs, reachable, local, pes, scratch.data_ptr(), scratch.numel()),
-                               device) for ptrs, local in tables]
+    made = [
+        remote_ptrs_tensor(
+            backends.remote_table(ptrs, reachable, local, pes, scratch.data_ptr(), scratch.numel()), device
+        )
+        for ptrs, local in tables
+    ]
     return (*made, scratch)
 
 
-def symmetric_scratch(shape, dtype: torch.dtype, device=None, group=None, zero=True, backend="cuda",
-                      force_remote=False) -> Scratch:
+def symmetric_scratch(
+    shape, dtype: torch.dtype, device=None, group=None, zero=True, backend="cuda", force_remote=False
+) -> Scratch:
     """A symmetric tensor on every rank of ``group`` with every rank's address of it (collective).
 
     For kernels' own state (flags, receive buffers): zeroed by default, and no
@@ -176,8 +190,9 @@ def symmetric_scratch(shape, dtype: torch.dtype, device=None, group=None, zero=T
     device = _select(backend, device, symm_mem)
     group = dist.group.WORLD if group is None else group
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    scratch = _exchanged(symm_mem.empty(shape, dtype=dtype, device=device), group, remote=True,
-                         force_remote=force_remote)
+    scratch = _exchanged(
+        symm_mem.empty(shape, dtype=dtype, device=device), group, remote=True, force_remote=force_remote
+    )
     if zero:
         scratch.tensor.zero_()
         torch.cuda.synchronize(device)
@@ -198,11 +213,20 @@ def _exchanged(tensor: torch.Tensor, group, remote: bool = False, force_remote: 
     if remote:
         backend = _backend_of(tensor, symm_mem)
         pes = tuple(dist.get_global_rank(group, r) for r in range(handle.world_size))
-        table, scratch = _remote_tables(backend, tensor.device,
-                                        backends.table_reachability(reachable, handle.rank, force_remote), pes,
-                                        (ptrs, tensor.data_ptr()))
-    return Scratch(tensor, torch.tensor(ptrs, dtype=torch.int64, device=tensor.device), reachable,
-                   remote_ptrs=table, remote_scratch=scratch)
+        table, scratch = _remote_tables(
+            backend,
+            tensor.device,
+            backends.table_reachability(reachable, handle.rank, force_remote),
+            pes,
+            (ptrs, tensor.data_ptr()),
+        )
+    return Scratch(
+        tensor,
+        torch.tensor(ptrs, dtype=torch.int64, device=tensor.device),
+        reachable,
+        remote_ptrs=table,
+        remote_scratch=scratch,
+    )
 
 
 def _backend_of(tensor: torch.Tensor, symm_mem) -> str:
@@ -237,9 +261,13 @@ def _low_latency_scratch(words: int, world_size: int, sms: int, device, group) -
     epochs = torch.zeros(low_latency_blocks(words, sms), dtype=torch.int32, device=device)
     torch.cuda.synchronize(device)
     dist.barrier(group)  # no peer may write into slots before every rank has zeroed its own
-    return LowLatencyScratch(slots=slots, epochs=epochs, words=words,
-                             tile_sums=torch.zeros(words, dtype=torch.float32, device=device),
-                             row_arrivals=torch.zeros(words, dtype=torch.int32, device=device))
+    return LowLatencyScratch(
+        slots=slots,
+        epochs=epochs,
+        words=words,
+        tile_sums=torch.zeros(words, dtype=torch.float32, device=device),
+        row_arrivals=torch.zeros(words, dtype=torch.int32, device=device),
+    )
 
 
 def check_agreement(metas: list) -> None:
@@ -247,8 +275,7 @@ def check_agreement(metas: list) -> None:
     if all(m == metas[0] for m in metas):
         return
     rows = "\n".join(
-        f"  rank {r}: shape {m[0]}, strides {m[1]}, dtype {m[2]}, storage offset {m[3]}"
-        for r, m in enumerate(metas)
+        f"  rank {r}: shape {m[0]}, strides {m[1]}, dtype {m[2]}, storage offset {m[3]}" for r, m in enumerate(metas)
     )
     raise SymmetricMemoryError(f"ranks disagree on the symmetric tensor's layout:\n{rows}")
 

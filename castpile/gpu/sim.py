@@ -86,19 +86,23 @@ class RankTimeout(RuntimeError):
     ``threads``, the parent's threads at the fork, if it had any.
     """
 
-    def __init__(self, hung: list[int], timeout: float, sites: dict[int, str] | None = None,
-                 threads: list[str] | None = None):
+    def __init__(
+        self, hung: list[int], timeout: float, sites: dict[int, str] | None = None, threads: list[str] | None = None
+    ):
         self.hung = hung
         self.sites = dict(sites or {})
-        lines = [f"  rank {r} {self.sites.get(r, 'did not say where it was (it did not answer in time)')}"
-                 for r in hung]
+        lines = [
+            f"  rank {r} {self.sites.get(r, 'did not say where it was (it did not answer in time)')}" for r in hung
+        ]
         message = (
             f"ranks {hung} did not finish within {timeout:g} s and were killed; a rank that "
             "waits for a signal no peer sends (a missing or mismatched barrier, different grids "
             "on different ranks) hangs like this"
         )
         if threads:
-            message += f", and so does one that waits for a thread that did not survive the fork: {_forked_threads(threads)}"
+            message += (
+                f", and so does one that waits for a thread that did not survive the fork: {_forked_threads(threads)}"
+            )
         super().__init__("\n".join([message + ":", *lines]))
 
 
@@ -129,8 +133,14 @@ def shared_empty(shape, dtype: torch.dtype) -> torch.Tensor:
     return flat.view(dtype).view(shape)
 
 
-def symmetric_empty(world_size: int, shape, dtype: torch.dtype, push_scratch=False,
-                    local_world_size: int | None = None, force_remote=False) -> list[SymmetricTensor]:
+def symmetric_empty(
+    world_size: int,
+    shape,
+    dtype: torch.dtype,
+    push_scratch=False,
+    local_world_size: int | None = None,
+    force_remote=False,
+) -> list[SymmetricTensor]:
     """One :class:`SymmetricTensor` per rank, over shared host memory (call before :func:`run`).
 
     Signal pads start (and must end) all zero; ``buffer_ptrs`` and
@@ -144,15 +154,26 @@ def symmetric_empty(world_size: int, shape, dtype: torch.dtype, push_scratch=Fal
     """
     nvshmem = local_world_size is not None or force_remote
     remote = _remote_scratch(world_size) if nvshmem else None  # one per rank, named by both tables (as on GPUs)
-    bufs = symmetric_scratch(world_size, shape, dtype, local_world_size=local_world_size, remote_scratch=remote,
-                             force_remote=force_remote)
-    pads = symmetric_scratch(world_size, (SIM_PAD_SLOTS,), torch.int32, local_world_size=local_world_size,
-                             remote_scratch=remote, force_remote=force_remote)
+    bufs = symmetric_scratch(
+        world_size, shape, dtype, local_world_size=local_world_size, remote_scratch=remote, force_remote=force_remote
+    )
+    pads = symmetric_scratch(
+        world_size,
+        (SIM_PAD_SLOTS,),
+        torch.int32,
+        local_world_size=local_world_size,
+        remote_scratch=remote,
+        force_remote=force_remote,
+    )
     scratch = _low_latency_scratch(world_size, bufs[0].tensor, local_world_size)
     pushes: Sequence[Scratch | None] = [None] * world_size
     if push_scratch:
-        pushes = symmetric_scratch(world_size, (push_scratch_elements(bufs[0].tensor.numel(), world_size),), dtype,
-                                   local_world_size=local_world_size)
+        pushes = symmetric_scratch(
+            world_size,
+            (push_scratch_elements(bufs[0].tensor.numel(), world_size),),
+            dtype,
+            local_world_size=local_world_size,
+        )
     return [
         SymmetricTensor(
             tensor=bufs[r].tensor,
@@ -177,8 +198,14 @@ def _remote_scratch(world_size: int) -> list[torch.Tensor]:
     return [shared_empty((SIM_REMOTE_SCRATCH_BYTES,), torch.uint8) for _ in range(world_size)]
 
 
-def symmetric_scratch(world_size: int, shape, dtype: torch.dtype, local_world_size: int | None = None,
-                      remote_scratch: list[torch.Tensor] | None = None, force_remote=False) -> list[Scratch]:
+def symmetric_scratch(
+    world_size: int,
+    shape,
+    dtype: torch.dtype,
+    local_world_size: int | None = None,
+    remote_scratch: list[torch.Tensor] | None = None,
+    force_remote=False,
+) -> list[Scratch]:
     """One zeroed shared-memory tensor per rank, each with every rank's address: ``runtime.symmetric_scratch``'s twin.
 
     With ``local_world_size``, a rank's ``ptrs`` hold 0 for peers on other simulated nodes, and its
@@ -192,17 +219,29 @@ def symmetric_scratch(world_size: int, shape, dtype: torch.dtype, local_world_si
         _HEAP.append((tuple(addresses), nbytes))
     out = []
     for rank, tensor in enumerate(tensors):
-        reachable = (True,) * world_size if local_world_size is None else \
-            node_reachability(range(world_size), rank, local_world_size)
+        reachable = (
+            (True,) * world_size
+            if local_world_size is None
+            else node_reachability(range(world_size), rank, local_world_size)
+        )
         ptrs = [a if ok else 0 for a, ok in zip(addresses, reachable)]
         table = scratch = None
         if (local_world_size is not None or force_remote) and nbytes:  # remote peers: the table names a scratch
             scratch = remote_scratch[rank] if remote_scratch is not None else _remote_scratch(1)[0]
-            table = remote_ptrs_tensor(remote_table(ptrs, table_reachability(reachable, rank, force_remote),
-                                                    addresses[rank], range(world_size), scratch.data_ptr(),
-                                                    scratch.numel()), "cpu")
-        out.append(Scratch(tensor, torch.tensor(ptrs, dtype=torch.int64), reachable, remote_ptrs=table,
-                           remote_scratch=scratch))
+            table = remote_ptrs_tensor(
+                remote_table(
+                    ptrs,
+                    table_reachability(reachable, rank, force_remote),
+                    addresses[rank],
+                    range(world_size),
+                    scratch.data_ptr(),
+                    scratch.numel(),
+                ),
+                "cpu",
+            )
+        out.append(
+            Scratch(tensor, torch.tensor(ptrs, dtype=torch.int64), reachable, remote_ptrs=table, remote_scratch=scratch)
+        )
     return out
 
 
@@ -231,10 +270,16 @@ def _low_latency_scratch(world_size: int, like: torch.Tensor, local_world_size: 
     if words is None:
         return [None] * world_size
     blocks = low_latency_blocks(words, SIM_LOW_LATENCY_BLOCKS)
-    return [LowLatencyScratch(slots=s, epochs=shared_empty((blocks,), torch.int32).zero_(), words=words,
-                              tile_sums=torch.zeros(words, dtype=torch.float32),
-                              row_arrivals=torch.zeros(words, dtype=torch.int32))
-            for s in symmetric_scratch(world_size, (2 * world_size * words,), torch.int64, local_world_size)]
+    return [
+        LowLatencyScratch(
+            slots=s,
+            epochs=shared_empty((blocks,), torch.int32).zero_(),
+            words=words,
+            tile_sums=torch.zeros(words, dtype=torch.float32),
+            row_arrivals=torch.zeros(words, dtype=torch.int32),
+        )
+        for s in symmetric_scratch(world_size, (2 * world_size * words,), torch.int64, local_world_size)
+    ]
 
 
 def run(fn, world_size: int, *, args=(), timeout: float = 60.0) -> list:

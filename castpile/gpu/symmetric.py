@@ -112,10 +112,15 @@ class SymmetricTensor:
             raise SymmetricMemoryError(f"rank {self.rank}'s own buffer is marked unreachable")
         if self.all_reachable:
             tables = self.remote
-            object.__setattr__(self, "remote", RemoteTables(
-                reachable_table(self.buffer_ptrs) if tables.buffer is None else tables.buffer,
-                reachable_table(self.signal_pad_ptrs) if tables.signal_pad is None else tables.signal_pad,
-                tables.scratch))
+            object.__setattr__(
+                self,
+                "remote",
+                RemoteTables(
+                    reachable_table(self.buffer_ptrs) if tables.buffer is None else tables.buffer,
+                    reachable_table(self.signal_pad_ptrs) if tables.signal_pad is None else tables.signal_pad,
+                    tables.scratch,
+                ),
+            )
 
     @property
     def backend(self) -> str:
@@ -172,9 +177,11 @@ class SymmetricTensor:
         """
         if not self.all_reachable:
             remote = [r for r, ok in enumerate(self.reachable) if not ok]
-            raise ValueError(f"{name}: rank {remote[0]} is not load/store reachable from rank {self.rank} "
-                             f"(backend {self.backend!r}; remote ranks {remote}); the library's kernels need every "
-                             "peer in one NVLink domain (docs/nvshmem.md)")
+            raise ValueError(
+                f"{name}: rank {remote[0]} is not load/store reachable from rank {self.rank} "
+                f"(backend {self.backend!r}; remote ranks {remote}); the library's kernels need every "
+                "peer in one NVLink domain (docs/nvshmem.md)"
+            )
 
 
 @dataclass(frozen=True)
@@ -225,7 +232,7 @@ class LowLatencyScratch:
 
 def remote_ptrs_tensor(words: list[int], device) -> torch.Tensor:
     """A ``remote_ptrs`` table from :func:`backends.remote_table`'s words: the entries, the header in memory before them."""
-    return torch.tensor(words, dtype=torch.int64, device=device)[backends.REMOTE_HEADER:]
+    return torch.tensor(words, dtype=torch.int64, device=device)[backends.REMOTE_HEADER :]
 
 
 def reachable_table(ptrs: torch.Tensor) -> torch.Tensor:

@@ -131,7 +131,6 @@ KERNEL_CASES = [
         },
         id="two statements on a line",
     ),
-
     # tl.load / tl.store
     pytest.param(
         dedent("""\
@@ -275,7 +274,9 @@ LEFT_ALONE = [
 ]
 
 # Cases whose options plain Triton refuses too (ptxas: the message); they must get that far.
-PTXAS_REFUSES = {"tl.load with a positional mask and options": "Modifier '.volatile' cannot be combined with modifier '.cg'"}
+PTXAS_REFUSES = {
+    "tl.load with a positional mask and options": "Modifier '.volatile' cannot be combined with modifier '.cg'"
+}
 
 
 @pytest.mark.parametrize("strategy", castpile.STRATEGIES)

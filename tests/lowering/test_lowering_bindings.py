@@ -223,7 +223,6 @@ KERNEL_CASES = [
         },
         id="align=16",
     ),
-
     # bindings: tile form
     pytest.param(
         dedent("""\
@@ -276,7 +275,6 @@ KERNEL_CASES = [
         },
         id="tile with shape and a ptr_mask expression",
     ),
-
     # named table slice and static_range slice bounds
     pytest.param(
         dedent("""\

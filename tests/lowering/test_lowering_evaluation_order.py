@@ -120,7 +120,6 @@ KERNEL_CASES = [
         """),
         id="a parenthesised two-line signal out of order: statements without the parentheses, the line break inside the last",
     ),
-
     # indices evaluated once
     pytest.param(
         dedent("""\

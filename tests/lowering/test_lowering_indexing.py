@@ -80,7 +80,6 @@ KERNEL_CASES = [
         },
         id="bufs[...] = v over two dims",
     ),
-
     # strides of any value: the offsets keep the shape of the indices
     pytest.param(
         dedent("""\

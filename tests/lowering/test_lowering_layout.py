@@ -142,41 +142,41 @@ FILE_CASES = [
     # A whole file: CRLF line endings and tab indentation are kept.
     pytest.param(
         (
-            'import triton\r\n'
-            'import triton.language as tl\r\n'
-            'from castpile import multicast_like\r\n'
-            '\r\n'
-            '\r\n'
-            '@triton.jit\r\n'
-            'def k(out, table, n, W: tl.constexpr):\r\n'
-            '\tbufs = multicast_like(out, table[:W])  # bind\r\n'
-            '\tx = bufs[0]\t# read\r\n'
-            '\ty = tl.load(out)\r\n'
+            "import triton\r\n"
+            "import triton.language as tl\r\n"
+            "from castpile import multicast_like\r\n"
+            "\r\n"
+            "\r\n"
+            "@triton.jit\r\n"
+            "def k(out, table, n, W: tl.constexpr):\r\n"
+            "\tbufs = multicast_like(out, table[:W])  # bind\r\n"
+            "\tx = bufs[0]\t# read\r\n"
+            "\ty = tl.load(out)\r\n"
         ),
         {
             "loop": (
-                'import triton\r\n'
-                'import triton.language as tl\r\n'
-                'from castpile import multicast_like\r\n'
-                '\r\n'
-                '\r\n'
-                '@triton.jit\r\n'
-                'def k(out, table, n, W: tl.constexpr):\r\n'
-                '\tbufs = table  # bind\r\n'
-                '\tx = _castpile_load_loop(bufs, W, None, out, 0, None)\t# read\r\n'
-                '\ty = tl.load(out)\r\n'
+                "import triton\r\n"
+                "import triton.language as tl\r\n"
+                "from castpile import multicast_like\r\n"
+                "\r\n"
+                "\r\n"
+                "@triton.jit\r\n"
+                "def k(out, table, n, W: tl.constexpr):\r\n"
+                "\tbufs = table  # bind\r\n"
+                "\tx = _castpile_load_loop(bufs, W, None, out, 0, None)\t# read\r\n"
+                "\ty = tl.load(out)\r\n"
             ),
             "gather": (
-                'import triton\r\n'
-                'import triton.language as tl\r\n'
-                'from castpile import multicast_like\r\n'
-                '\r\n'
-                '\r\n'
-                '@triton.jit\r\n'
-                'def k(out, table, n, W: tl.constexpr):\r\n'
-                '\tbufs = table  # bind\r\n'
-                '\tx = _castpile_load_gather(bufs, W, None, out, 0, None)\t# read\r\n'
-                '\ty = tl.load(out)\r\n'
+                "import triton\r\n"
+                "import triton.language as tl\r\n"
+                "from castpile import multicast_like\r\n"
+                "\r\n"
+                "\r\n"
+                "@triton.jit\r\n"
+                "def k(out, table, n, W: tl.constexpr):\r\n"
+                "\tbufs = table  # bind\r\n"
+                "\tx = _castpile_load_gather(bufs, W, None, out, 0, None)\t# read\r\n"
+                "\ty = tl.load(out)\r\n"
             ),
         },
         id="CRLF line endings and tabs",
@@ -187,14 +187,7 @@ FILE_CASES = [
 # Files castpile must return byte for byte: nothing in them is castpile's.
 LEFT_ALONE = [
     pytest.param(
-        (
-            'import triton\r\n'
-            'import castpile\r\n'
-            '\r\n'
-            '\r\n'
-            'def f():\r\n'
-            '\treturn 1  # tab-indented\r\n'
-        ),
+        ("import triton\r\nimport castpile\r\n\r\n\r\ndef f():\r\n\treturn 1  # tab-indented\r\n"),
         id="CRLF and tabs in a module that imports castpile but binds nothing",
     ),
 ]

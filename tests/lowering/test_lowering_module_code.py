@@ -232,7 +232,6 @@ LEFT_ALONE = [
 ]
 
 
-
 @pytest.mark.parametrize("strategy", castpile.STRATEGIES)
 @pytest.mark.parametrize(("source", "expected"), FILE_CASES)
 def test_whole_files(source, expected, strategy):

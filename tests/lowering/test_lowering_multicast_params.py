@@ -51,7 +51,7 @@ FILE_CASES = [
                 offs = tl.arange(0, BLOCK)
                 tl.store(out + offs, total(bufs, W, None, out, n, 1, None, offs))
         """),
-        id='import castpile as cp: a table with shape= reduced in a helper',
+        id="import castpile as cp: a table with shape= reduced in a helper",
     ),
     pytest.param(
         dedent("""\
@@ -107,7 +107,7 @@ FILE_CASES = [
                     put(7, at=tl.arange(0, BLOCK), dst=dsts, dst_count=dsts.numel, dst_smask=dsts_mask, dst_example=out, dst_stride0=1, dst_align=None)
             """),
         },
-        id='from castpile import Multicast: a tile with ptr_mask passed by keyword',
+        id="from castpile import Multicast: a tile with ptr_mask passed by keyword",
     ),
     pytest.param(
         dedent("""\
@@ -178,7 +178,7 @@ FILE_CASES = [
                     x = columns(grid, W - 1, None, out, m, n, 1, m, 16, BLOCK)
             """),
         },
-        id='an alias of Multicast, 2-D with strides= and align=, passed on to another helper',
+        id="an alias of Multicast, 2-D with strides= and align=, passed on to another helper",
     ),
     pytest.param(
         dedent("""\
@@ -243,9 +243,8 @@ FILE_CASES = [
                     c = first(tile, tile.numel, None, out, 1, None)
             """),
         },
-        id='one helper called with tables of different W and a tile',
+        id="one helper called with tables of different W and a tile",
     ),
-
 ]
 
 

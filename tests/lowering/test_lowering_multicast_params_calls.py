@@ -91,7 +91,7 @@ FILE_CASES = [
                     )
             """),
         },
-        id='one parameter per line, two Multicast parameters, a call over lines',
+        id="one parameter per line, two Multicast parameters, a call over lines",
     ),
     pytest.param(
         dedent("""\
@@ -147,7 +147,7 @@ FILE_CASES = [
                     tl.store(out + tl.arange(0, BLOCK), scaled(bufs, W, None, out, bufs_shape0_, 1, None, tl.arange(0, BLOCK), 2))
             """),
         },
-        id='a string annotation; the extent evaluated at the binding',
+        id="a string annotation; the extent evaluated at the binding",
     ),
     pytest.param(
         dedent("""\
@@ -182,7 +182,7 @@ FILE_CASES = [
                 src = tl.load(table + tl.arange(0, 2)[:, None] * 2 + tl.arange(0, 2)[None, :])
                 x = rows(src, src.numel, None, out, m, n, n, 1, None, 1, BLOCK)
         """),
-        id='a 2-D tile with shape=: contiguous strides passed',
+        id="a 2-D tile with shape=: contiguous strides passed",
     ),
     pytest.param(
         dedent("""\
@@ -256,7 +256,7 @@ FILE_CASES = [
                     ping(bufs, W, None, out, n, 2, None, 3)
             """),
         },
-        id='helpers that call each other with a Multicast parameter',
+        id="helpers that call each other with a Multicast parameter",
     ),
     pytest.param(
         dedent("""\
@@ -318,9 +318,8 @@ FILE_CASES = [
                     window(flat, W, None, out, None, 1, None, ctr, BLOCK)
             """),
         },
-        id='tensors with and without shape= at one parameter: None extents, bounds Triton decides',
+        id="tensors with and without shape= at one parameter: None extents, bounds Triton decides",
     ),
-
 ]
 
 

@@ -197,4 +197,5 @@ def test_a_remote_kernel_named_with_the_helpers_prefix_keeps_its_name():
 def test_remote_none_is_no_remote(strategy):
     source = "bufs = multicast_like(out, table[:W], shape=(n,){})\nx = bufs[offs]\n"
     assert transpile(kernel_module(source.format(", remote=None")), strategy) == transpile(
-        kernel_module(source.format("")), strategy)  # the binding's line is replaced either way
+        kernel_module(source.format("")), strategy
+    )  # the binding's line is replaced either way

@@ -259,14 +259,30 @@ ERRORS = [
     pytest.param("castpile.wait(ptrs, cmp=CMP)", 25, "E413", CMPS, id="cmp a name"),
     pytest.param("castpile.wait(ptrs, 1, 'gte')", 24, "E413", CMPS, id="cmp by position, unknown"),
     pytest.param("castpile.wait(ptrs, cmp=b'ge')", 25, "E413", CMPS, id="cmp bytes"),
-    pytest.param("bufs = multicast_like(out, table[:W])\ncastpile.signal(bufs[0], op='sub')", 29, "E414", OPS,
-                 id="op unknown"),
-    pytest.param("bufs = multicast_like(out, table[:W])\ncastpile.signal(bufs[0], op=f'add')", 29, "E414", OPS,
-                 id="op an f-string"),
-    pytest.param("bufs = multicast_like(out, table[:W])\ncastpile.signal(bufs[0], op='add', wait_for=0)", 45, "E415", {},
-                 id="add with wait_for"),
-    pytest.param("bufs = multicast_like(out, table[:W], remote='nvshmem')\ncastpile.signal(bufs[0], op='add')", 29,
-                 "E416", {"name": "bufs"}, id="add on a remote binding"),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W])\ncastpile.signal(bufs[0], op='sub')", 29, "E414", OPS, id="op unknown"
+    ),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W])\ncastpile.signal(bufs[0], op=f'add')",
+        29,
+        "E414",
+        OPS,
+        id="op an f-string",
+    ),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W])\ncastpile.signal(bufs[0], op='add', wait_for=0)",
+        45,
+        "E415",
+        {},
+        id="add with wait_for",
+    ),
+    pytest.param(
+        "bufs = multicast_like(out, table[:W], remote='nvshmem')\ncastpile.signal(bufs[0], op='add')",
+        29,
+        "E416",
+        {"name": "bufs"},
+        id="add on a remote binding",
+    ),
 ]
 
 

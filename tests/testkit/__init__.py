@@ -36,8 +36,9 @@ def transpiled_module(kernels: Path, strategy: str, directory: Path):
     return import_file(out)
 
 
-def transpiled(directory: Path, source: str, name: str, broken: tuple[str, str, str] | None = None, *,
-               strategy: str = "loop"):
+def transpiled(
+    directory: Path, source: str, name: str, broken: tuple[str, str, str] | None = None, *, strategy: str = "loop"
+):
     """``source`` transpiled under ``strategy`` into ``directory / name``.py, imported; ``broken`` = (helper, old, new)
     replaces ``old`` by ``new`` inside that helper first (a test that the checks catch a broken helper)."""
     import castpile

@@ -14,7 +14,9 @@ import pytest
 import castpile
 
 
-def diagnostics_of(source: str | bytes, path: str = "k.py", *, dedent: bool = False) -> list[tuple[int, int, str, dict]]:
+def diagnostics_of(
+    source: str | bytes, path: str = "k.py", *, dedent: bool = False
+) -> list[tuple[int, int, str, dict]]:
     """Every diagnostic of transpiling ``source`` (which must fail) as ``(line, col, id, params)``."""
     if dedent:
         source = textwrap.dedent(source)
@@ -39,6 +41,8 @@ def message_pattern(message) -> re.Pattern:
     """What a catalogue ``message`` may print, as a regular expression: its text with any value for each parameter."""
     import string
 
-    parts = [re.escape(literal) + ("" if field is None else ".+")
-             for literal, field, _, _ in string.Formatter().parse(message.template)]
+    parts = [
+        re.escape(literal) + ("" if field is None else ".+")
+        for literal, field, _, _ in string.Formatter().parse(message.template)
+    ]
     return re.compile("".join(parts), re.S)

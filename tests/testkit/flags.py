@@ -19,11 +19,17 @@ N, BLOCK = 5, 8  # elements of a published row; BLOCK > N, so the masks matter
 TIMEOUT = 90.0  # seconds for a run that must finish
 LATE_S = 0.3  # how long the late rank sleeps before it starts
 
+
 def _wait_kernel(cmp: str) -> str:
     """The kernel ``wait_<cmp>``, written out for one comparison (``cmp=`` is a string literal)."""
     forms = [("pad + slot", "if FORM == 0"), ("pad + slot + tl.arange(0, 1)", "elif FORM == 1"), ("mine[slot]", "else")]
-    waits = {reset: "".join(f"        {branch}:\n            cp.wait({flags}, value, cmp=\"{cmp}\", reset={reset})\n"
-                            for flags, branch in forms) for reset in ("None", "reset")}
+    waits = {
+        reset: "".join(
+            f'        {branch}:\n            cp.wait({flags}, value, cmp="{cmp}", reset={reset})\n'
+            for flags, branch in forms
+        )
+        for reset in ("None", "reset")
+    }
     return f'''
 
 @triton.jit
@@ -222,8 +228,20 @@ def check_counter_barrier(k, world, rounds, *, form, timeout=TIMEOUT):
         d, p = data[rank], pads[rank]
         _late(rank, world - 1)
         out = torch.full((rounds,), -1, dtype=torch.int32)
-        k.counter_rounds[(1,)](out, d.tensor, d.ptrs, p.tensor, p.ptrs, rank, slot, rounds, world,
-                               1 << (world - 1).bit_length(), SLOTS, form)
+        k.counter_rounds[(1,)](
+            out,
+            d.tensor,
+            d.ptrs,
+            p.tensor,
+            p.ptrs,
+            rank,
+            slot,
+            rounds,
+            world,
+            1 << (world - 1).bit_length(),
+            SLOTS,
+            form,
+        )
         return out
 
     outs = sim.run(body, world, timeout=timeout)
@@ -251,8 +269,23 @@ def check_epoch_flags_read_by_several_ranks(k, world, epochs, *, root, late, tim
         d, p = data[rank], pads[rank]
         _late(rank, late)
         out = torch.full((epochs, N), float("nan"))
-        k.epoch_broadcast[(1,)](out, d.tensor, src, d.ptrs, p.tensor, p.ptrs, rank, root, epoch_slot, ack_slot,
-                                epochs, N, world, SLOTS, BLOCK)
+        k.epoch_broadcast[(1,)](
+            out,
+            d.tensor,
+            src,
+            d.ptrs,
+            p.tensor,
+            p.ptrs,
+            rank,
+            root,
+            epoch_slot,
+            ack_slot,
+            epochs,
+            N,
+            world,
+            SLOTS,
+            BLOCK,
+        )
         return out
 
     outs = sim.run(body, world, timeout=timeout)
@@ -277,8 +310,18 @@ def check_remote_epoch_barrier(k, world, epochs, *, local_world_size, late, time
         h = data[rank]
         _late(rank, late)
         out = torch.full((epochs,), -1, dtype=torch.int32)
-        k.epoch_barrier_remote[(1,)](out, h.tensor, h.remote_ptrs, h.signal_pad, h.signal_pad_remote_ptrs, rank, slot,
-                                     epochs, world, sim.SIM_PAD_SLOTS)
+        k.epoch_barrier_remote[(1,)](
+            out,
+            h.tensor,
+            h.remote_ptrs,
+            h.signal_pad,
+            h.signal_pad_remote_ptrs,
+            rank,
+            slot,
+            epochs,
+            world,
+            sim.SIM_PAD_SLOTS,
+        )
         return out
 
     outs = sim.run(body, world, timeout=timeout)

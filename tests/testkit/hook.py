@@ -17,7 +17,7 @@ from castpile.hook import ImportHook
 
 REPO = Path(castpile.__file__).absolute().parent.parent
 
-KERNEL = '''\
+KERNEL = """\
 import torch
 import triton
 import triton.language as tl
@@ -47,9 +47,9 @@ def multicast_sum(tensors):
 
 def fail_here():
     raise ValueError("raised from the kernel module")
-'''
+"""
 
-BROKEN = '''\
+BROKEN = """\
 import triton
 import triton.language as tl
 import castpile
@@ -60,7 +60,7 @@ def broken(out, ptrs, n):
     bufs = castpile.multicast_like(out, ptrs[:4], shape=(n,))
     x = bufs + 1
     tl.store(out, x)
-'''
+"""
 BROKEN_LINE = 9
 
 PLAIN = "import math\n\n\ndef area(r):\n    return math.pi * r * r\n"

@@ -6,7 +6,7 @@ import torch
 
 from testkit import address_table
 
-CELL = '''\
+CELL = """\
 import triton
 import triton.language as tl
 import castpile
@@ -25,19 +25,19 @@ def stack_max(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
     bufs = multicast_like(out, table[:W], shape=(n,))
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(out + offs, shifted(tl.max(bufs[offs], axis=0)), mask=offs < n)
-'''
+"""
 """A cell: a kernel calling another jit function of the cell, which reads a constant of the cell."""
 
-SECOND_CELL = '''\
+SECOND_CELL = """\
 @castpile.jit
 def stack_min(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
     bufs = multicast_like(out, table[:W], shape=(n,))
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(out + offs, tl.min(bufs[offs], axis=0), mask=offs < n)
-'''
+"""
 """A later cell of the same notebook, using the first one's imports."""
 
-BAD_CELL = '''\
+BAD_CELL = """\
 import triton
 import triton.language as tl
 import castpile
@@ -48,11 +48,11 @@ from castpile import multicast_like
 def broken(out, table, n, W: tl.constexpr):
     bufs = multicast_like(out, table[:W], shape=(n,))
     total = bufs + 1
-'''
+"""
 BAD_LINE, BAD_COL = 10, 13
 BAD_MESSAGE = "'bufs' is a multicast tensor and may only be subscripted"
 
-MIXED_CELL = '''\
+MIXED_CELL = """\
 import triton
 import triton.language as tl
 import castpile
@@ -72,10 +72,10 @@ def copy_first(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
     bufs = multicast_like(out, table[:W], shape=(n,))
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(out + offs, tl.sum(bufs[offs], axis=0), mask=offs < n)
-'''
+"""
 """A kernel that transpiles, and a kernel with an error (line 11) inside a function not yet called."""
 
-LAUNCH = '''
+LAUNCH = """
 if __name__ == "__main__":
     import sys
     import inspect
@@ -87,7 +87,7 @@ if __name__ == "__main__":
     print("equal:", torch.equal(out, torch.stack(bufs).max(dim=0).values + 10))
     print("libcst:", "libcst" in sys.modules)
     print("transpiled:", "multicast_like" not in inspect.getsource(stack_max.fn))
-'''
+"""
 """Appended to :data:`CELL` to make a script: launch the kernel and print what the test checks."""
 
 

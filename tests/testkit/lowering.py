@@ -106,7 +106,13 @@ def check_left_alone(source: str, strategy: str) -> None:
 # HEADER's parameters; `tile` and `pm` are pointers in the table cases, and in the tile cases a
 # rank-0 tile (one address) and its ptr_mask.
 CASE_TYPES = {
-    "out": "*i32", "table": "*i64", "tile": "*i64", "pm": "*i32", "ptrs": "*i32", "idx": "*i32", "ctr": "*i32",
+    "out": "*i32",
+    "table": "*i64",
+    "tile": "*i64",
+    "pm": "*i32",
+    "ptrs": "*i32",
+    "idx": "*i32",
+    "ctr": "*i32",
 }
 TILE_CASE_TYPES = {**CASE_TYPES, "tile": "i64", "pm": "i1"}
 CASE_CONSTEXPRS = {"W": 3, "C": 2, "BLOCK": 16}
@@ -120,8 +126,11 @@ def check_cases_compile_for_sm90(tmp_path, kernel_cases=(), file_cases=(), remot
     tests/test_identity.py runs such modules in the interpreter and compiles their kernels."""
     ptxas_refuses = ptxas_refuses or {}
     cases = [(case.id, kernel_module(case.values[0]), False) for case in kernel_cases]
-    cases += [(case.id, case.values[0], False) for case in file_cases
-              if "define_helpers(" not in transpile(case.values[0], "loop")]
+    cases += [
+        (case.id, case.values[0], False)
+        for case in file_cases
+        if "define_helpers(" not in transpile(case.values[0], "loop")
+    ]
     cases += [(case.id, kernel_module(case.values[0]), True) for case in remote_cases]
     jobs = []
     for k, (name, source, remote) in enumerate(cases):
@@ -131,8 +140,11 @@ def check_cases_compile_for_sm90(tmp_path, kernel_cases=(), file_cases=(), remot
         for strategy in castpile.STRATEGIES:
             path = tmp_path / f"case{k}_{strategy}.py"
             path.write_text(transpile(source, strategy), newline="")
-            jobs.append(Job(path, kernel, signature(source, "k", types), constexprs, name=f"{name} [{strategy}]",
-                            nvshmem=remote))
+            jobs.append(
+                Job(
+                    path, kernel, signature(source, "k", types), constexprs, name=f"{name} [{strategy}]", nvshmem=remote
+                )
+            )
     results = compile_for_sm90(jobs, tmp_path, processes=2)
     failures = {}
     for name, result in results.items():

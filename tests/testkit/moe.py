@@ -28,7 +28,13 @@ def reference_dispatch(idx, world, tokens, experts):
         counts = torch.bincount(keys[mine], minlength=local)
         slots = torch.full((world * tokens * idx[0].shape[1],), -1, dtype=torch.int64)
         slots[where[mine][order]] = torch.arange(int(mine.sum()))
-        out.append({"regions": regions, "grouped_rows": rows[mine][order], "expert_counts": counts,
-                    "expert_offsets": torch.cat([torch.zeros(1, dtype=torch.int64), counts.cumsum(0)]),
-                    "slot_positions": slots.view(world, tokens, -1)})
+        out.append(
+            {
+                "regions": regions,
+                "grouped_rows": rows[mine][order],
+                "expert_counts": counts,
+                "expert_offsets": torch.cat([torch.zeros(1, dtype=torch.int64), counts.cumsum(0)]),
+                "slot_positions": slots.view(world, tokens, -1),
+            }
+        )
     return out

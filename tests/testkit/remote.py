@@ -18,7 +18,10 @@ def remote_source(path: Path = SEMANTIC_KERNELS, drop=LEFT_OUT) -> str:
     tree = ast.parse(path.read_text())
     tree.body = [n for n in tree.body if not (isinstance(n, ast.FunctionDef) and n.name in drop)]
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "multicast_like":
+        if (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "id", getattr(node.func, "attr", None)) == "multicast_like"
+        ):
             tile = node.args[1]
             if isinstance(tile, ast.Subscript):
                 node.keywords.append(ast.keyword("remote", ast.Constant("nvshmem")))
@@ -104,4 +107,3 @@ def signal_rounds_remote(pad, pad_ptrs, rank, W: tl.constexpr, ROUNDS: tl.conste
         cp.signal(flags[rank], wait_for=0)
         cp.wait(pad + rank + tl.arange(0, 1))
 '''
-

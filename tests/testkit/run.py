@@ -1,6 +1,6 @@
 """The ``castpile run`` tests' inputs: a script and the kernel module next to it, both in the castpile language."""
 
-MODULE = '''\
+MODULE = """\
 import triton
 import triton.language as tl
 from castpile import multicast_like
@@ -15,10 +15,10 @@ def stack_max(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
 
 def fail():
     raise ValueError("raised in the module")
-'''
+"""
 """``kernels_next_door.py``: imported by the script, through the import hook."""
 
-SCRIPT = '''\
+SCRIPT = """\
 import os
 import sys
 
@@ -53,7 +53,7 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["message"]:
         sys.exit("leaving with a message")
     sys.exit(int(sys.argv[1]) if sys.argv[1:2] and sys.argv[1].isdigit() else None)
-'''
+"""
 """``script.py``: launches its own kernel and the module's, prints what the tests check, then exits
 with ``argv[1]`` (a number), raises in the module (``fail``) or exits with a message (``message``)."""
 FAIL_LINE = SCRIPT.splitlines().index("        kernels_next_door.fail()") + 1

@@ -103,15 +103,26 @@ def _handles(world: int):
 
 def _publish(k, handles, rows, rank, wait_for):
     h = handles[rank]
-    k.publish[(1,)](h.tensor, rows[rank], h.buffer_ptrs, h.signal_pad, h.signal_pad_ptrs, rank, N,
-                    h.world_size, BLOCK, wait_for)
+    k.publish[(1,)](
+        h.tensor, rows[rank], h.buffer_ptrs, h.signal_pad, h.signal_pad_ptrs, rank, N, h.world_size, BLOCK, wait_for
+    )
 
 
 def _collect(k, handles, rank, access):
     h = handles[rank]
     out = torch.full((h.world_size, N), float("nan"))
-    k.collect[(1,)](out, h.tensor, h.signal_pad, h.signal_pad_ptrs, rank, N, h.world_size, triton.next_power_of_2(h.world_size), BLOCK,
-                    access)
+    k.collect[(1,)](
+        out,
+        h.tensor,
+        h.signal_pad,
+        h.signal_pad_ptrs,
+        rank,
+        N,
+        h.world_size,
+        triton.next_power_of_2(h.world_size),
+        BLOCK,
+        access,
+    )
     return out
 
 
@@ -158,8 +169,9 @@ def check_waiting_ranks_read_what_was_written(k, world, *, wait_for, access, giv
         assert not pad.any(), f"rank {rank}'s flags end at {pad.tolist()}"
 
 
-def check_two_signals_in_a_row_both_arrive(k, *, give_up_s=1.0, timeout=TIMEOUT, handles=None, signal_twice=None,
-                                           scalar=False):
+def check_two_signals_in_a_row_both_arrive(
+    k, *, give_up_s=1.0, timeout=TIMEOUT, handles=None, signal_twice=None, scalar=False
+):
     """Rank 1 signals rank 0 twice with ``wait_for=0``; rank 0 starts waiting only once rank 1 is done
     (or after ``give_up_s`` seconds), then waits twice.  The second signal must wait for the first to
     be lowered: one that overwrites it is lost, and rank 0's second wait never returns.  ``handles``
@@ -167,8 +179,9 @@ def check_two_signals_in_a_row_both_arrive(k, *, give_up_s=1.0, timeout=TIMEOUT,
     ``scalar``: signal through a rank-0 tile and wait on a scalar pointer."""
     handles = _handles(2) if handles is None else handles
     rank1_done = sim.shared_empty((1,), torch.int32).zero_()
-    signal_rounds, wait_rounds = (k.signal_rounds_one_peer, k.wait_rounds_scalar) if scalar else (k.signal_rounds,
-                                                                                                 k.wait_rounds)
+    signal_rounds, wait_rounds = (
+        (k.signal_rounds_one_peer, k.wait_rounds_scalar) if scalar else (k.signal_rounds, k.wait_rounds)
+    )
 
     def body(rank):
         h = handles[rank]

@@ -39,6 +39,8 @@ SMALL_BYTES = 256 << 10
 #: Above this many bytes ``all_reduce_two_shot`` pushes when the tensor has push scratch: pulling is faster
 #: at 2 MB, pushing at 32 and 64 MB (docs/data/bench-sweep-push.json).
 PUSH_MIN_BYTES = 4 << 20
+
+
 def _launch(symm, elements, block):
     """Grid and launch options: small messages use few 2048-element tiles, large ones wide tiles on every SM.
 
@@ -48,8 +50,10 @@ def _launch(symm, elements, block):
     (docs/data/bench-sweep-large.json).
     """
     if symm.tensor.data_ptr() % 16:
-        raise ValueError("castpile collectives need 16-byte aligned buffers (the kernels declare align=16); "
-                         f"this rank's tensor starts at {symm.tensor.data_ptr():#x}")
+        raise ValueError(
+            "castpile collectives need 16-byte aligned buffers (the kernels declare align=16); "
+            f"this rank's tensor starts at {symm.tensor.data_ptr():#x}"
+        )
     large = block is None and symm.tensor.numel() * symm.tensor.element_size() > SMALL_BYTES
     cap = symm.max_blocks if large else max(1, symm.max_blocks // 2)
     block = (LARGE_BLOCK if large else BLOCK) if block is None else block
@@ -65,12 +69,24 @@ def _issue(symm, key, bind_for, out=None, owned=True):
 
 def _barriered(symm, kernel, work, block, barrier, chunks=1):
     """``bind_for`` of a barriered library kernel over ``work`` elements (split in ``chunks`` for the grid)."""
+
     def bind_for(tensors, **extra):
         grid, tile, options = _launch(symm, work, block)
         tail = (symm.rank, work) if not tensors else (tensors["out"], symm.rank, work)
-        return bind(kernel, (min(grid[0], triton.cdiv(work, chunks * tile)),), symm.tensor, symm.buffer_ptrs,
-                    symm.signal_pad, symm.signal_pad_ptrs, *tail, WORLD=symm.world_size, BLOCK=tile,
-                    BARRIER=barrier, **options, **extra)
+        return bind(
+            kernel,
+            (min(grid[0], triton.cdiv(work, chunks * tile)),),
+            symm.tensor,
+            symm.buffer_ptrs,
+            symm.signal_pad,
+            symm.signal_pad_ptrs,
+            *tail,
+            WORLD=symm.world_size,
+            BLOCK=tile,
+            BARRIER=barrier,
+            **options,
+            **extra,
+        )
 
     return bind_for
 
@@ -79,8 +95,13 @@ def all_reduce_one_shot(symm, out=None, *, block=None, barrier=True):
     """Sum of every rank's ``symm.tensor``, written to ``out`` (new if None); every rank reads all inputs."""
     owned = out is not None
     out = output(symm.tensor, out, symm.tensor.shape, "all_reduce_one_shot")
-    _issue(symm, ("one_shot", block, barrier),
-           _barriered(symm, kernels_triton.one_shot_all_reduce, symm.tensor.numel(), block, barrier), out, owned)
+    _issue(
+        symm,
+        ("one_shot", block, barrier),
+        _barriered(symm, kernels_triton.one_shot_all_reduce, symm.tensor.numel(), block, barrier),
+        out,
+        owned,
+    )
     return out
 
 
@@ -96,24 +117,45 @@ def all_reduce_two_shot(symm, *, block=None, barrier=True, push=None):
         push = symm.push_scratch is not None and n * symm.tensor.element_size() > PUSH_MIN_BYTES
     if not push:
         # The grid covers the tiles of one rank's chunk.
-        _issue(symm, ("two_shot", block, barrier), _barriered(
-            symm, kernels_triton.two_shot_all_reduce, n, block, barrier, chunks=symm.world_size))
+        _issue(
+            symm,
+            ("two_shot", block, barrier),
+            _barriered(symm, kernels_triton.two_shot_all_reduce, n, block, barrier, chunks=symm.world_size),
+        )
         return symm.tensor
     scratch = symm.push_scratch
     if scratch is None:
-        raise ValueError("all_reduce_two_shot(push=True): this tensor has no push scratch; allocate it with "
-                         "runtime.symmetric_empty(..., push_scratch=True)")
+        raise ValueError(
+            "all_reduce_two_shot(push=True): this tensor has no push scratch; allocate it with "
+            "runtime.symmetric_empty(..., push_scratch=True)"
+        )
 
     def bind_for(tensors, **extra):
         grid, tile, options = _launch(symm, n, block)
         chunk = triton.cdiv(n, symm.world_size * tile) * tile
         if symm.world_size * chunk > scratch.tensor.numel():
-            raise ValueError(f"all_reduce_two_shot(push=True): tiles of {tile} elements need a scratch of "
-                             f"{symm.world_size * chunk} elements, this one has {scratch.tensor.numel()} "
-                             f"(tiles must be powers of two up to {PUSH_TILE})")
-        return bind(kernels_triton.two_shot_push_all_reduce, (min(grid[0], triton.cdiv(chunk, tile)),), symm.tensor,
-                    symm.buffer_ptrs, scratch.tensor, scratch.ptrs, symm.signal_pad, symm.signal_pad_ptrs,
-                    symm.rank, n, WORLD=symm.world_size, BLOCK=tile, BARRIER=barrier, **options, **extra)
+            raise ValueError(
+                f"all_reduce_two_shot(push=True): tiles of {tile} elements need a scratch of "
+                f"{symm.world_size * chunk} elements, this one has {scratch.tensor.numel()} "
+                f"(tiles must be powers of two up to {PUSH_TILE})"
+            )
+        return bind(
+            kernels_triton.two_shot_push_all_reduce,
+            (min(grid[0], triton.cdiv(chunk, tile)),),
+            symm.tensor,
+            symm.buffer_ptrs,
+            scratch.tensor,
+            scratch.ptrs,
+            symm.signal_pad,
+            symm.signal_pad_ptrs,
+            symm.rank,
+            n,
+            WORLD=symm.world_size,
+            BLOCK=tile,
+            BARRIER=barrier,
+            **options,
+            **extra,
+        )
 
     _issue(symm, ("two_shot_push", block, barrier), bind_for)
     return symm.tensor
@@ -131,16 +173,30 @@ def all_reduce_low_latency(symm, out=None):
     """
     scratch = symm.low_latency
     if scratch is None:
-        raise ValueError("all_reduce_low_latency: this tensor has no low-latency scratch (it needs a contiguous "
-                         "bf16, fp16 or fp32 tensor of at most 256 KB, a whole number of 4-byte words); "
-                         "use all_reduce_one_shot")
+        raise ValueError(
+            "all_reduce_low_latency: this tensor has no low-latency scratch (it needs a contiguous "
+            "bf16, fp16 or fp32 tensor of at most 256 KB, a whole number of 4-byte words); "
+            "use all_reduce_one_shot"
+        )
     owned = out is not None
     out = output(symm.tensor, out, symm.tensor.shape, "all_reduce_low_latency")
 
     def bind_for(tensors, **extra):
-        return bind(kernels_triton.low_latency_all_reduce, (scratch.epochs.numel(),), symm.tensor, scratch.slots.tensor,
-                    scratch.slots.ptrs, scratch.epochs, tensors["out"], symm.rank, scratch.words, WORLD=symm.world_size,
-                    BLOCK=LOW_LATENCY_BLOCK, num_warps=4, **extra)
+        return bind(
+            kernels_triton.low_latency_all_reduce,
+            (scratch.epochs.numel(),),
+            symm.tensor,
+            scratch.slots.tensor,
+            scratch.slots.ptrs,
+            scratch.epochs,
+            tensors["out"],
+            symm.rank,
+            scratch.words,
+            WORLD=symm.world_size,
+            BLOCK=LOW_LATENCY_BLOCK,
+            num_warps=4,
+            **extra,
+        )
 
     _issue(symm, "low_latency", bind_for, out, owned)
     return out
@@ -157,8 +213,13 @@ def all_gather(symm, out=None, *, block=None, barrier=True):
     """Every rank's ``symm.tensor`` stacked: ``out`` has shape (world_size, *symm.tensor.shape)."""
     owned = out is not None
     out = output(symm.tensor, out, (symm.world_size, *symm.tensor.shape), "all_gather")
-    _issue(symm, ("all_gather", block, barrier),
-           _barriered(symm, kernels_triton.all_gather, symm.tensor.numel(), block, barrier), out, owned)
+    _issue(
+        symm,
+        ("all_gather", block, barrier),
+        _barriered(symm, kernels_triton.all_gather, symm.tensor.numel(), block, barrier),
+        out,
+        owned,
+    )
     return out
 
 
@@ -169,10 +230,25 @@ def reduce_scatter(symm, out=None, *, block=None, barrier=True):
     owned = out is not None
     out = output(symm.tensor, out, (symm.tensor.shape[0] // symm.world_size, *symm.tensor.shape[1:]), "reduce_scatter")
     m = symm.tensor.numel() // symm.world_size
-    _issue(symm, ("reduce_scatter", block, barrier),
-           _barriered(symm, kernels_triton.reduce_scatter, m, block, barrier), out, owned)
+    _issue(
+        symm,
+        ("reduce_scatter", block, barrier),
+        _barriered(symm, kernels_triton.reduce_scatter, m, block, barrier),
+        out,
+        owned,
+    )
     return out
 
 
-__all__ = ["BLOCK", "LARGE_BLOCK", "PUSH_MIN_BYTES", "SMALL_BYTES", "all_gather", "all_reduce", "all_reduce_low_latency",
-           "all_reduce_one_shot", "all_reduce_two_shot", "reduce_scatter"]
+__all__ = [
+    "BLOCK",
+    "LARGE_BLOCK",
+    "PUSH_MIN_BYTES",
+    "SMALL_BYTES",
+    "all_gather",
+    "all_reduce",
+    "all_reduce_low_latency",
+    "all_reduce_one_shot",
+    "all_reduce_two_shot",
+    "reduce_scatter",
+]

@@ -191,23 +191,44 @@ class MoE(MoEPlan, FusedState):
         self.expert_counts, self.expert_offsets, self.recv_counts = zeros(EL), zeros(EL + 1), zeros(W)
         meta = self.meta.tensor
         self.dispatched = Dispatched(
-            recv_x=self.recv_x.tensor[:, :, :H], recv_counts=self.recv_counts, expert_counts=self.expert_counts,
-            expert_offsets=self.expert_offsets, grouped_rows=self.grouped_rows, slot_positions=self.slot_positions,
-            recv_weights=meta[:, :, 1 + 2 * K:].view(torch.float32), recv_src_token=meta[:, :, 0],
-            recv_topk_idx=meta[:, :, 1:1 + K])
+            recv_x=self.recv_x.tensor[:, :, :H],
+            recv_counts=self.recv_counts,
+            expert_counts=self.expert_counts,
+            expert_offsets=self.expert_offsets,
+            grouped_rows=self.grouped_rows,
+            slot_positions=self.slot_positions,
+            recv_weights=meta[:, :, 1 + 2 * K :].view(torch.float32),
+            recv_src_token=meta[:, :, 0],
+            recv_topk_idx=meta[:, :, 1 : 1 + K],
+        )
 
     def __repr__(self):
-        return (f"MoE(rank={self.rank}, world_size={self.world_size}, tokens={self.tokens}, hidden={self.hidden}, "
-                f"topk={self.topk}, experts={self.experts}, dtype={self.dtype}, blocks={self.blocks})")
+        return (
+            f"MoE(rank={self.rank}, world_size={self.world_size}, tokens={self.tokens}, hidden={self.hidden}, "
+            f"topk={self.topk}, experts={self.experts}, dtype={self.dtype}, blocks={self.blocks})"
+        )
 
     @classmethod
-    def plan(cls, world_size: int, device: torch.device, *, tokens: int, hidden: int, topk: int, experts: int,
-             dtype: torch.dtype = torch.bfloat16, blocks: int | None = None, token_block: int = TOKEN_BLOCK,
-             hidden_block: int | None = None, num_warps: int = 8) -> MoEPlan:
+    def plan(
+        cls,
+        world_size: int,
+        device: torch.device,
+        *,
+        tokens: int,
+        hidden: int,
+        topk: int,
+        experts: int,
+        dtype: torch.dtype = torch.bfloat16,
+        blocks: int | None = None,
+        token_block: int = TOKEN_BLOCK,
+        hidden_block: int | None = None,
+        num_warps: int = 8,
+    ) -> MoEPlan:
         """Check the configuration and choose the launch shape (the same on every rank)."""
         if min(world_size, tokens, hidden, topk, experts) < 1 or experts % world_size:
-            raise ValueError(f"MoE: need positive sizes and experts ({experts}) a multiple of world_size "
-                             f"({world_size})")
+            raise ValueError(
+                f"MoE: need positive sizes and experts ({experts}) a multiple of world_size ({world_size})"
+            )
         if dtype not in (torch.bfloat16, torch.float16, torch.float32):
             raise ValueError(f"MoE: dtype must be bf16, fp16 or fp32, got {dtype}")
         if blocks is None:
@@ -243,17 +264,48 @@ def dispatch(state: MoE, x: torch.Tensor, topk_idx: torch.Tensor, topk_weights: 
     check_tensor("topk_weights", topk_weights, (T, K), torch.float32)
 
     def route(tensors, **extra):
-        return bind(kernels.moe_route, (state.blocks,), tensors["topk_idx"], state.hist, T, K=K, E=state.experts,
-                    EL=state.local_experts, WORLD=state.world_size, TB=state.token_block, num_warps=4, **extra)
+        return bind(
+            kernels.moe_route,
+            (state.blocks,),
+            tensors["topk_idx"],
+            state.hist,
+            T,
+            K=K,
+            E=state.experts,
+            EL=state.local_experts,
+            WORLD=state.world_size,
+            TB=state.token_block,
+            num_warps=4,
+            **extra,
+        )
 
     def send(tensors, **extra):
-        return bind(kernels.moe_dispatch, (state.blocks,), tensors["x"], tensors["topk_idx"], tensors["topk_weights"],
-                    state.hist, state.sends, *_symmetric(state.recv_x, state.meta, state.counts, state.ranges,
-                                                         state.pad),
-                    state.grouped_rows, state.slot_positions, state.expert_counts, state.expert_offsets,
-                    state.recv_counts, state.rank, T, H=H, ROW=state.row, K=K, E=state.experts,
-                    WORLD=state.world_size, TB=state.token_block, HB=state.hidden_block, num_warps=state.num_warps,
-                    **extra)
+        return bind(
+            kernels.moe_dispatch,
+            (state.blocks,),
+            tensors["x"],
+            tensors["topk_idx"],
+            tensors["topk_weights"],
+            state.hist,
+            state.sends,
+            *_symmetric(state.recv_x, state.meta, state.counts, state.ranges, state.pad),
+            state.grouped_rows,
+            state.slot_positions,
+            state.expert_counts,
+            state.expert_offsets,
+            state.recv_counts,
+            state.rank,
+            T,
+            H=H,
+            ROW=state.row,
+            K=K,
+            E=state.experts,
+            WORLD=state.world_size,
+            TB=state.token_block,
+            HB=state.hidden_block,
+            num_warps=state.num_warps,
+            **extra,
+        )
 
     state.launches.issue(("route", topk_idx.dtype), route, {"topk_idx": topk_idx}, False, x)
     tensors = {"x": x, "topk_idx": topk_idx, "topk_weights": topk_weights}
@@ -272,10 +324,27 @@ def combine(state: MoE, expert_out: torch.Tensor, out: torch.Tensor | None = Non
     out = output(expert_out, out, (state.tokens, state.hidden), "combine")
 
     def reduce(tensors, **extra):
-        return bind(kernels.moe_combine, (state.blocks,), tensors["expert_out"], tensors["out"], state.slot_positions,
-                    state.sends, state.meta.tensor, state.ranges.tensor, *_symmetric(state.combine_buf, state.pad),
-                    state.rank, state.tokens, H=state.hidden, ROW=state.row, K=state.topk, WORLD=state.world_size,
-                    TB=state.token_block, HB=state.hidden_block, num_warps=state.num_warps, **extra)
+        return bind(
+            kernels.moe_combine,
+            (state.blocks,),
+            tensors["expert_out"],
+            tensors["out"],
+            state.slot_positions,
+            state.sends,
+            state.meta.tensor,
+            state.ranges.tensor,
+            *_symmetric(state.combine_buf, state.pad),
+            state.rank,
+            state.tokens,
+            H=state.hidden,
+            ROW=state.row,
+            K=state.topk,
+            WORLD=state.world_size,
+            TB=state.token_block,
+            HB=state.hidden_block,
+            num_warps=state.num_warps,
+            **extra,
+        )
 
     state.launches.issue("combine", reduce, {"expert_out": expert_out, "out": out}, False, out)
     return out

@@ -35,8 +35,18 @@ LOW_LATENCY_TILE = LOW_LATENCY_BLOCK
 LOW_LATENCY_NORM_BLOCK = 4096
 
 
-def all_reduce_residual_rmsnorm(symm, residual: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, out=None, *,
-                                method=None, block=None, num_warps=None, barrier=True) -> torch.Tensor:
+def all_reduce_residual_rmsnorm(
+    symm,
+    residual: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float = 1e-6,
+    out=None,
+    *,
+    method=None,
+    block=None,
+    num_warps=None,
+    barrier=True,
+) -> torch.Tensor:
     """``residual += sum over ranks of symm.tensor``; returns ``rms_norm(residual) * weight`` (in ``out``).
 
     ``method``: ``"low_latency"`` or ``"one_shot"``; None picks the first that
@@ -51,8 +61,9 @@ def all_reduce_residual_rmsnorm(symm, residual: torch.Tensor, weight: torch.Tens
     return _fused("all_reduce_residual_rmsnorm", symm, residual, weight, eps, out, method, block, num_warps, barrier)
 
 
-def all_reduce_rmsnorm(symm, weight: torch.Tensor, eps: float = 1e-6, out=None, *, method=None, block=None,
-                       num_warps=None, barrier=True) -> torch.Tensor:
+def all_reduce_rmsnorm(
+    symm, weight: torch.Tensor, eps: float = 1e-6, out=None, *, method=None, block=None, num_warps=None, barrier=True
+) -> torch.Tensor:
     """``rms_norm(sum over ranks of symm.tensor) * weight`` (in ``out``); arguments as in the residual form."""
     _check("all_reduce_rmsnorm", symm, weight)
     return _fused("all_reduce_rmsnorm", symm, None, weight, eps, out, method, block, num_warps, barrier)
@@ -64,12 +75,17 @@ def _check(name, symm, weight, residual=None):
     if x.dim() != 2 or not x.is_contiguous():
         raise ValueError(f"{name}: symm.tensor must be a contiguous 2-D (rows, D) tensor, got shape {tuple(x.shape)}")
     if weight.shape != x.shape[1:] or weight.dtype != x.dtype or not weight.is_contiguous():
-        raise ValueError(f"{name}: weight must be a contiguous {x.dtype} tensor of shape ({x.shape[1]},), "
-                         f"got {weight.dtype} {tuple(weight.shape)}")
-    if residual is not None and (residual.shape != x.shape or residual.dtype != x.dtype
-                                 or not residual.is_contiguous()):
-        raise ValueError(f"{name}: residual must be a contiguous {x.dtype} tensor of shape {tuple(x.shape)}, "
-                         f"got {residual.dtype} {tuple(residual.shape)}")
+        raise ValueError(
+            f"{name}: weight must be a contiguous {x.dtype} tensor of shape ({x.shape[1]},), "
+            f"got {weight.dtype} {tuple(weight.shape)}"
+        )
+    if residual is not None and (
+        residual.shape != x.shape or residual.dtype != x.dtype or not residual.is_contiguous()
+    ):
+        raise ValueError(
+            f"{name}: residual must be a contiguous {x.dtype} tensor of shape {tuple(x.shape)}, "
+            f"got {residual.dtype} {tuple(residual.shape)}"
+        )
 
 
 def _method(symm, method, name):
@@ -81,8 +97,10 @@ def _method(symm, method, name):
     if method not in METHODS:
         raise ValueError(f"{name}: method must be one of {', '.join(METHODS)}, got {method!r}")
     if method == "low_latency" and not low_latency:
-        raise ValueError(f"{name}: this tensor has no low-latency scratch or its rows are not whole 4-byte words "
-                         "(the scratch comes with tensors of at most 256 KB); use method='one_shot'")
+        raise ValueError(
+            f"{name}: this tensor has no low-latency scratch or its rows are not whole 4-byte words "
+            "(the scratch comes with tensors of at most 256 KB); use method='one_shot'"
+        )
     return method
 
 
@@ -97,34 +115,71 @@ def _fused(name, symm, residual, weight, eps, out, method, block, num_warps, bar
     rows, d = x.shape
     method = _method(symm, method, name)
     if block is None:
-        block = LOW_LATENCY_TILE * 4 // x.element_size() if method == "low_latency" else min(
-            triton.next_power_of_2(d), MAX_BLOCK)
+        block = (
+            LOW_LATENCY_TILE * 4 // x.element_size()
+            if method == "low_latency"
+            else min(triton.next_power_of_2(d), MAX_BLOCK)
+        )
     smallest = 4 // x.element_size() if method == "low_latency" else 1  # the low-latency tiles are whole words
     if block < smallest or block & (block - 1):
-        raise ValueError(f"{name}: block must be a power of two of at least {smallest} element(s) for the {method} "
-                         f"kernel, got {block}")
+        raise ValueError(
+            f"{name}: block must be a power of two of at least {smallest} element(s) for the {method} "
+            f"kernel, got {block}"
+        )
     owned = out is not None
     out = output(x, out, x.shape, name)
-    tensors = {"weight": weight, "out": out} if residual is None else {"residual": residual, "weight": weight,
-                                                                      "out": out}
+    tensors = (
+        {"weight": weight, "out": out} if residual is None else {"residual": residual, "weight": weight, "out": out}
+    )
     placeholder = weight if residual is None else residual  # bound where the kernel reads no residual
-    options = {"num_warps": (8 if method == "low_latency" else default_warps(block)) if num_warps is None else num_warps}
+    options = {
+        "num_warps": (8 if method == "low_latency" else default_warps(block)) if num_warps is None else num_warps
+    }
 
     def bind_for(given, **extra):
-        common = dict(rank=symm.rank, rows=rows, D=d, eps=eps, WORLD=symm.world_size, BLOCK=block,
-                      HAS_RESIDUAL=residual is not None, **options, **extra)
+        common = dict(
+            rank=symm.rank,
+            rows=rows,
+            D=d,
+            eps=eps,
+            WORLD=symm.world_size,
+            BLOCK=block,
+            HAS_RESIDUAL=residual is not None,
+            **options,
+            **extra,
+        )
         held = {"residual": placeholder, **given}
         if method == "one_shot":
             grid = (max(1, min(rows, symm.max_blocks)),)
-            return bind(kernels.one_shot_rmsnorm, grid, x, symm.buffer_ptrs, symm.signal_pad, symm.signal_pad_ptrs,
-                        **held, ONE_PASS=block >= d, BARRIER=barrier, **common)
+            return bind(
+                kernels.one_shot_rmsnorm,
+                grid,
+                x,
+                symm.buffer_ptrs,
+                symm.signal_pad,
+                symm.signal_pad_ptrs,
+                **held,
+                ONE_PASS=block >= d,
+                BARRIER=barrier,
+                **common,
+            )
         scratch = symm.low_latency
         per_row = triton.cdiv(d, block)
-        return bind(kernels.low_latency_rmsnorm, (scratch.epochs.numel(),), x, scratch.slots.tensor, scratch.slots.ptrs,
-                    scratch.epochs, scratch.tile_sums, scratch.row_arrivals, **held,
-                    SEGMENTS=triton.next_power_of_2(per_row),
-                    NORM_BLOCK=min(triton.next_power_of_2(d), LOW_LATENCY_NORM_BLOCK), WHOLE_ROWS=block >= d,
-                    **common)
+        return bind(
+            kernels.low_latency_rmsnorm,
+            (scratch.epochs.numel(),),
+            x,
+            scratch.slots.tensor,
+            scratch.slots.ptrs,
+            scratch.epochs,
+            scratch.tile_sums,
+            scratch.row_arrivals,
+            **held,
+            SEGMENTS=triton.next_power_of_2(per_row),
+            NORM_BLOCK=min(triton.next_power_of_2(d), LOW_LATENCY_NORM_BLOCK),
+            WHOLE_ROWS=block >= d,
+            **common,
+        )
 
     symm.launches.issue((name, method, block, options["num_warps"], eps, barrier), bind_for, tensors, owned, x)
     return out

@@ -47,8 +47,14 @@ class FusedState(ABC):
         """
         plan = cls.plan(world_size, torch.device("cuda", torch.cuda.current_device()), **arguments)
         # The call-arg ignores: each state class is a dataclass whose fields are rank, the plan's and the buffers
-        return cls(rank=rank, **_values(plan), **{name: alloc(shape, dtype)  # type: ignore[call-arg]
-                                                  for name, (shape, dtype) in cls.buffers(plan).items()})
+        return cls(
+            rank=rank,
+            **_values(plan),
+            **{
+                name: alloc(shape, dtype)  # type: ignore[call-arg]
+                for name, (shape, dtype) in cls.buffers(plan).items()
+            },
+        )
 
     @classmethod
     def create_all(cls, world_size: int, *, alloc, device=None, **arguments) -> list:
@@ -62,8 +68,10 @@ class FusedState(ABC):
         """
         plan = cls.plan(world_size, torch.device("cpu") if device is None else torch.device(device), **arguments)
         per_rank = {name: alloc(world_size, shape, dtype) for name, (shape, dtype) in cls.buffers(plan).items()}
-        return [cls(rank=r, **_values(plan), **{name: scratch[r] for name, scratch in per_rank.items()})  # type: ignore[call-arg]  # as in create
-                for r in range(world_size)]
+        return [
+            cls(rank=r, **_values(plan), **{name: scratch[r] for name, scratch in per_rank.items()})  # type: ignore[call-arg]  # as in create
+            for r in range(world_size)
+        ]
 
 
 def _values(plan) -> dict:

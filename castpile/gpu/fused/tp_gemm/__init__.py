@@ -63,28 +63,28 @@ plan, state and call; their kernels in ``all_gather_kernels`` and
 """
 
 from .all_gather import (
-                         COPY_PER_WARP,
-                         K_SEGMENT,
-                         ONE_WAVE_SEGMENTS,
-                         AllGatherMatmul,
-                         AllGatherMatmulPlan,
-                         all_gather_matmul,
+    COPY_PER_WARP,
+    K_SEGMENT,
+    ONE_WAVE_SEGMENTS,
+    AllGatherMatmul,
+    AllGatherMatmulPlan,
+    all_gather_matmul,
 )
 from .gemm import SIM_BLOCKS, GemmConfig, default_config, matmul
 from .reduce_scatter import MatmulReduceScatter, MatmulReduceScatterPlan, matmul_reduce_scatter
 
 __all__ = [
-                         "COPY_PER_WARP",
-                         "K_SEGMENT",
-                         "ONE_WAVE_SEGMENTS",
-                         "SIM_BLOCKS",
-                         "AllGatherMatmul",
-                         "AllGatherMatmulPlan",
-                         "GemmConfig",
-                         "MatmulReduceScatter",
-                         "MatmulReduceScatterPlan",
-                         "all_gather_matmul",
-                         "default_config",
-                         "matmul",
-                         "matmul_reduce_scatter",
+    "COPY_PER_WARP",
+    "K_SEGMENT",
+    "ONE_WAVE_SEGMENTS",
+    "SIM_BLOCKS",
+    "AllGatherMatmul",
+    "AllGatherMatmulPlan",
+    "GemmConfig",
+    "MatmulReduceScatter",
+    "MatmulReduceScatterPlan",
+    "all_gather_matmul",
+    "default_config",
+    "matmul",
+    "matmul_reduce_scatter",
 ]

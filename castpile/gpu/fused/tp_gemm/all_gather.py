@@ -95,20 +95,36 @@ class AllGatherMatmul(AllGatherMatmulPlan, FusedState):
         self.flag_peers = _rotated(self.flags.ptrs, self.rank, self.world_size)
 
     def __repr__(self):
-        return (f"AllGatherMatmul(rank={self.rank}, world_size={self.world_size}, m={self.m}, k={self.k}, n={self.n}, "
-                f"dtype={self.dtype}, config={self.config}, comm_blocks={self.comm_blocks}, "
-                f"consumers={self.consumers}, chunk_rows={self.chunk_rows}, k_segment={self.k_segment}, "
-                f"one_wave={self.one_wave})")
+        return (
+            f"AllGatherMatmul(rank={self.rank}, world_size={self.world_size}, m={self.m}, k={self.k}, n={self.n}, "
+            f"dtype={self.dtype}, config={self.config}, comm_blocks={self.comm_blocks}, "
+            f"consumers={self.consumers}, chunk_rows={self.chunk_rows}, k_segment={self.k_segment}, "
+            f"one_wave={self.one_wave})"
+        )
 
     @property
     def a_shard(self) -> torch.Tensor:
         """This rank's rows of the gathered buffer: write the shard here and pass it (or None) to skip a copy."""
-        return self.gathered.tensor[self.rank * self.shard_rows:(self.rank + 1) * self.shard_rows]
+        return self.gathered.tensor[self.rank * self.shard_rows : (self.rank + 1) * self.shard_rows]
 
     @classmethod
-    def plan(cls, world_size: int, device: torch.device, *, m: int, k: int, n: int,
-             dtype: torch.dtype = torch.bfloat16, config=None, blocks=None, comm_blocks=None, chunk_rows=None,
-             copy_block=None, k_segment=None, one_wave=None) -> AllGatherMatmulPlan:
+    def plan(
+        cls,
+        world_size: int,
+        device: torch.device,
+        *,
+        m: int,
+        k: int,
+        n: int,
+        dtype: torch.dtype = torch.bfloat16,
+        config=None,
+        blocks=None,
+        comm_blocks=None,
+        chunk_rows=None,
+        copy_block=None,
+        k_segment=None,
+        one_wave=None,
+    ) -> AllGatherMatmulPlan:
         """Check the sizes and choose the launch shape (the same on every rank); the options are the class's."""
         check_sizes("AllGatherMatmul", world_size, m, k, n)
         ms = m // world_size
@@ -121,16 +137,28 @@ class AllGatherMatmul(AllGatherMatmulPlan, FusedState):
         tiles_n = triton.cdiv(n, config.block_n)
         fits = ms <= config.block_m and world_size * tiles_n <= blocks
         if one_wave is None:
-            one_wave = (fits and device.type == "cuda" and comm_blocks is None and chunk_rows is None
-                        and k_segment is None)
+            one_wave = (
+                fits and device.type == "cuda" and comm_blocks is None and chunk_rows is None and k_segment is None
+            )
         elif one_wave and not fits:
-            raise ValueError(f"AllGatherMatmul: one_wave needs a shard of at most a row tile ({ms} rows, tiles of "
-                             f"{config.block_m}) and a block per tile ({world_size * tiles_n} tiles, {blocks} blocks)")
+            raise ValueError(
+                f"AllGatherMatmul: one_wave needs a shard of at most a row tile ({ms} rows, tiles of "
+                f"{config.block_m}) and a block per tile ({world_size * tiles_n} tiles, {blocks} blocks)"
+            )
         if one_wave:
             stripe = triton.cdiv(triton.cdiv(k, tiles_n), config.block_k) * config.block_k
-            return AllGatherMatmulPlan(**sizes, comm_blocks=tiles_n, consumers=(world_size - 1) * tiles_n,
-                                       chunk_rows=ms, k_segment=0, chunks=tiles_n, copy_block=copy_block,
-                                       one_wave=True, stripe=stripe, segment=max(1, tiles_n // ONE_WAVE_SEGMENTS))
+            return AllGatherMatmulPlan(
+                **sizes,
+                comm_blocks=tiles_n,
+                consumers=(world_size - 1) * tiles_n,
+                chunk_rows=ms,
+                k_segment=0,
+                chunks=tiles_n,
+                copy_block=copy_block,
+                one_wave=True,
+                stripe=stripe,
+                segment=max(1, tiles_n // ONE_WAVE_SEGMENTS),
+            )
         if comm_blocks is None:
             comm_blocks = 4 if device.type == "cuda" else 1
         comm_blocks = max(1, min(comm_blocks, ms))
@@ -139,33 +167,48 @@ class AllGatherMatmul(AllGatherMatmulPlan, FusedState):
             whole_shard = ms <= config.block_m and chunk_rows is None and device.type == "cuda"
             k_segment = K_SEGMENT if whole_shard and k > K_SEGMENT else 0
         elif k_segment and chunk_rows is not None:
-            raise ValueError("AllGatherMatmul: give chunk_rows (chunks of rows) or k_segment (chunks of columns), "
-                             "not both")
+            raise ValueError(
+                "AllGatherMatmul: give chunk_rows (chunks of rows) or k_segment (chunks of columns), not both"
+            )
         elif k_segment < 0 or k_segment % config.block_k:
-            raise ValueError(f"AllGatherMatmul: k_segment ({k_segment}) must be 0 (chunks of rows) or a positive "
-                             f"multiple of the tile's block_k ({config.block_k})")
+            raise ValueError(
+                f"AllGatherMatmul: k_segment ({k_segment}) must be 0 (chunks of rows) or a positive "
+                f"multiple of the tile's block_k ({config.block_k})"
+            )
         if k_segment:
             chunk_rows, chunks = ms, triton.cdiv(k, k_segment) * comm_blocks
         else:
             if chunk_rows is None:
                 chunk_rows = max(1, min(config.block_m, triton.cdiv(ms, 2 * comm_blocks)))
             chunks = triton.cdiv(ms, chunk_rows)
-        return AllGatherMatmulPlan(**sizes, comm_blocks=comm_blocks, consumers=consumers, chunk_rows=chunk_rows,
-                                   k_segment=k_segment, chunks=chunks, copy_block=copy_block, one_wave=False,
-                                   stripe=0, segment=1)
+        return AllGatherMatmulPlan(
+            **sizes,
+            comm_blocks=comm_blocks,
+            consumers=consumers,
+            chunk_rows=chunk_rows,
+            k_segment=k_segment,
+            chunks=chunks,
+            copy_block=copy_block,
+            one_wave=False,
+            stripe=0,
+            segment=1,
+        )
 
     @staticmethod
     def buffers(plan: AllGatherMatmulPlan) -> dict:
         """The symmetric buffers: name -> (shape, dtype)."""
         w = plan.world_size
         sources = 1 if plan.one_wave else w  # chunks: a flag per (source, chunk, consumer); one wave: (reader, sender)
-        return {"gathered": ((plan.m, plan.k), plan.dtype),
-                "flags": ((sources * plan.chunks * plan.consumers,), torch.int32),
-                "pad": ((plan.comm_blocks * w,), torch.int32)}
+        return {
+            "gathered": ((plan.m, plan.k), plan.dtype),
+            "flags": ((sources * plan.chunks * plan.consumers,), torch.int32),
+            "pad": ((plan.comm_blocks * w,), torch.int32),
+        }
 
 
-def all_gather_matmul(state: AllGatherMatmul, a_shard: torch.Tensor | None, b: torch.Tensor,
-                      out: torch.Tensor | None = None) -> torch.Tensor:
+def all_gather_matmul(
+    state: AllGatherMatmul, a_shard: torch.Tensor | None, b: torch.Tensor, out: torch.Tensor | None = None
+) -> torch.Tensor:
     """``all_gather(a_shard over ranks) @ b`` into ``out`` [m, n] (new if None); collective.
 
     ``a_shard`` [m / W, k]: this rank's rows; None or ``state.a_shard`` itself
@@ -183,14 +226,36 @@ def all_gather_matmul(state: AllGatherMatmul, a_shard: torch.Tensor | None, b: t
     ensure_allocator(out.device)
 
     def bind_for(tensors, **extra):
-        return bind(kernels.all_gather_matmul, (state.comm_blocks + state.consumers,), state.gathered.tensor,
-                    state.peers, tensors["b"], tensors["out"], state.flags.tensor, state.flag_peers, state.pad.tensor,
-                    state.pad.ptrs, state.rank, ms, n, state.chunk_rows, K=k, WORLD=state.world_size,
-                    COMM_BLOCKS=state.comm_blocks, COPY_BLOCK=state.copy_block,
-                    CONSUMERS=triton.next_power_of_2(state.consumers), TMA=config.tma,
-                    TMA_STORE=config.tma and ms % config.block_m == 0, PROXY_FENCE=config.tma and out.is_cuda,
-                    K_SEGMENT=state.k_segment, ONE_WAVE=state.one_wave, STRIPE=state.stripe, SEGMENT=state.segment,
-                    **config.options(), **extra)
+        return bind(
+            kernels.all_gather_matmul,
+            (state.comm_blocks + state.consumers,),
+            state.gathered.tensor,
+            state.peers,
+            tensors["b"],
+            tensors["out"],
+            state.flags.tensor,
+            state.flag_peers,
+            state.pad.tensor,
+            state.pad.ptrs,
+            state.rank,
+            ms,
+            n,
+            state.chunk_rows,
+            K=k,
+            WORLD=state.world_size,
+            COMM_BLOCKS=state.comm_blocks,
+            COPY_BLOCK=state.copy_block,
+            CONSUMERS=triton.next_power_of_2(state.consumers),
+            TMA=config.tma,
+            TMA_STORE=config.tma and ms % config.block_m == 0,
+            PROXY_FENCE=config.tma and out.is_cuda,
+            K_SEGMENT=state.k_segment,
+            ONE_WAVE=state.one_wave,
+            STRIPE=state.stripe,
+            SEGMENT=state.segment,
+            **config.options(),
+            **extra,
+        )
 
     state.launches.issue("all_gather_matmul", bind_for, {"b": b, "out": out}, False, out)
     return out

@@ -41,8 +41,14 @@ class GemmConfig:
 
     def options(self) -> dict:
         """The kernels' tile constexprs and launch options."""
-        return dict(BM=self.block_m, BN=self.block_n, BK=self.block_k, GROUP_M=self.group_m,
-                    num_warps=self.num_warps, num_stages=self.num_stages)
+        return dict(
+            BM=self.block_m,
+            BN=self.block_n,
+            BK=self.block_k,
+            GROUP_M=self.group_m,
+            num_warps=self.num_warps,
+            num_stages=self.num_stages,
+        )
 
 
 def default_config(m: int, op: str = "matmul") -> GemmConfig:
@@ -90,6 +96,7 @@ def ensure_allocator(device) -> None:
     from triton.runtime import _allocation
 
     if isinstance(_allocation._allocator.get(), _allocation.NullAllocator):  # Triton 3.5 and 3.6 alike
+
         def allocate(size: int, alignment: int, stream):
             return torch.empty(size, dtype=torch.int8, device=device)
 
@@ -115,15 +122,22 @@ class TensorParallelPlan:
 def check_sizes(name: str, world_size: int, m: int, k: int, n: int) -> None:
     """Raise ValueError unless the sizes of a tensor-parallel op fit (``name``: the op, for the message)."""
     if world_size < 2 or min(m, k, n) < 1 or m % world_size:
-        raise ValueError(f"{name}: need at least 2 ranks, positive sizes and m ({m}) a multiple of world_size "
-                         f"({world_size})")
+        raise ValueError(
+            f"{name}: need at least 2 ranks, positive sizes and m ({m}) a multiple of world_size ({world_size})"
+        )
 
 
 _GEMM_LAUNCHES = LaunchCache()
 
 
-def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, config: GemmConfig | None = None,
-           blocks: int | None = None) -> torch.Tensor:
+def matmul(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    out: torch.Tensor | None = None,
+    *,
+    config: GemmConfig | None = None,
+    blocks: int | None = None,
+) -> torch.Tensor:
     """``a @ b`` (a [M, K], b [K, N], contiguous, same dtype) by the persistent kernel; fp32 accumulation.
 
     ``blocks``: the grid (default: one block per SM, at most one per tile).
@@ -140,8 +154,20 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *,
     ensure_allocator(a.device)
 
     def bind_for(tensors, **extra):
-        return bind(gemm_kernels.matmul, grid, tensors["a"], tensors["b"], tensors["c"], m, n, K=k, TMA=config.tma,
-                    FLATTEN=config.flatten, **config.options(), **extra)
+        return bind(
+            gemm_kernels.matmul,
+            grid,
+            tensors["a"],
+            tensors["b"],
+            tensors["c"],
+            m,
+            n,
+            K=k,
+            TMA=config.tma,
+            FLATTEN=config.flatten,
+            **config.options(),
+            **extra,
+        )
 
     key = (m, n, k, a.dtype, a.device, config, grid)
     _GEMM_LAUNCHES.issue(key, bind_for, {"a": a, "b": b, "c": out}, False, out)

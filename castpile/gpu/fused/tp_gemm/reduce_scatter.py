@@ -52,12 +52,24 @@ class MatmulReduceScatter(MatmulReduceScatterPlan, FusedState):
     launches: LaunchCache = field(default_factory=LaunchCache)
 
     def __repr__(self):
-        return (f"MatmulReduceScatter(rank={self.rank}, world_size={self.world_size}, m={self.m}, k={self.k}, "
-                f"n={self.n}, dtype={self.dtype}, config={self.config}, blocks={self.blocks})")
+        return (
+            f"MatmulReduceScatter(rank={self.rank}, world_size={self.world_size}, m={self.m}, k={self.k}, "
+            f"n={self.n}, dtype={self.dtype}, config={self.config}, blocks={self.blocks})"
+        )
 
     @classmethod
-    def plan(cls, world_size: int, device: torch.device, *, m: int, k: int, n: int,
-             dtype: torch.dtype = torch.bfloat16, config=None, blocks=None) -> MatmulReduceScatterPlan:
+    def plan(
+        cls,
+        world_size: int,
+        device: torch.device,
+        *,
+        m: int,
+        k: int,
+        n: int,
+        dtype: torch.dtype = torch.bfloat16,
+        config=None,
+        blocks=None,
+    ) -> MatmulReduceScatterPlan:
         """Check the sizes and choose the grid (the same on every rank)."""
         check_sizes("MatmulReduceScatter", world_size, m, k, n)
         config = checked_config(config or default_config(m, "matmul_reduce_scatter"), k, n, dtype)
@@ -69,13 +81,16 @@ class MatmulReduceScatter(MatmulReduceScatterPlan, FusedState):
     def buffers(plan: MatmulReduceScatterPlan) -> dict:
         """The symmetric buffers: name -> (shape, dtype)."""
         w, ms, n = plan.world_size, plan.shard_rows, plan.n
-        return {"scratch": ((w - 1, ms, n), plan.dtype),
-                "flags": (((w - 1) * tiles(ms, n, plan.config),), torch.int32),
-                "pad": ((plan.blocks * w,), torch.int32)}
+        return {
+            "scratch": ((w - 1, ms, n), plan.dtype),
+            "flags": (((w - 1) * tiles(ms, n, plan.config),), torch.int32),
+            "pad": ((plan.blocks * w,), torch.int32),
+        }
 
 
-def matmul_reduce_scatter(state: MatmulReduceScatter, a: torch.Tensor, b: torch.Tensor,
-                          out: torch.Tensor | None = None) -> torch.Tensor:
+def matmul_reduce_scatter(
+    state: MatmulReduceScatter, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None
+) -> torch.Tensor:
     """Rows ``rank * m / W ...`` of the sum over ranks of ``a @ b`` into ``out`` [m / W, n]; collective.
 
     ``a`` [m, k], ``b`` [k, n], contiguous, in the state's dtype.  Each rank's
@@ -90,10 +105,27 @@ def matmul_reduce_scatter(state: MatmulReduceScatter, a: torch.Tensor, b: torch.
     ensure_allocator(out.device)
 
     def bind_for(tensors, **extra):
-        return bind(kernels.matmul_reduce_scatter, (state.blocks,), tensors["a"], tensors["b"], tensors["out"],
-                    state.scratch.tensor, state.scratch.ptrs, state.flags.tensor, state.flags.ptrs, state.pad.tensor,
-                    state.pad.ptrs, state.rank, ms, n, K=k, WORLD=state.world_size, TMA=config.tma,
-                    **config.options(), **extra)
+        return bind(
+            kernels.matmul_reduce_scatter,
+            (state.blocks,),
+            tensors["a"],
+            tensors["b"],
+            tensors["out"],
+            state.scratch.tensor,
+            state.scratch.ptrs,
+            state.flags.tensor,
+            state.flags.ptrs,
+            state.pad.tensor,
+            state.pad.ptrs,
+            state.rank,
+            ms,
+            n,
+            K=k,
+            WORLD=state.world_size,
+            TMA=config.tma,
+            **config.options(),
+            **extra,
+        )
 
     state.launches.issue("matmul_reduce_scatter", bind_for, {"a": a, "b": b, "out": out}, False, out)
     return out
