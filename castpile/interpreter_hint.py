@@ -62,9 +62,10 @@ class _WrapOnImport(importlib.abc.MetaPathFinder):
 def _wrap(module, is_marker, how: str) -> None:
     executor = getattr(module, "GridExecutor", None)
     error_type = getattr(module, "InterpreterError", None)
-    if executor is None or error_type is None or getattr(executor.__call__, "castpile_wrapped", False):
+    if executor is None or error_type is None:
         return
-    launch = executor.__call__
+    # castpile imported again (new markers) wraps Triton's own launch again, not its earlier wrapper
+    launch = getattr(executor.__call__, "castpile_wraps", executor.__call__)
 
     def call(self, *args, **kwargs):
         try:
@@ -75,7 +76,7 @@ def _wrap(module, is_marker, how: str) -> None:
                 raise
             raise error_type(hint) from error.__cause__
 
-    call.castpile_wrapped = True  # type: ignore[attr-defined]  # a function attribute, which mypy does not model
+    call.castpile_wraps = launch  # type: ignore[attr-defined]  # a function attribute, which mypy does not model
     executor.__call__ = call
 
 

@@ -1,6 +1,10 @@
 """Kernels run without transpiling: castpile's names say how to transpile, compiled or in the interpreter."""
 
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -117,3 +121,32 @@ def plain_slice(out, dev_ptrs, WORLD: tl.constexpr):
     table = dev_ptrs[:WORLD]
     tl.store(out, tl.load(table))
 """
+
+
+RELOADED = """\
+import importlib, sys
+import torch
+import castpile  # noqa: F401  (the first import wraps the interpreter)
+import triton.runtime.interpreter  # noqa: F401
+for name in [m for m in sys.modules if m == "castpile" or m.startswith("castpile.")]:
+    del sys.modules[name]
+import castpile  # noqa: F401  (a second castpile: new markers)
+spec = importlib.util.spec_from_file_location("untranspiled", sys.argv[1])
+kernels = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(kernels)
+try:
+    kernels.table_slice[(1,)](torch.zeros(4), torch.zeros(2, dtype=torch.int64), 4, WORLD=2, BLOCK=4)
+except Exception as error:
+    print(str(error))
+"""
+
+
+def test_a_castpile_imported_again_still_says_how_to_transpile(tmp_path):
+    """A test runner or a notebook that imports castpile afresh gets new markers: the interpreter's wrapper follows."""
+    module = tmp_path / "untranspiled.py"
+    module.write_text(UNTRANSPILED)
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    result = subprocess.run(
+        [sys.executable, "-c", RELOADED, str(module)], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert HOW.format(name="multicast_like") in result.stdout, result.stdout + result.stderr
