@@ -16,7 +16,7 @@ from castpile.gpu import sim
 from testkit.signal_wait import KERNELS, kernels
 
 WAIT_LINE = "cp.wait(pad + peer + tl.arange(0, 1))"  # wait_rounds' wait
-TIMEOUT = 3.0
+TIMEOUT = 10.0  # long enough for a rank on a loaded 2-core machine to reach its wait before time runs out
 
 
 def line_of(source: str, text: str) -> int:
@@ -46,7 +46,7 @@ def test_the_timeout_names_each_waiting_ranks_wait_in_the_transpiled_file(tmp_pa
     for rank in (0, 2):
         assert error.sites[rank] == f"spins in castpile.wait at {site} (kernel wait_rounds)"
         assert f"rank {rank} spins in castpile.wait at {site}" in str(error)
-    assert "did not finish within 3 s" in str(error)
+    assert f"did not finish within {TIMEOUT:g} s" in str(error)
 
 
 def test_the_timeout_names_the_users_file_not_the_hooks_cache_entry(tmp_path, monkeypatch):
