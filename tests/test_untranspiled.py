@@ -126,11 +126,11 @@ def plain_slice(out, dev_ptrs, WORLD: tl.constexpr):
 RELOADED = """\
 import importlib, sys
 import torch
-import castpile  # noqa: F401  (the first import wraps the interpreter)
-import triton.runtime.interpreter  # noqa: F401
+import castpile  # the first import wraps the interpreter
+import triton.runtime.interpreter
 for name in [m for m in sys.modules if m == "castpile" or m.startswith("castpile.")]:
     del sys.modules[name]
-import castpile  # noqa: F401  (a second castpile: new markers)
+import castpile  # a second castpile: new markers
 spec = importlib.util.spec_from_file_location("untranspiled", sys.argv[1])
 kernels = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(kernels)
