@@ -22,8 +22,8 @@ import faulthandler
 import gc
 import json
 import os
+import queue
 import random
-import select
 import signal
 import subprocess
 import sys
@@ -154,18 +154,39 @@ def run_child(world: int, iters: int, names: list[str], phased: bool) -> tuple[l
         *names,
     ]
     command += ["--phased"] if phased else []
+    return follow(command, world, iters)
+
+
+def follow(command: list[str], world: int, iters: int) -> tuple[list[dict], dict | None, str]:
+    """Run a child that prints ``{"starting": case}`` before each case and its row after; see :func:`run_child`.
+
+    Threads read the child's stdout and stderr as they come (lines that arrive in one write are
+    all seen at once; a full stderr pipe never stops the child); each case has ``CASE_LIMIT_S``
+    from its own start.
+    """
     global _CHILD
     proc = _CHILD = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue[str | None] = queue.Queue()
+    errors: list[str] = []
+
+    def read_stdout():
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read_stdout, daemon=True).start()
+    drain = threading.Thread(target=lambda: errors.extend(proc.stderr), daemon=True)
+    drain.start()
     rows, current, hung = [], None, None
     deadline = time.monotonic() + CASE_LIMIT_S
     while True:
-        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
             hung = dict(world=world, case=current, iters=iters, error=f"hung: no result within {CASE_LIMIT_S:g} s")
             proc.kill()
             break
-        line = proc.stdout.readline()
-        if not line:
+        if line is None:
             break
         if line.startswith("{"):
             row = json.loads(line)
@@ -179,7 +200,8 @@ def run_child(world: int, iters: int, names: list[str], phased: bool) -> tuple[l
                     flush=True,
                 )
     proc.wait()
-    return rows, hung, proc.stderr.read()[-6000:]
+    drain.join(10)
+    return rows, hung, "".join(errors)[-6000:]
 
 
 def write(path, result: dict) -> None:

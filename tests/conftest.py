@@ -52,6 +52,7 @@ MODULE_TIERS = {
     "test_remote_gpu_scripts": "sim",
     "test_hostile": "subprocess",
     "test_wheel": "subprocess",
+    "test_check_one_gpu": "subprocess",
     "test_hook": "subprocess",
     "test_hook_cache": "subprocess",
     "test_hook_processes": "subprocess",
