@@ -9,6 +9,11 @@ Each W runs in a child process under a time limit, so a hang costs that W alone.
 
     python benchmarks/check_one_gpu.py --worlds 2 3 4 8 --iters 1000 --out docs/data/check-one-gpu.json
 
+``--set collectives_sweep`` checks instead every collective at each size and dtype of
+benchmarks/check_collectives.py (the two-GPU check against NCCL), against torch:
+
+    python benchmarks/check_one_gpu.py --set collectives_sweep --worlds 2 8 --iters 100 --out ...
+
 ``--phased`` (what benchmarks/sanitize_one_gpu.sh runs under compute-sanitizer) puts a host
 barrier between making the inputs, the library calls and the comparison, and
 no sleeps: with ``PYTORCH_NO_CUDA_MEMORY_CACHING=1`` every free synchronises the device,
@@ -37,7 +42,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent)]
 
 from castpile.gpu import one_gpu
-from one_gpu_cases import Case, cases
+from one_gpu_cases import CASE_SETS, Case
 
 #: Seconds a case may take in a child before it counts as hung.
 CASE_LIMIT_S = 150.0
@@ -100,13 +105,13 @@ def check_case(case: Case, world: int, iters: int, phased: bool, seed: int) -> d
     )
 
 
-def child(world: int, iters: int, only: list[str] | None, phased: bool) -> None:
-    """Check every case at ``world`` ranks, printing one JSON line per case as it ends."""
+def child(world: int, iters: int, only: list[str] | None, phased: bool, case_set: str) -> None:
+    """Check every case of ``case_set`` at ``world`` ranks, printing one JSON line per case as it ends."""
     device = torch.device("cuda", 0)
     torch.cuda.set_device(device)
     if phased:
         gc.disable()  # frees happen where the phases allow them, not inside a call
-    for name, make in cases(world, device).items():
+    for name, make in CASE_SETS[case_set](world, device).items():
         if only and name not in only:
             continue
         print(json.dumps(dict(starting=name)), flush=True)
@@ -139,7 +144,9 @@ def _stop(signum, frame):
     sys.exit(2)
 
 
-def run_child(world: int, iters: int, names: list[str], phased: bool) -> tuple[list[dict], dict | None, str]:
+def run_child(
+    world: int, iters: int, names: list[str], phased: bool, case_set: str
+) -> tuple[list[dict], dict | None, str]:
     """Run the cases ``names`` in a child; its rows, the hung case's row (if one passed :data:`CASE_LIMIT_S`), stderr."""
     command = [
         sys.executable,
@@ -150,6 +157,8 @@ def run_child(world: int, iters: int, names: list[str], phased: bool) -> tuple[l
         str(iters),
         "--case-limit",
         str(CASE_LIMIT_S),
+        "--set",
+        case_set,
         "--cases",
         *names,
     ]
@@ -214,7 +223,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--worlds", type=int, nargs="+", default=[2, 3, 4, 8])
     parser.add_argument("--iters", type=int, default=1000)
-    parser.add_argument("--cases", nargs="*", help="only these cases (default: every one)")
+    parser.add_argument("--set", default="library", choices=list(CASE_SETS), help="which cases (one_gpu_cases.py)")
+    parser.add_argument("--cases", nargs="*", help="only these cases of the set (default: every one)")
     parser.add_argument("--phased", action="store_true", help="host barriers between inputs, calls and checks")
     parser.add_argument("--case-limit", type=float, default=CASE_LIMIT_S, help="seconds before a case counts as hung")
     parser.add_argument("--out", help="write the results here (JSON)")
@@ -222,14 +232,14 @@ def main():
     args = parser.parse_args()
     CASE_LIMIT_S = args.case_limit
     if args.child is not None:
-        child(args.child, args.iters, args.cases, args.phased)
+        child(args.child, args.iters, args.cases, args.phased, args.set)
         return
     signal.signal(signal.SIGTERM, _stop)
     rows, failures, stderr = [], [], {}
     for world in args.worlds:
-        names = [n for n in cases(world, None) if not args.cases or n in args.cases]
+        names = [n for n in CASE_SETS[args.set](world, None) if not args.cases or n in args.cases]
         while names:  # a hung case costs its child: the cases after it run in a new one
-            got, hung, tail = run_child(world, args.iters, names, args.phased)
+            got, hung, tail = run_child(world, args.iters, names, args.phased, args.set)
             if hung:
                 print(f"W={world} {hung['case']}: FAILED (hung)", flush=True)
                 got.append(hung)

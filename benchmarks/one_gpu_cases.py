@@ -2,15 +2,19 @@
 
 Each :class:`Case` makes one op's symmetric buffers at W ranks on one GPU; ``prepare`` writes a rank's
 integer-valued inputs for one call and returns the references, computed from the inputs alone; ``launch``
-calls the library.  :func:`cases` names them all.
+calls the library.  :func:`cases` names them all; :func:`collectives_sweep` names the collectives at every size and
+dtype that benchmarks/check_collectives.py checks on two GPUs.
 """
 
 from __future__ import annotations
+
+import functools
 
 import torch
 
 from castpile.gpu import collectives, one_gpu, ops
 from castpile.gpu.fused import moe, rmsnorm, tp_gemm
+from castpile.gpu.symmetric import LOW_LATENCY_MAX_BYTES
 
 EPS = 1e-5
 #: (rtol, atol) of the RMSNorm results against torch in fp32 (the sums before the norm are exact).
@@ -324,3 +328,34 @@ def cases(world: int, device) -> dict:
         "matmul_reduce_scatter": lambda: MatmulReduceScatter(world, device, m=world * 128, k=256, n=512),
         "torch_ops": lambda: TorchOps(world, device, n=world * 2048, dtype=bf16),
     }
+
+
+#: Each rank's input in bytes, as benchmarks/check_collectives.py checks them on two GPUs.
+SWEEP_BYTES = [4 << 10, 32 << 10, 256 << 10, 2 << 20, 16 << 20, 64 << 20]
+SWEEP_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+
+
+def collectives_sweep(world: int, device) -> dict:
+    """name -> a function making the case: every collective at every size and dtype of check_collectives.py.
+
+    Sizes are rounded down to a multiple of ``world`` elements (reduce-scatter's shards); the low-latency
+    all-reduce is checked where it applies (inputs of at most ``LOW_LATENCY_MAX_BYTES``).
+    """
+    made = {}
+    for dname, dtype in SWEEP_DTYPES.items():
+        for nbytes in SWEEP_BYTES:
+            n = nbytes // dtype.itemsize // world * world
+            tag = f"{dname}_{nbytes}B"
+            variants = ["one_shot", "two_shot", "two_shot_push"]
+            variants += ["low_latency"] if n * dtype.itemsize <= LOW_LATENCY_MAX_BYTES else []
+            for variant in variants:
+                made[f"all_reduce_{variant}_{tag}"] = functools.partial(
+                    AllReduce, world, device, variant=variant, n=n, dtype=dtype, push_scratch=variant == "two_shot_push"
+                )
+            for op in ("all_gather", "reduce_scatter"):
+                made[f"{op}_{tag}"] = functools.partial(Gather, world, device, op=op, n=n, dtype=dtype)
+    return made
+
+
+#: What ``check_one_gpu.py --set`` chooses from.
+CASE_SETS = {"library": cases, "collectives_sweep": collectives_sweep}
