@@ -10,7 +10,8 @@ The record is one pinned (page-locked) host tensor of int64 words, made when the
 module is imported.  Under unified virtual addressing a kernel writes it at its host address,
 and the host reads it without synchronising the device (which :mod:`castpile.gpu.one_gpu`
 forbids while ranks run).
-Word 0 counts the entries claimed (an atomic add); entry ``k`` is the :data:`ENTRY_WORDS` words
+Word 0 counts the entries claimed (an atomic add, atomic among the blocks of one GPU: atomics on
+mapped host memory are not atomic across devices); entry ``k`` is the :data:`ENTRY_WORDS` words
 from ``1 + k * ENTRY_WORDS``; past :data:`CAPACITY` entries are counted, not written.  An
 entry's words, in order, are :data:`FIELDS`, then the site (``"path:line"``, UTF-8, NUL-padded,
 ``"..."`` and its tail when longer).  The debug helpers (castpile/compiler/helpers/deadlines.py)
