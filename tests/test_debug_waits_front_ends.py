@@ -68,7 +68,7 @@ def test_a_bad_value_is_a_usage_error_and_nothing_is_written(src, tmp_path, monk
 
 @pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf")])
 def test_castpile_transpile_refuses_a_bad_value(bad):
-    with pytest.raises(ValueError, match="give the seconds a castpile.wait may spin, more than 0"):
+    with pytest.raises(ValueError, match=r"give the seconds a castpile\.wait may spin, more than 0"):
         castpile.transpile(SOURCE, "waits.py", debug_waits=bad)
 
 
