@@ -31,15 +31,20 @@ _HOW = (
 )
 
 
-def transpile(source: bytes | str, path: str = "<string>", *, strategy: str = "loop") -> bytes:
+def transpile(
+    source: bytes | str, path: str = "<string>", *, strategy: str = "loop", debug_waits: float | None = None
+) -> bytes:
     """Transpile one module's source; raises :class:`TranspileError` with every located error.
+
+    ``debug_waits``: seconds after which each ``castpile.wait`` gives up and records its ``path:line``
+    (docs/one-gpu.md, "Hangs that name their line"); this function does not read ``CASTPILE_DEBUG_WAITS``.
 
     >>> transpile(b"x = 1\\n")  # no castpile use: the bytes come back unchanged
     b'x = 1\\n'
     """
     from .compiler import transpile_source
 
-    return transpile_source(source, path, strategy=strategy)
+    return transpile_source(source, path, strategy=strategy, debug_waits=debug_waits)
 
 
 class Multicast:

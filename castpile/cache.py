@@ -43,6 +43,7 @@ import time
 import types
 import warnings
 from pathlib import Path
+from typing import Any
 
 from .files import write_atomically
 
@@ -150,7 +151,7 @@ def _castpile_fingerprint() -> bytes:
     return _fingerprint
 
 
-def entry_key(source: bytes, path: str, options: dict[str, str]) -> str:
+def entry_key(source: bytes, path: str, options: dict[str, Any]) -> str:
     """Hex key of the output for ``source`` at ``path`` under ``options`` and this castpile."""
     h = hashlib.sha256(b"castpile-cache-v1\0")
     for part in (
@@ -245,7 +246,7 @@ def store(path: Path, key: str, body: bytes, source: str | None = None) -> bytes
 
 
 def cached(
-    directory: Path, module: str, source_path: str, source: bytes, options: dict[str, str], build
+    directory: Path, module: str, source_path: str, source: bytes, options: dict[str, Any], build
 ) -> tuple[str, bytes]:
     """The entry for ``source`` (the file ``source_path``, imported as ``module``) under ``options``:
     its path and sealed bytes, ``build()`` (the transpiled bytes) stored first on a miss.  Any
@@ -271,7 +272,7 @@ def warn_failure(directory: Path, module: str, failure: OSError, stacklevel: int
 
 
 def transpiled_file(
-    module: str, source_path: str, source: bytes, options: dict[str, str], build, *, in_memory: str
+    module: str, source_path: str, source: bytes, options: dict[str, Any], build, *, in_memory: str
 ) -> tuple[str, str]:
     """The file name that code transpiled from ``source`` is to give, and the transpiled text, for the
     front ends that compile such code themselves (``@castpile.jit``, ``castpile run``).

@@ -1,4 +1,5 @@
-"""The command line: ``castpile SRC [-o OUT] [--diff | --check] [--strategy loop|gather]``, and its subcommands.
+"""The command line: ``castpile SRC [-o OUT] [--diff | --check] [--strategy loop|gather] [--debug-waits SECONDS]``,
+and its subcommands.
 
 ``castpile run SCRIPT [ARGS...]`` runs a script (:mod:`castpile.runner`); ``castpile show
 MODULE_OR_FILE [--diff]`` prints what castpile makes of a module or file; ``castpile cache
@@ -28,7 +29,7 @@ import sys
 from collections.abc import Sequence
 
 from .files import MAX_SOURCE_BYTES, write_outputs
-from .options import STRATEGIES, VERSION
+from .options import DEBUG_WAITS_ENV, STRATEGIES, VERSION, check_debug_waits, debug_waits_from_env
 from .plain_args import plain_form
 
 # Only what every run needs is imported here: a file without castpile should cost
@@ -79,6 +80,11 @@ def _parser():
     mode.add_argument("--diff", action="store_true", help="print a unified diff input -> output (and write any OUT)")
     mode.add_argument("--check", action="store_true", help="diagnose only; write nothing")
     p.add_argument("--strategy", choices=STRATEGIES, default="loop", help="lowering of accesses (default: loop)")
+    p.add_argument(
+        "--debug-waits",
+        metavar="SECONDS",
+        help=f"waits give up after SECONDS and record their line (default: ${DEBUG_WAITS_ENV}, else never)",
+    )
     p.add_argument("--version", action="version", version=f"castpile {VERSION}")
     return p
 
@@ -144,8 +150,21 @@ def _identity(path: str) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def _run(sources: list[str], output: str | None, *, strategy="loop", check=False, diff=False) -> tuple[int, bytes]:
+def _debug_waits(option: str | None) -> dict[str, float]:
+    """The ``debug_waits`` transpile option: ``--debug-waits``'s, else :data:`DEBUG_WAITS_ENV`'s, else none."""
+    try:
+        if option is not None:
+            return {"debug_waits": check_debug_waits(option, "--debug-waits")}
+        return debug_waits_from_env()
+    except ValueError as exc:
+        raise _Usage(str(exc)) from None
+
+
+def _run(
+    sources: list[str], output: str | None, *, strategy="loop", check=False, diff=False, debug_waits=None
+) -> tuple[int, bytes]:
     """Transpile every SRC: (exit status, what to print).  OUT is written only once every SRC has transpiled."""
+    options = {"strategy": strategy, **_debug_waits(debug_waits)}
     targets = _targets(sources, output)
     status = 0
     results = []
@@ -156,7 +175,7 @@ def _run(sources: list[str], output: str | None, *, strategy="loop", check=False
         from .compiler.errors import TranspileError
 
         try:
-            out = transpile_source(data, name, strategy=strategy)
+            out = transpile_source(data, name, **options)
         except TranspileError as exc:
             print(exc.render(), file=sys.stderr)
             status = 1
@@ -215,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         except SystemExit as exc:
             return _print(captured.getvalue().encode(), int(exc.code or 0))
         sources, output = args.sources, args.output
-        options = {"strategy": args.strategy, "check": args.check, "diff": args.diff}
+        options = {"strategy": args.strategy, "check": args.check, "diff": args.diff, "debug_waits": args.debug_waits}
     try:
         status, printed = _run(sources, output, **options)
     except _Usage as exc:
@@ -253,9 +272,11 @@ def _show_main(argv: list[str]) -> tuple[bytes, int]:
     from .compiler.errors import TranspileError
 
     try:
-        path, strategy = _shown(args.target)
+        path, options = _shown(args.target)
         data = _read(path)
-        out = transpile_source(data, path, strategy=args.strategy or strategy)
+        if args.strategy:
+            options["strategy"] = args.strategy
+        out = transpile_source(data, path, **options)
     except _Usage as exc:
         print(f"castpile show: error: {exc}", file=sys.stderr)
         return b"", 2
@@ -265,11 +286,11 @@ def _show_main(argv: list[str]) -> tuple[bytes, int]:
     return (_diff(path, data, out) if args.diff else out), 0
 
 
-def _shown(target: str) -> tuple[str, str]:
+def _shown(target: str) -> tuple[str, dict]:
     """The source file of ``target`` (a file, or a module found through ``sys.path`` and the hook) and the
-    strategy its hook transpiles it with (``loop`` where no hook does)."""
+    options its hook transpiles it with (where no hook does: ``loop``, and :data:`DEBUG_WAITS_ENV`)."""
     if target.endswith(".py") or os.sep in target or os.path.isfile(target):
-        return target, "loop"
+        return target, {"strategy": "loop", **_debug_waits(None)}
     import importlib.util
 
     from .hook import hooked_options
@@ -291,7 +312,7 @@ def _shown(target: str) -> tuple[str, str]:
             f"castpile show: note: no import hook takes {target}; showing what `castpile {spec.origin}` writes",
             file=sys.stderr,
         )
-    return origin, (options or {}).get("strategy", "loop")
+    return origin, dict(options) if options is not None else {"strategy": "loop", **_debug_waits(None)}
 
 
 def _print(data: bytes, status: int) -> int:

@@ -41,11 +41,12 @@ import importlib.util
 import sys
 import zipimport
 from pathlib import Path
+from typing import Any
 
 from . import cache
 from .cache import CacheWarning
 from .compiler.errors import TranspileError
-from .options import check_strategy, mentions_castpile
+from .options import check_strategy, debug_waits_from_env, mentions_castpile
 
 __all__ = ["CacheWarning", "ImportHook", "TranspileImportError", "hooked_options", "install_import_hook"]
 
@@ -152,7 +153,7 @@ def _python_source(spec: importlib.machinery.ModuleSpec) -> tuple[str, bytes] | 
         return None
 
 
-def hooked_options(spec: importlib.machinery.ModuleSpec) -> dict[str, str] | None:
+def hooked_options(spec: importlib.machinery.ModuleSpec) -> dict[str, Any] | None:
     """The options an installed hook transpiles the module of ``spec`` with, or None where no hook does."""
     return spec.loader.hook_options if isinstance(spec.loader, _Loader) else None
 
@@ -160,7 +161,7 @@ def hooked_options(spec: importlib.machinery.ModuleSpec) -> dict[str, str] | Non
 class ImportHook(importlib.abc.MetaPathFinder):
     """The installed hook; ``uninstall()`` or leaving its ``with`` block removes it."""
 
-    def __init__(self, packages: tuple[str, ...], cache_dir: Path, options: dict[str, str]):
+    def __init__(self, packages: tuple[str, ...], cache_dir: Path, options: dict[str, Any]):
         self.packages = packages
         self.cache_dir = cache_dir
         self.options = options
@@ -226,11 +227,13 @@ def install_import_hook(*packages: str, cache_dir=None, strategy: str = "loop") 
 
     ``cache_dir`` defaults to ``$CASTPILE_CACHE_DIR``, else the user cache dir; it is
     created 0700 when the first module is built.  ``strategy`` is passed to
-    :func:`castpile.transpile`.  Returns the hook, also a context manager.
+    :func:`castpile.transpile`, and so is ``CASTPILE_DEBUG_WAITS`` as it is now (``ValueError`` for a
+    bad value): its seconds are part of every entry's key.  Returns the hook, also a context manager.
     """
     if not packages or not all(isinstance(p, str) and p and not p.startswith(".") for p in packages):
         raise ValueError(f"install_import_hook needs absolute package names, got {packages!r}")
-    hook = ImportHook(tuple(packages), cache.cache_dir(cache_dir), {"strategy": check_strategy(strategy)})
+    options = {"strategy": check_strategy(strategy), **debug_waits_from_env()}
+    hook = ImportHook(tuple(packages), cache.cache_dir(cache_dir), options)
     meta = sys.meta_path
     at = next((i for i, f in enumerate(meta) if f is importlib.machinery.PathFinder), len(meta))
     meta.insert(at, hook)

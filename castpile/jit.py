@@ -32,7 +32,7 @@ import sys
 import types
 from typing import TYPE_CHECKING
 
-from .options import APPENDED_MARK, HELPERS_TITLE, WRAPS_TITLE
+from .options import APPENDED_MARK, HELPERS_TITLE, WRAPS_TITLE, debug_waits_from_env
 
 if TYPE_CHECKING:  # imported by jit() on first use, for the whole module (see there)
     import ast
@@ -58,8 +58,8 @@ def jit(fn=None, /, **options):
     from .compiler.errors import TranspileError
 
     try:
-        prepared = _prepared(fn)
-    except TranspileError as error:  # the user's decorator line, then this one: no castpile internals
+        prepared = _prepared(fn, {**_OPTIONS, **debug_waits_from_env()})
+    except (TranspileError, ValueError) as error:  # the user's decorator line, then this one: no castpile internals
         raise error.with_traceback(None) from None
     if prepared is None:
         return triton.jit(fn, **options)
@@ -115,9 +115,9 @@ def _is_jit_decorator(decorator: ast.expr) -> bool:
     )
 
 
-def _prepared(fn):
-    """The function to hand ``triton.jit`` in place of ``fn``, and what wraps the kernel it gives; None
-    when ``fn``'s own source is castpile's output already."""
+def _prepared(fn, options):
+    """The function to hand ``triton.jit`` in place of ``fn``, and what wraps the kernel it gives (transpiled
+    with ``options``); None when ``fn``'s own source is castpile's output already."""
     path, text = _user_source(fn)
     if APPENDED_MARK in text and HELPERS_TITLE in text:  # castpile's output, of any version
         return None
@@ -132,7 +132,8 @@ def _prepared(fn):
 
         raise _error(path, kernel.lineno, diagnostics.JIT_NOT_AT_DEF, function=fn.__name__)
     text += _namespace_imports(fn.__globals__, _bound_names(tree), text)
-    filename, transpiled, tree = _transpile(fn, path, text, (kernel.decorator_list[0].lineno, kernel.end_lineno))
+    span = (kernel.decorator_list[0].lineno, kernel.end_lineno)
+    filename, transpiled, tree = _transpile(fn, path, text, span, options)
     function = _function(_kernel_def(tree, fn), fn, filename)
     helpers, wraps = _appended(tree, transpiled)
     namespace = _define_helpers(helpers, transpiled, filename, fn.__globals__)
@@ -180,13 +181,13 @@ def _namespace_imports(scope: dict, bound: set[str], text: str) -> str:
     return ("" if text.endswith("\n") else "\n") + "".join(lines)
 
 
-def _transpile(fn, path: str, text: str, span: tuple[int, int]) -> tuple[str, str, ast.Module]:
+def _transpile(fn, path: str, text: str, span: tuple[int, int], options: dict) -> tuple[str, str, ast.Module]:
     """The file name, transpiled text and tree of ``text``, errors outside the kernel's lines ``span`` blanked away."""
     from .compiler.errors import TranspileError
 
     while True:
         try:
-            return _transpile_whole(fn, path, text)
+            return _transpile_whole(fn, path, text, options)
         except TranspileError as error:
             inside = [d for d in error.diagnostics if span[0] <= d.line <= span[1]]
             blanked = None if inside else _blanked(text, path, {d.line for d in error.diagnostics}, span)
@@ -234,21 +235,21 @@ def _outermost(tree: ast.Module, line: int, span: tuple[int, int]) -> ast.stmt |
         body = [child for child in ast.iter_child_nodes(statement) if isinstance(child, ast.stmt)]
 
 
-def _transpile_whole(fn, path: str, text: str) -> tuple[str, str, ast.Module]:
+def _transpile_whole(fn, path: str, text: str, options: dict) -> tuple[str, str, ast.Module]:
     from . import cache
 
     source = text.encode("utf-8")
-    key = cache.entry_key(source, path, _OPTIONS)
+    key = cache.entry_key(source, path, options)
     if key not in _transpiled:
 
         def build() -> bytes:
             from .compiler import transpile_source
 
-            return transpile_source(source, path, **_OPTIONS)
+            return transpile_source(source, path, **options)
 
         module = fn.__module__ if (fn.__module__ or "-").replace(".", "_").isidentifier() else "__main__"
         filename, transpiled = cache.transpiled_file(
-            module, path, source, _OPTIONS, build, in_memory=cache.in_memory_name(path, "castpile.jit")
+            module, path, source, options, build, in_memory=cache.in_memory_name(path, "castpile.jit")
         )
         _transpiled[key] = (filename, transpiled, ast.parse(transpiled, filename))
     return _transpiled[key]

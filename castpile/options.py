@@ -1,5 +1,5 @@
-"""castpile's options and their one check: the version, the lowering strategies, which inputs need the compiler,
-and the header lines of what the compiler appends to a module (which :mod:`castpile.early` reads back).
+"""castpile's options and their checks: the version, the lowering strategies, debug-mode waits, which inputs need the
+compiler, and the header lines of what the compiler appends to a module (which :mod:`castpile.early` reads back).
 
 Every front end (the CLI, the import hook, :func:`castpile.transpile`) checks a
 strategy where it enters, with :func:`check_strategy`::
@@ -35,6 +35,47 @@ def check_strategy(strategy: str) -> str:
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
     return strategy
+
+
+DEBUG_WAITS_ENV = "CASTPILE_DEBUG_WAITS"
+"""Seconds after which a ``castpile.wait`` gives up and records where it was (docs/one-gpu.md, "Hangs that name
+their line"); read by the command line, the import hook and ``castpile.jit`` when they transpile."""
+
+
+def check_debug_waits(text: str, name: str = DEBUG_WAITS_ENV) -> float:
+    """The seconds ``text`` (the value of the option ``name``) gives, else ``ValueError`` naming it::
+
+        >>> check_debug_waits("2.5")
+        2.5
+        >>> check_debug_waits("soon")
+        Traceback (most recent call last):
+        ...
+        ValueError: CASTPILE_DEBUG_WAITS='soon' is not a number of seconds: give how long a castpile.wait may spin \
+before it gives up, as in CASTPILE_DEBUG_WAITS=5
+    """
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = None
+    if seconds is None or seconds != seconds or seconds in (float("inf"), float("-inf")):
+        problem = "is not a number of seconds"
+    elif seconds <= 0:
+        problem = "is not more than 0 seconds"
+    else:
+        return seconds
+    example = f"{name}=5" if name == DEBUG_WAITS_ENV else f"{name} 5"
+    raise ValueError(
+        f"{name}={text!r} {problem}: give how long a castpile.wait may spin before it gives up, as in {example}"
+    )
+
+
+def debug_waits_from_env(environ=None) -> dict[str, float]:
+    """``{"debug_waits": seconds}`` when :data:`DEBUG_WAITS_ENV` is set (and not empty), else ``{}``: the transpile
+    option a front end adds (``ValueError`` for a bad value)."""
+    import os
+
+    text = (os.environ if environ is None else environ).get(DEBUG_WAITS_ENV, "")
+    return {"debug_waits": check_debug_waits(text)} if text.strip() else {}
 
 
 def mentions_castpile(source: bytes) -> bool:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import sys
 import types
+from typing import Any
 
 _OPTIONS_WITH_VALUES = ("--strategy",)
 
@@ -28,7 +29,7 @@ def run_main(argv: list[str]) -> int:
     """``castpile run`` with ``argv`` (what follows ``run``); returns the exit status."""
     import argparse
 
-    from .options import STRATEGIES
+    from .options import STRATEGIES, debug_waits_from_env
 
     parser = argparse.ArgumentParser(
         prog="castpile run",
@@ -43,6 +44,11 @@ def run_main(argv: list[str]) -> int:
         options = parser.parse_args(argv[: at + 1])
     except SystemExit as exc:
         return int(exc.code or 0)
+    try:
+        debug_waits_from_env()
+    except ValueError as exc:
+        print(f"castpile run: error: {exc}", file=sys.stderr)
+        return 2
     try:
         with open(options.script, "rb") as f:
             source = f.read()
@@ -63,13 +69,15 @@ def _script_index(argv: list[str]) -> int:
 
 
 def run_script(script: str, source: bytes, args: list[str], strategy: str) -> int:
-    """Run ``source`` (read from ``script``) as ``__main__`` with ``args``; the exit status."""
+    """Run ``source`` (read from ``script``) as ``__main__`` with ``args`` (``CASTPILE_DEBUG_WAITS`` as for the
+    import hook); the exit status."""
     from . import cache
     from .compiler.errors import TranspileError
     from .hook import TranspileImportError, install_import_hook
+    from .options import debug_waits_from_env
 
     path = os.path.abspath(script)
-    options = {"strategy": strategy}
+    options: dict[str, Any] = {"strategy": strategy, **debug_waits_from_env()}
 
     def build() -> bytes:
         from .compiler import transpile_source

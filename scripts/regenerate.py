@@ -16,12 +16,13 @@ sys.path.insert(0, str(ROOT))
 
 import castpile
 
-# (castpile-language source, output, strategy), paths relative to the repository root
+# (castpile-language source, output, strategy[, seconds of CASTPILE_DEBUG_WAITS]), paths relative to the repository root
 GENERATED = [
     ("castpile/gpu/collectives/kernels.py", "castpile/gpu/collectives/kernels_triton.py", "loop"),
     ("benchmarks/kernels/stack_kernels.py", "benchmarks/kernels/generated/stack_kernels_loop.py", "loop"),
     ("benchmarks/kernels/stack_kernels.py", "benchmarks/kernels/generated/stack_kernels_gather.py", "gather"),
     ("benchmarks/kernels/nvshmem_kernels.py", "benchmarks/kernels/generated/nvshmem_kernels_loop.py", "loop"),
+    ("benchmarks/kernels/hang_kernels.py", "benchmarks/kernels/generated/hang_kernels_debug_waits.py", "loop", 2.0),
     ("castpile/gpu/fused/moe_kernels.py", "castpile/gpu/fused/moe_kernels_triton.py", "gather"),
     ("castpile/gpu/fused/rmsnorm_kernels.py", "castpile/gpu/fused/rmsnorm_kernels_triton.py", "loop"),
     (
@@ -37,12 +38,16 @@ GENERATED = [
 ]
 
 
+def transpiled(source: str, strategy: str, debug_waits: float | None = None) -> bytes:
+    """What castpile writes for ``source``."""
+    return castpile.transpile((ROOT / source).read_bytes(), source, strategy=strategy, debug_waits=debug_waits)
+
+
 def stale() -> list[str]:
     """The outputs whose checked-in bytes differ from what castpile writes now."""
     found = []
-    for source, output, strategy in GENERATED:
-        expected = castpile.transpile((ROOT / source).read_bytes(), source, strategy=strategy)
-        if not (ROOT / output).exists() or (ROOT / output).read_bytes() != expected:
+    for source, output, *options in GENERATED:
+        if not (ROOT / output).exists() or (ROOT / output).read_bytes() != transpiled(source, *options):
             found.append(output)
     return found
 
@@ -56,9 +61,9 @@ def main(argv=None) -> int:
         for output in outdated:
             print(f"stale: {output} (run `make generated`)")
         return 1 if outdated else 0
-    for source, output, strategy in GENERATED:
+    for source, output, *options in GENERATED:
         if output in outdated:
-            (ROOT / output).write_bytes(castpile.transpile((ROOT / source).read_bytes(), source, strategy=strategy))
+            (ROOT / output).write_bytes(transpiled(source, *options))
             print(f"wrote {output}")
     return 0
 

@@ -62,9 +62,12 @@ def test_nothing_imports_castpile_init():
 
 # castpile.compiler.helpers is the code transpiled modules carry, never imported by the rest of the compiler (emit
 # reads its family modules as text): a module with remote="nvshmem" kernels runs the simulator's NVSHMEM
-# stand-ins under TRITON_INTERPRET=1.
+# stand-ins under TRITON_INTERPRET=1, and one transpiled with debug-mode waits writes to their record.
 HELPERS = "castpile.compiler.helpers"
-OUTPUT_CODE_IMPORTS = {f"{HELPERS}.remote": {"castpile.gpu.sim_nvshmem"}}
+OUTPUT_CODE_IMPORTS = {
+    f"{HELPERS}.remote": {"castpile.gpu.sim_nvshmem"},
+    f"{HELPERS}.deadlines": {"castpile.gpu.wait_deadlines"},
+}
 
 
 def test_compiler_imports_only_itself_and_options():

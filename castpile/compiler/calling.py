@@ -12,7 +12,7 @@ whose words already start with the prefix gets the helpers renamed.
 from .contract import ATOMICS
 
 HELPER_PREFIX = "_castpile_"
-SITE_WORD = "site"  # after the prefix: stands for a store's "path:line" until emit knows the line
+SITE_WORD = "site"  # after the prefix: stands for a store's or a wait's "path:line" until emit knows the line
 
 # (use kind, route) -> helper.  "atomic" is every read-modify-write of contract.ATOMICS (the operation is
 # the helper's OP); tl.atomic_* on a remote= binding is rejected by analysis, so it has no remote route.
@@ -37,6 +37,15 @@ HELPERS = {
     ("wait", "loop"): "_castpile_wait",
     ("wait", "gather"): "_castpile_wait",
     ("wait", "remote"): "_castpile_wait_remote",
+}
+
+# Debug mode (CASTPILE_DEBUG_WAITS): the helper that gives up at a deadline in place of each helper that spins
+# (castpile.signal's only with wait_for=; a remote= signal's spin has none), called with site= and deadline_ns=.
+GIVING_UP = {
+    "_castpile_wait_flags": "_castpile_wait_flags_until",
+    "_castpile_wait": "_castpile_wait_until",
+    "_castpile_wait_remote": "_castpile_wait_remote_until",
+    "_castpile_signal": "_castpile_signal_until",
 }
 
 # The helpers the lowering calls for parts of an access rather than for the access itself.

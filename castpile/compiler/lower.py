@@ -34,6 +34,7 @@ from .algebra import bounds_mask, offsets, simplify, strides
 from .calling import (
     DEFAULTS,
     ENTRY,
+    GIVING_UP,
     HELPER_PREFIX,
     HELPERS,
     IN_ORDER,
@@ -79,12 +80,13 @@ class Lowering:
     paths: set[cst.CSTNode]
 
 
-def lower(module: cst.Module, plan: Plan, strategy: str) -> Lowering:
-    """The replacement of every use in ``plan`` under ``strategy``."""
+def lower(module: cst.Module, plan: Plan, strategy: str, debug_waits: float | None = None) -> Lowering:
+    """The replacement of every use in ``plan`` under ``strategy``; with ``debug_waits``, waits that give up after
+    that many seconds."""
     prefix = helper_prefix(plan.words)
     placeholders = {node: f"{prefix}slot{k}" for k, node in enumerate(plan.uses)}
     paths = paths_to(module, set(plan.uses))
-    lowerer = Lowerer(strategy, plan.words, prefix, Renderer(placeholders, paths))
+    lowerer = Lowerer(strategy, plan.words, prefix, Renderer(placeholders, paths), debug_waits)
     replacements = {node: lowerer.use(use) for node, use in plan.uses.items()}
     return Lowering(placeholders, replacements, lowerer.helpers, prefix, paths)
 
@@ -124,11 +126,15 @@ class Lowerer:
     Names it makes (hoisted binding arguments, temporaries) are fresh against
     ``words``, every word of the file; helpers and temporaries start with ``prefix``.
     A store's call names its site with :attr:`site`, a word that emit replaces with the
-    ``"path:line"`` of the statement it ends up on.
+    ``"path:line"`` of the statement it ends up on.  With ``debug_waits`` (seconds), each spinning
+    call (:data:`calling.GIVING_UP`) calls the helper that gives up instead, with its site and deadline.
     """
 
-    def __init__(self, strategy: str, words: set[str], prefix: str, renderer: Renderer):
+    def __init__(
+        self, strategy: str, words: set[str], prefix: str, renderer: Renderer, debug_waits: float | None = None
+    ):
         self.strategy = strategy
+        self.deadline_ns = None if debug_waits is None else str(round(debug_waits * 1e9))
         self.words = words
         self.taken = set(words)
         self.prefix = prefix
@@ -457,7 +463,8 @@ class Lowerer:
             impure = frozenset()
         values = self._values(names, given, use.positions, impure)
         if access is None:
-            return [*statements, self._call(WAIT_FLAGS, where, *values, **options)]
+            helper, deadline = self._spin(WAIT_FLAGS, True)
+            return [*statements, self._call(helper, where, *values, **options, **deadline)]
         keep_old = None if use.result_used else "False"
         route = self._route(access)
         if op in ATOMICS:
@@ -474,7 +481,15 @@ class Lowerer:
             call = self._call(
                 HELPERS["atomic_cas", route], where, *values, **options, align=self._align(access), keep_old=keep_old
             )
-        else:
-            site = self.site if op == "store" else None
-            call = self._call(HELPERS[op, route], where, *values, **options, align=self._align(access), site=site)
+        elif op == "store":
+            call = self._call(HELPERS[op, route], where, *values, **options, align=self._align(access), site=self.site)
+        else:  # signal, wait
+            helper, deadline = self._spin(HELPERS[op, route], op == "wait" or "wait_for" in given)
+            call = self._call(helper, where, *values, **options, align=self._align(access), **deadline)
         return [*statements, call]
+
+    def _spin(self, helper: str, spins: bool) -> tuple[str, dict[str, str]]:
+        """``helper``, or in debug mode, where the call ``spins``, the one that gives up, and its keywords."""
+        if self.deadline_ns is None or not spins or helper not in GIVING_UP:
+            return helper, {}
+        return GIVING_UP[helper], {"site": self.site, "deadline_ns": self.deadline_ns}

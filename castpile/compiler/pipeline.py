@@ -22,9 +22,13 @@ MAX_TRANSPILE_BYTES = 4 * 1024 * 1024
 memory per source byte.  Larger files without castpile pass through."""
 
 
-def transpile_source(source: bytes | str, path: str = "<string>", *, strategy: str = "loop") -> bytes:
+def transpile_source(
+    source: bytes | str, path: str = "<string>", *, strategy: str = "loop", debug_waits: float | None = None
+) -> bytes:
     """Transpile one module; see :func:`castpile.transpile`."""
     check_strategy(strategy)
+    if debug_waits is not None and not 0 < debug_waits < float("inf"):
+        raise ValueError(f"debug_waits={debug_waits!r}: give the seconds a castpile.wait may spin, more than 0")
     if isinstance(source, str):
         source = source.encode("utf-8")
     if not mentions_castpile(source):
@@ -38,13 +42,13 @@ def transpile_source(source: bytes | str, path: str = "<string>", *, strategy: s
     collecting = gc.isenabled()
     gc.disable()  # libcst trees are large and acyclic: the cyclic GC only makes big files superlinear
     try:
-        return _transpile(source, path, strategy)
+        return _transpile(source, path, strategy, debug_waits)
     finally:
         if collecting:
             gc.enable()
 
 
-def _transpile(source: bytes, path: str, strategy: str) -> bytes:
+def _transpile(source: bytes, path: str, strategy: str, debug_waits: float | None) -> bytes:
     from .analyse import analyse
     from .emit import emit
     from .errors import TranspileError
@@ -59,7 +63,7 @@ def _transpile(source: bytes, path: str, strategy: str) -> bytes:
             raise TranspileError(parse.locate(module, path, checked, plan.errors))
         if not plan.uses:
             return source
-        lowering = lower(module, plan, strategy)
+        lowering = lower(module, plan, strategy, debug_waits)
         return checked.form_feeds.put_back(emit(module, plan, lowering, path))
 
     try:

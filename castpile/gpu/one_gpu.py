@@ -30,7 +30,10 @@ replay graphs), no kernel started while a peer still has to load it (every rank 
 launch before any starts it: :func:`launch_caches`), and kernels loaded eagerly (``CUDA_MODULE_LOADING=EAGER``, set on import if
 CUDA is not yet initialised: a lazily loaded kernel's first launch may wait for the whole
 device).  A rank that waits for a signal no peer sends cannot be stopped: :func:`run`
-raises :class:`RankTimeout`, and the GPU stays busy until the process exits.
+raises :class:`RankTimeout`, and the GPU stays busy until the process exits; unless its kernels
+were transpiled with ``CASTPILE_DEBUG_WAITS``: their waits give up, and :func:`run` raises
+:class:`~castpile.gpu.wait_deadlines.HangError` naming each wait's ``path:line`` and the flag
+(``rank 1's signal_pad[3]``: every rank's tensors made here are named).
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from collections.abc import Sequence
 
 import torch
 
-from . import device_share
+from . import allocation_names, device_share, wait_deadlines
 from .launch_cache import LaunchCache
 from .symmetric import (
     LowLatencyScratch,
@@ -88,10 +91,13 @@ def _device(device) -> torch.device:
     return device
 
 
-def symmetric_scratch(world_size: int, shape, dtype: torch.dtype, device=None) -> list[Scratch]:
-    """One zeroed tensor per rank on the GPU, each with every rank's address: ``sim.symmetric_scratch``'s twin."""
+def symmetric_scratch(world_size: int, shape, dtype: torch.dtype, device=None, name="scratch") -> list[Scratch]:
+    """One zeroed tensor per rank on the GPU, each with every rank's address: ``sim.symmetric_scratch``'s twin
+    (each named ``name`` in messages about its flags: ``rank 1's scratch[3]``)."""
     device = _device(device)
     tensors = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(world_size)]
+    for rank, tensor in enumerate(tensors):
+        allocation_names.name(tensor, rank, name)
     ptrs = [t.data_ptr() for t in tensors]
     return [Scratch(t, torch.tensor(ptrs, dtype=torch.int64, device=device)) for t in tensors]
 
@@ -113,12 +119,14 @@ def symmetric_empty(
     sms = device_share.multiprocessors(device)
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     bufs = [torch.empty(shape, dtype=dtype, device=device) for _ in range(world_size)]
+    for rank, buf in enumerate(bufs):
+        allocation_names.name(buf, rank, "tensor")
     buffer_ptrs = torch.tensor([b.data_ptr() for b in bufs], dtype=torch.int64, device=device)
-    pads = symmetric_scratch(world_size, (PAD_SLOTS,), torch.int32, device)
+    pads = symmetric_scratch(world_size, (PAD_SLOTS,), torch.int32, device, "signal_pad")
     words = low_latency_words(bufs[0])
     low_latency: Sequence[LowLatencyScratch | None] = [None] * world_size
     if words is not None:
-        slots = symmetric_scratch(world_size, (2 * world_size * words,), torch.int64, device)
+        slots = symmetric_scratch(world_size, (2 * world_size * words,), torch.int64, device, "low_latency.slots")
         low_latency = [
             LowLatencyScratch(
                 slots=s,
@@ -131,7 +139,8 @@ def symmetric_empty(
         ]
     pushes: Sequence[Scratch | None] = [None] * world_size
     if push_scratch:
-        pushes = symmetric_scratch(world_size, (push_scratch_elements(bufs[0].numel(), world_size),), dtype, device)
+        elements = push_scratch_elements(bufs[0].numel(), world_size)
+        pushes = symmetric_scratch(world_size, (elements,), dtype, device, "push_scratch")
     caches = launch_caches(world_size)
     return [
         SymmetricTensor(
@@ -213,7 +222,9 @@ def run(fn, world_size: int, *, args=(), timeout: float = 120.0, device=None) ->
     Each thread makes ``device`` current and its rank's stream (:func:`streams`) the current
     stream, calls ``fn``, then waits for that stream alone.  Work queued before the call on the
     calling thread's stream is finished first.  :class:`RankError` carries the tracebacks of
-    ranks that raised; :class:`RankTimeout` names ranks still running after ``timeout`` seconds.
+    ranks that raised; :class:`RankTimeout` names ranks still running after ``timeout`` seconds;
+    :class:`~castpile.gpu.wait_deadlines.HangError` names the debug-mode waits that gave up
+    (recorded since the last check: they are cleared, and the GPU is free for the next call).
     """
     import triton
 
@@ -247,4 +258,5 @@ def run(fn, world_size: int, *, args=(), timeout: float = 120.0, device=None) ->
         raise RankError(errors)
     if hung:
         raise RankTimeout(hung, timeout)
+    wait_deadlines.check(allocation_names.name_of)
     return [results[r] for r in range(world_size)]

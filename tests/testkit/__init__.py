@@ -1,7 +1,8 @@
 """The test kit: code shared by several test files, which import it from here and never from each other.
 
 This module holds what any test may need (importing a file, transpiling kernels, address tables, a two-rank
-ordering check); the submodules hold one concern each: ``cli`` (the command line tests' inputs), ``diagnostics``
+ordering check); the submodules hold one concern each: ``cli`` (the command line tests' inputs), ``debug_waits``
+(debug-mode waits' kernels and a clock that makes them give up), ``diagnostics``
 (diagnostics by id and parameters), ``flags`` (kernels and checks for wait's cmp=/reset=None and signal's op="add"),
 ``hook`` (the import hook tests' kernel package and fixtures), ``jit`` (``@castpile.jit``'s notebook cells and
 scripts), ``lowering`` (the lowering cases' kernel and checks), ``moe`` (the MoE dispatch reference), ``references``

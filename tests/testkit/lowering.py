@@ -49,8 +49,8 @@ REMOTE_TAIL = f"\n\n# ---- castpile {VERSION} the kernels with remote= bindings,
 """How a module with a remote kernel ``k`` ends: ``k`` rebound, wrapped for NVSHMEM."""
 
 
-def transpile(source: str, strategy: str) -> str:
-    return castpile.transpile(source.encode(), "k.py", strategy=strategy).decode()
+def transpile(source: str, strategy: str, debug_waits: float | None = None) -> str:
+    return castpile.transpile(source.encode(), "k.py", strategy=strategy, debug_waits=debug_waits).decode()
 
 
 def indent(lines: str, by: str = "    ") -> str:
@@ -76,16 +76,16 @@ def head_and_helpers(out: str, newline: str = "\n") -> tuple[str, list[str]]:
     return head, re.findall(r"^def (\w+)\(", tail, re.M)
 
 
-def check_kernel_lines(source: str, expected, strategy: str) -> None:
-    head, _ = head_and_helpers(transpile(kernel_module(source), strategy))
+def check_kernel_lines(source: str, expected, strategy: str, debug_waits: float | None = None) -> None:
+    head, _ = head_and_helpers(transpile(kernel_module(source), strategy, debug_waits))
     want = kernel_module(expected_under(expected, strategy))
     assert head.splitlines() == want.splitlines()
     assert head == want
 
 
-def check_remote_kernel_lines(source: str, expected, strategy: str) -> None:
+def check_remote_kernel_lines(source: str, expected, strategy: str, debug_waits: float | None = None) -> None:
     """The kernel's lines, and the kernel wrapped after the helpers."""
-    out = transpile(kernel_module(source), strategy)
+    out = transpile(kernel_module(source), strategy, debug_waits)
     head, _ = head_and_helpers(out)
     assert head == kernel_module(expected_under(expected, strategy))
     assert out.endswith(REMOTE_TAIL) and out.count("_castpile_remote_kernel(") == 2  # defined, then called once
@@ -118,10 +118,13 @@ TILE_CASE_TYPES = {**CASE_TYPES, "tile": "i64", "pm": "i1"}
 CASE_CONSTEXPRS = {"W": 3, "C": 2, "BLOCK": 16}
 
 
-def check_cases_compile_for_sm90(tmp_path, kernel_cases=(), file_cases=(), remote_cases=(), ptxas_refuses=None):
+def check_cases_compile_for_sm90(
+    tmp_path, kernel_cases=(), file_cases=(), remote_cases=(), ptxas_refuses=None, debug_waits=None
+):
     """What the golden lines call is real Triton: every case's source, lowered under both strategies, compiles
     for sm_90 (remote ones up to linking NVSHMEM; a file case's kernel made by a function is that function's).
     ``ptxas_refuses`` maps a case's id to what ptxas says of options plain Triton refuses too: they must get that far.
+    ``debug_waits``: transpiled with debug-mode waits.
     Files that launch their kernel at import cannot be imported by the compiler's child (no GPU driver):
     tests/test_identity.py runs such modules in the interpreter and compiles their kernels."""
     ptxas_refuses = ptxas_refuses or {}
@@ -139,7 +142,7 @@ def check_cases_compile_for_sm90(tmp_path, kernel_cases=(), file_cases=(), remot
         constexprs = {c: value for c, value in CASE_CONSTEXPRS.items() if re.search(rf"\b{c}: tl.constexpr", source)}
         for strategy in castpile.STRATEGIES:
             path = tmp_path / f"case{k}_{strategy}.py"
-            path.write_text(transpile(source, strategy), newline="")
+            path.write_text(transpile(source, strategy, debug_waits), newline="")
             jobs.append(
                 Job(
                     path, kernel, signature(source, "k", types), constexprs, name=f"{name} [{strategy}]", nvshmem=remote

@@ -5,7 +5,8 @@ function by function, is copied after the last line of every transpiled module
 (only the helpers a module uses, with the helpers they call, whichever family
 they are in): :mod:`.common` (offsets, masks, atomics), :mod:`.reduction` (a
 reduction's steps and fold), :mod:`.loop`, :mod:`.gather`, :mod:`.passed` (through a
-Multicast parameter) and :mod:`.remote`.
+Multicast parameter), :mod:`.remote` and :mod:`.deadlines` (the waits of debug mode,
+``CASTPILE_DEBUG_WAITS``, which give up at a deadline).
 The compiler never imports them: :mod:`castpile.compiler.emit` reads their text.
 
 Every access helper takes the *stack* first, in one of two forms that castpile's
