@@ -26,14 +26,13 @@ Multicast parameters, and the calls that pass them, are lowered by :mod:`.lower_
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import libcst as cst
 
-from .algebra import bounds_mask, offsets, simplify, strides
+from .algebra import bounds_mask, offsets, strides
 from .calling import (
     DEFAULTS,
-    ENTRY,
     GIVING_UP,
     HELPER_PREFIX,
     HELPERS,
@@ -41,14 +40,13 @@ from .calling import (
     INDEX,
     OPTIONS,
     SITE_WORD,
-    SLICE_MASK,
     SPAN,
     TRAILING,
-    TYPED,
     VALUE_ARGUMENTS,
     WAIT_FLAGS,
 )
 from .contract import ATOMICS
+from .lower_bindings import BindingLowering, StackText
 from .lower_passing import PassedLowering
 from .plan import (
     Access,
@@ -63,8 +61,8 @@ from .plan import (
     SliceAlias,
     Store,
 )
-from .render import Renderer, code
-from .walk import names_in, paths_to
+from .render import Renderer
+from .walk import paths_to
 
 
 @dataclass
@@ -104,22 +102,6 @@ def helper_prefix(words: set[str]) -> str:
     raise AssertionError("unreachable")
 
 
-@dataclass
-class StackText:
-    """How a binding's accesses name their stack, and the statements that replace the binding."""
-
-    src: str
-    count: str
-    smask: str
-    example: str
-    shape: tuple[str, ...] | None
-    strides: tuple[str, ...] | None
-    statements: list[str] = field(default_factory=list)
-    table: str | None = None  # remote= bindings: the table, whose header names the scratch for NVSHMEM
-    align: str | None = None
-    shape_optional: bool = False  # a Multicast parameter's extents: None where a caller's tensor has no shape=
-
-
 class Lowerer:
     """Builds replacement source for one module and strategy.
 
@@ -141,9 +123,9 @@ class Lowerer:
         self.site = prefix + SITE_WORD
         self.render = renderer
         self.helpers: set[str] = set()
-        self._stacks: dict[Binding, StackText] = {}
         self._temporaries = itertools.count()
         self.passing = PassedLowering(self)
+        self.bindings = BindingLowering(self)
 
     def use(self, use) -> list[str]:
         """The statements, or the one expression, that replace ``use``."""
@@ -173,112 +155,20 @@ class Lowerer:
         self.taken.add(name)
         return name
 
-    def _helper(self, helper: str) -> str:
+    def called(self, helper: str) -> str:
         """The name the module calls ``helper`` (named with ``HELPER_PREFIX``) by, recorded as called."""
         self.helpers.add(helper)
         return self.prefix + helper[len(HELPER_PREFIX) :]
 
-    # -- bindings ------------------------------------------------------------------------
+    # -- bindings (lowered by :mod:`.lower_bindings`) ----------------------------------------
 
     def stack(self, binding: Binding) -> StackText:
         """The (cached) names and statements of one binding."""
-        if binding not in self._stacks:
-            self._stacks[binding] = (
-                self._build_stack(binding) if binding.param is None else self.passing.stack(binding.param)
-            )
-        return self._stacks[binding]
-
-    def _hoisted(self, binding: Binding, node: cst.BaseExpression, suffix: str, statements: list[str]) -> str:
-        """A literal, or a name the function does not assign at or after the binding, as is; anything else
-        evaluated once at the binding."""
-        if isinstance(node, cst.Integer) or (isinstance(node, cst.Name) and node.value not in binding.rebound):
-            return code(node)
-        constexpr = isinstance(node, cst.Name) and node.value in binding.constexpr_rebound
-        return self._evaluated(binding, self.render.text(node), suffix, statements, constexpr)
-
-    def _evaluated(
-        self, binding: Binding, text: str, suffix: str, statements: list[str], constexpr: bool = False
-    ) -> str:
-        """A fresh name that holds ``text``, evaluated at the binding.
-
-        A constexpr is annotated ``tl.constexpr`` (a plain assignment would make it a tensor); the
-        helpers that the accesses after the binding call are appended with ``tl`` imported.
-        """
-        name = self.fresh(f"{binding.name}_{suffix}")
-        statements.append(f"{name}: tl.constexpr = {text}" if constexpr else f"{name} = {text}")
-        return name
-
-    def _start(self, table: cst.BaseExpression, lo: cst.BaseExpression | None) -> str:
-        """The address of a table slice's first entry."""
-        return simplify(f"{self.render.atom(table)} + ({code(lo) if lo is not None else '0'})")
-
-    def _build_stack(self, binding: Binding) -> StackText:
-        """The binding's statements: its arguments evaluated, the stack in the bound name (last, when an
-        argument reads the name it rebinds)."""
-        statements: list[str] = []
-        smask = "None"
-        anchor = "None"  # memory a dtype example's pointer may point at (see _castpile_typed)
-        if binding.table is not None:
-            assert binding.hi is not None  # a table slice has both ends (parse fills in an absent one)
-            lo = code(binding.lo) if binding.lo is not None else "0"
-            count = simplify(f"({code(binding.hi)}) - ({lo})")
-            if names_in(binding.lo, binding.hi) & binding.rebound:
-                count = self._evaluated(binding, count, "count", statements, constexpr=True)
-            start = anchor = (
-                code(binding.start) if binding.start is not None else self._start(binding.table, binding.lo)
-            )
-            stack = f"{binding.name} = {start}"
-        elif binding.peer is not None:
-            assert binding.peer_table is not None  # the table a peer is an entry of
-            anchor = self.render.text(binding.peer_table)
-            entry = code(binding.start) if binding.start is not None else self._entry(binding.peer_table, binding.peer)
-            stack = f"{binding.name} = {entry}"
-            count = "1"
-        else:
-            assert binding.tile is not None  # neither a slice nor a peer: an expression of stacks
-            stack = f"{binding.name} = {self.render.text(binding.tile)}"
-            count = f"{binding.name}.numel"
-        if binding.dtype is not None:
-            example = self._evaluated(
-                binding, f"{self._helper(TYPED)}({anchor}, {code(binding.dtype)})", "example", statements
-            )
-        else:
-            assert binding.example is not None  # only a parameter's binding has none, and passing builds those
-            example = self._hoisted(binding, binding.example, "example", statements)
-        arguments: list[str] = []
-        shape = strides_ = None
-        if binding.shape is not None:
-            shape = tuple(self._hoisted(binding, n, f"shape{d}", arguments) for d, n in enumerate(binding.shape))
-        if binding.strides is not None:
-            strides_ = tuple(self._hoisted(binding, n, f"stride{d}", arguments) for d, n in enumerate(binding.strides))
-        if binding.ptr_mask is not None:
-            mask = self.render.text(binding.ptr_mask)
-            if binding.table is not None:
-                mask = f"{self._helper(SLICE_MASK)}({mask}, {count})"
-            smask = self._evaluated(binding, mask, "mask", arguments)
-        table = None
-        if binding.remote:
-            source = binding.table if binding.peer is None else binding.peer_table
-            assert source is not None  # a remote binding is a slice or a peer of a table
-            table = self._hoisted(binding, source, "table", arguments)
-        if binding.name in binding.rebound:
-            statements += [*arguments, stack]
-        else:
-            statements += [stack, *arguments]
-        align = None if binding.align is None else str(binding.align)
-        return StackText(binding.name, count, smask, example, shape, strides_, statements, table, align)
-
-    def _entry(self, table: cst.BaseExpression, peer: cst.BaseExpression) -> str:
-        """The address in entry ``peer`` of a table, loaded."""
-        return f"{self._helper(ENTRY)}({self.render.text(table)}, {self.render.text(peer)})"
+        return self.bindings.stack(binding)
 
     def slice_alias(self, alias: SliceAlias) -> list[str]:
-        """``tile = table[lo:hi]`` becomes ``tile = table + lo``, the start of the slice; ``tile = table[r]`` becomes
-        ``tile = _castpile_table_entry(table, r)``, the address in that entry."""
-        target = code(alias.node.targets[0].target)
-        if alias.peer is not None:
-            return [f"{target} = {self._entry(alias.table, alias.peer)}"]
-        return [f"{target} = {self._start(alias.table, alias.lo)}"]
+        """A table slice or entry bound to a plain name."""
+        return self.bindings.slice_alias(alias)
 
     # -- indices -------------------------------------------------------------------------
 
@@ -295,8 +185,8 @@ class Lowerer:
         shape = self.stack(access.binding).shape
         assert shape is not None  # spans come from a binding's shape
         extents = shape[len(explicit) :]  # the spans' extents, as the binding holds them
-        explicit = [i if i.isdigit() else f"{self._helper(TRAILING)}({i}, {r})" for i in explicit]
-        return explicit + [f"{self._helper(SPAN)}({n}, {d}, {r})" for d, n in enumerate(extents)]
+        explicit = [i if i.isdigit() else f"{self.called(TRAILING)}({i}, {r})" for i in explicit]
+        return explicit + [f"{self.called(SPAN)}({n}, {d}, {r})" for d, n in enumerate(extents)]
 
     def _where(self, access: Access, indices: list[str], pure: bool) -> str:
         """``offs, bounds`` of an access: inline when the indices may repeat, else through the index helper."""
@@ -313,7 +203,7 @@ class Lowerer:
         if stack.shape is not None and stack.shape_optional:
             extents = f"{extents} if {stack.shape[0]} is not None else None"
         steps = strides(stack.shape, stack.strides, len(indices))
-        return f"*{self._helper(INDEX)}({_tuple(indices)}, {extents}, {_tuple(steps)})"
+        return f"*{self.called(INDEX)}({_tuple(indices)}, {extents}, {_tuple(steps)})"
 
     def _prefix(self, access: Access, where: str) -> str:
         stack = self.stack(access.binding)
@@ -346,7 +236,7 @@ class Lowerer:
 
     def _call(self, helper: str, *args: str, **keywords: str | None) -> str:
         rendered = [*args, *(f"{key}={value}" for key, value in keywords.items() if value is not None)]
-        return f"{self._helper(helper)}({', '.join(rendered)})"
+        return f"{self.called(helper)}({', '.join(rendered)})"
 
     def _align(self, access: Access) -> str | None:
         return self.stack(access.binding).align
@@ -376,7 +266,7 @@ class Lowerer:
         assert all(name in given for name in taken), "a default among reordered values inside an expression"
         written = sorted(taken, key=positions.__getitem__)
         order = tuple(str(written.index(name)) for name in taken)
-        return [f"*{self._helper(IN_ORDER)}({_tuple([given[n] for n in written])}, {_tuple(order)})"]
+        return [f"*{self.called(IN_ORDER)}({_tuple([given[n] for n in written])}, {_tuple(order)})"]
 
     def _arguments(self, call: cst.Call, positions: dict[str, int]) -> dict[str, str]:
         """The source of each argument of ``call`` by parameter name."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .algebra import strides
+from .lower_bindings import StackText
 from .plan import HelperCall, MulticastParam
 
 
@@ -89,8 +90,6 @@ class PassedLowering:
 
     def stack(self, param: MulticastParam):
         """How accesses through ``param`` name their stack: by the parameters it becomes."""
-        from .lower import StackText
-
         names = self.names(param)
         return StackText(
             param.name,
