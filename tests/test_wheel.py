@@ -12,6 +12,7 @@ import zipfile
 from pathlib import Path
 
 import tomllib
+from packaging.requirements import Requirement
 from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -117,3 +118,22 @@ def test_oldest_pins_are_the_lower_bounds():
     assert {name: Version(v) for name, v in oldest.items()} == {name: Version(v) for name, v in lower.items()}
     assert project["license"] == "MIT" and (ROOT / "LICENSE").read_text().startswith("MIT License")
     assert project["urls"] and all((ROOT / url).is_file() for url in project["urls"].values()), project["urls"]
+
+
+def test_newest_pins_end_the_ranges():
+    """make test-newest installs releases that each range admits, and each range stops at the release series after
+    them (what is admitted is what is tested); the test extra's pins lie inside the ranges too."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    ranges = project["dependencies"] + project["optional-dependencies"]["gpu"]
+    admitted = {requirement.name: requirement.specifier for requirement in map(Requirement, ranges)}
+    [line] = [x for x in (ROOT / "Makefile").read_text().splitlines() if x.startswith("NEWEST :=")]
+    newest = {name: Version(v) for name, v in (pin.split("==") for pin in line.split(":=")[1].split())}
+    assert newest.keys() == admitted.keys()
+    for name, version in newest.items():
+        assert version in admitted[name], f"{name} {version} is outside {admitted[name]}"
+        [upper] = [spec for spec in admitted[name] if spec.operator == "<"]
+        assert Version(upper.version) == Version(f"{version.major}.{version.minor + 1}"), (
+            f"{name}: {upper} after {version}"
+        )
+    pinned = dict(pin.split("==") for pin in project["optional-dependencies"]["test"])
+    assert all(Version(pinned[name]) in admitted[name] for name in admitted), pinned
