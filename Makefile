@@ -55,26 +55,30 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 # Every test, on every core (pytest-xdist), after lint. test-fast: the compiler, CLI, diagnostics and
-# lowering tests only (the tiers are the markers of tests/conftest.py).
+# lowering tests only (the tiers are the markers of tests/conftest.py).  SIM_TESTS: the simulator's own
+# tests and the samples on simulated ranks.
+FAST_TIER := -m "not (sim or sm90 or subprocess or fuzz)"
+SIM_TESTS := tests/test_sim.py tests/test_samples_run.py
+
 test: lint
 	TRITON_INTERPRET=1 $(BIN)/python -m pytest -n auto
 
 test-fast: $(STAMP)
-	TRITON_INTERPRET=1 $(BIN)/python -m pytest -n auto -m "not (sim or sm90 or subprocess or fuzz)"
+	TRITON_INTERPRET=1 $(BIN)/python -m pytest -n auto $(FAST_TIER)
 
 # Under the oldest pins: the fast tier, then the simulator's own tests and the samples on simulated
 # ranks.  Left out: castpile's remote (NVSHMEM) helpers with scalar masks, which triton 3.5's
 # interpreter cannot run (tl.sort of a one-element block).
 test-oldest: $(OLDEST_STAMP)
-	TRITON_INTERPRET=1 $(OLDEST_VENV)/bin/python -m pytest -n auto -m "not (sim or sm90 or subprocess or fuzz)" \
+	TRITON_INTERPRET=1 $(OLDEST_VENV)/bin/python -m pytest -n auto $(FAST_TIER) \
 		--deselect tests/test_scalar_forms.py::test_remote_signal_and_wait_with_scalar_masks
-	TRITON_INTERPRET=1 $(OLDEST_VENV)/bin/python -m pytest -n auto tests/test_sim.py tests/test_samples_run.py
+	TRITON_INTERPRET=1 $(OLDEST_VENV)/bin/python -m pytest -n auto $(SIM_TESTS)
 
 # Under the newest pins: what test-oldest runs, then the sm_90 compile tier (every kernel compiled for Hopper on
 # the CPU), since a new triton changes its compiler as much as its interpreter.
 test-newest: $(NEWEST_STAMP)
-	TRITON_INTERPRET=1 $(NEWEST_VENV)/bin/python -m pytest -n auto -m "not (sim or sm90 or subprocess or fuzz)"
-	TRITON_INTERPRET=1 $(NEWEST_VENV)/bin/python -m pytest -n auto tests/test_sim.py tests/test_samples_run.py
+	TRITON_INTERPRET=1 $(NEWEST_VENV)/bin/python -m pytest -n auto $(FAST_TIER)
+	TRITON_INTERPRET=1 $(NEWEST_VENV)/bin/python -m pytest -n auto $(SIM_TESTS)
 	TRITON_INTERPRET=1 $(NEWEST_VENV)/bin/python -m pytest -n auto -m sm90
 
 bench-cpu: $(STAMP)
