@@ -262,7 +262,7 @@ def _replayed(launch):
 def launch_hooked() -> bool:
     """True while a Triton launch hook is installed (bound launches then go through ``kernel[grid]``).
 
-    Triton 3.6 keeps the hooks in a ``HookChain`` that is never None; it counts
+    Triton 3.6 and later keep the hooks in a ``HookChain`` that is never None; it counts
     as installed only when it holds a hook.
     """
     hooks = (knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook)
