@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo lint test test-fast test-oldest snapshots generated bench-cpu plots clean
+.PHONY: venv demo lint test test-fast test-oldest test-newest snapshots generated bench-cpu plots clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,13 +22,28 @@ venv: $(STAMP)
 OLDEST := triton==3.5.0 torch==2.9.0 libcst==1.1.0 sympy==1.13.3 platformdirs==3.0.0
 OLDEST_VENV := .venv-oldest
 OLDEST_STAMP := $(OLDEST_VENV)/.installed
-TEST_TOOLS = $(shell $(PYTHON) -c 'import tomllib; print(*(r for r in tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["test"] if r.split("==")[0] not in {o.split("==")[0] for o in "$(OLDEST)".split()}))')
+# The test extra's pins of all but the packages that the pins given ($(1)) name.
+test_tools = $(shell $(PYTHON) -c 'import sys, tomllib; own = {p.split("==")[0] for p in sys.argv[1:]}; print(*(r for r in tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["test"] if r.split("==")[0] not in own))' $(1))
 
 $(OLDEST_STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(OLDEST_VENV)
 	$(OLDEST_VENV)/bin/python -m pip install -q --upgrade pip
-	$(OLDEST_VENV)/bin/python -m pip install -q -e . $(OLDEST) $(TEST_TOOLS)
+	$(OLDEST_VENV)/bin/python -m pip install -q -e . $(OLDEST) $(call test_tools,$(OLDEST))
 	touch $(OLDEST_STAMP)
+
+# The newest releases PyPI serves of the same packages, in a third venv (.venv-newest).  torch 2.15.0
+# depends on triton 3.9.0, and PyPI serves it as a CUDA 13 build.  PIP_CONFIG_FILE=/dev/null: pip reads
+# no configuration file, so that a machine's pip.conf (a constraint file capping torch, say) cannot hold
+# these pins back.
+NEWEST := triton==3.9.0 torch==2.15.0 libcst==1.9.0 sympy==1.14.0 platformdirs==4.14.9
+NEWEST_VENV := .venv-newest
+NEWEST_STAMP := $(NEWEST_VENV)/.installed
+
+$(NEWEST_STAMP): pyproject.toml Makefile
+	$(PYTHON) -m venv $(NEWEST_VENV)
+	PIP_CONFIG_FILE=/dev/null $(NEWEST_VENV)/bin/python -m pip install -q --upgrade pip
+	PIP_CONFIG_FILE=/dev/null $(NEWEST_VENV)/bin/python -m pip install -q -e . $(NEWEST) $(call test_tools,$(NEWEST))
+	touch $(NEWEST_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python scripts/demo.py
@@ -40,20 +55,31 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 # Every test, on every core (pytest-xdist), after lint. test-fast: the compiler, CLI, diagnostics and
-# lowering tests only (the tiers are the markers of tests/conftest.py).
+# lowering tests only (the tiers are the markers of tests/conftest.py).  SIM_TESTS: the simulator's own
+# tests and the samples on simulated ranks.
+FAST_TIER := -m "not (sim or sm90 or subprocess or fuzz)"
+SIM_TESTS := tests/test_sim.py tests/test_samples_run.py
+
 test: lint
 	TRITON_INTERPRET=1 $(BIN)/python -m pytest -n auto
 
 test-fast: $(STAMP)
-	TRITON_INTERPRET=1 $(BIN)/python -m pytest -n auto -m "not (sim or sm90 or subprocess or fuzz)"
+	TRITON_INTERPRET=1 $(BIN)/python -m pytest -n auto $(FAST_TIER)
 
 # Under the oldest pins: the fast tier, then the simulator's own tests and the samples on simulated
 # ranks.  Left out: castpile's remote (NVSHMEM) helpers with scalar masks, which triton 3.5's
 # interpreter cannot run (tl.sort of a one-element block).
 test-oldest: $(OLDEST_STAMP)
-	TRITON_INTERPRET=1 $(OLDEST_VENV)/bin/python -m pytest -n auto -m "not (sim or sm90 or subprocess or fuzz)" \
+	TRITON_INTERPRET=1 $(OLDEST_VENV)/bin/python -m pytest -n auto $(FAST_TIER) \
 		--deselect tests/test_scalar_forms.py::test_remote_signal_and_wait_with_scalar_masks
-	TRITON_INTERPRET=1 $(OLDEST_VENV)/bin/python -m pytest -n auto tests/test_sim.py tests/test_samples_run.py
+	TRITON_INTERPRET=1 $(OLDEST_VENV)/bin/python -m pytest -n auto $(SIM_TESTS)
+
+# Under the newest pins: what test-oldest runs, then the sm_90 compile tier (every kernel compiled for Hopper on
+# the CPU), since a new triton changes its compiler as much as its interpreter.
+test-newest: $(NEWEST_STAMP)
+	TRITON_INTERPRET=1 $(NEWEST_VENV)/bin/python -m pytest -n auto $(FAST_TIER)
+	TRITON_INTERPRET=1 $(NEWEST_VENV)/bin/python -m pytest -n auto $(SIM_TESTS)
+	TRITON_INTERPRET=1 $(NEWEST_VENV)/bin/python -m pytest -n auto -m sm90
 
 bench-cpu: $(STAMP)
 	$(BIN)/python benchmarks/bench_cpu.py --out docs/data/bench-cpu.json
@@ -72,4 +98,4 @@ plots: $(STAMP)
 	$(BIN)/python benchmarks/plot.py docs/data/bench-tp-gemm.json docs/data/bench-tp-gemm-rs.png --x M --xlabel "M x K x N (M: all ranks' rows)" --select op=matmul_reduce_scatter --title "GEMM + reduce-scatter, 2 x H200, bf16"
 
 clean:
-	rm -rf $(VENV) $(OLDEST_VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(OLDEST_VENV) $(NEWEST_VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache

@@ -32,6 +32,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+#: What ptxas says when it stops at the first NVSHMEM symbol (Triton 3.9 assembles sm_90 with ptxas-blackwell).
+NVSHMEM_UNRESOLVED = re.compile(r"ptxas(-blackwell)? fatal\s*: Unresolved extern function 'nvshmem")
 
 
 @dataclass
@@ -103,6 +105,17 @@ def compile_for_sm90(jobs: list[Job], workdir: Path, processes: int = 1, timeout
     return results
 
 
+def ptxas_for_sm90() -> str:
+    """The ptxas Triton assembles sm_90 code with: ptxas-blackwell from Triton 3.9 on (the PTX it writes is too new
+    for the older ptxas it also ships), ptxas before."""
+    import inspect
+
+    from triton.backends.nvidia.compiler import get_ptxas
+
+    takes_arch = bool(inspect.signature(get_ptxas).parameters)  # Triton 3.5's get_ptxas() takes no architecture
+    return (get_ptxas(90) if takes_arch else get_ptxas()).path
+
+
 def signature(source: str, kernel: str, types: dict[str, str], default: str = "i32") -> dict[str, str]:
     """The signature of the function ``kernel`` of ``source`` (at any depth): ``"constexpr"`` for a parameter
     annotated ``tl.constexpr``, else its type in ``types``, else ``default``."""
@@ -169,7 +182,7 @@ def compile_jobs(jobs: list[dict], out_dir: Path) -> list[dict]:
             try:
                 kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32))
             except PTXASError as error:
-                if job["nvshmem"] and "ptxas fatal   : Unresolved extern function 'nvshmem" in str(error):
+                if job["nvshmem"] and NVSHMEM_UNRESOLVED.search(str(error)):
                     results.append({"name": job["name"], "ok": True, "error": None, "ptx": None})
                     continue
                 raise

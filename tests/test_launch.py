@@ -1,9 +1,12 @@
-"""castpile.gpu.launch: the launcher's arguments, checked against Triton 3.6's own launch code; the interpreter path.
+"""castpile.gpu.launch: the launcher's arguments, checked against the installed Triton's own launch code; the interpreter path.
 
 CI has no GPU, so the compiled path runs here on a stand-in for Triton's
 ``CompiledKernel``: its launcher is a real ``CudaLauncher`` (Triton's own Python
 ``__call__``, which turns Triton's launch convention into the C ``launch`` call)
-whose C ``launch`` only records what it is given.
+whose C ``launch`` only records what it is given.  Triton 3.5 and 3.6 compile a C
+``launch`` for each kernel, which takes the kernel's arguments one by one; Triton 3.9
+has one C ``launch`` for every kernel, which takes them as one sequence after their
+annotations and the kernel's signature, both held by the launcher.
 """
 
 import contextvars
@@ -15,6 +18,7 @@ import torch
 import triton
 import triton.language as tl
 from triton import knobs
+from triton.backends.nvidia import driver as nvidia_driver
 from triton.backends.nvidia.driver import CudaLauncher
 from triton.runtime import _allocation
 
@@ -30,6 +34,10 @@ def _signature_only(x, BLOCK: tl.constexpr, y, n, SCALE: tl.constexpr = 2, eps=0
 
 
 SIGNATURE = inspect.signature(_signature_only)
+#: Whether the installed Triton's launcher is one C ``launch`` for every kernel (Triton 3.9), which reads the
+#: kernel's argument annotations and signature from the launcher.
+ONE_LAUNCH_FOR_ALL = hasattr(nvidia_driver, "make_kernel_signature")
+ANNOTATIONS, KERNEL_SIGNATURE = ("annotations",), b"signature"
 
 
 class _RecordingLaunch:
@@ -39,17 +47,29 @@ class _RecordingLaunch:
         self.calls = []
 
     def __call__(self, *args):
-        self.calls.append(tuple(a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args))
+        self.calls.append(_plain(args))
 
 
-def _compiled(global_scratch=0, profile_scratch=0):
-    """A stand-in for Triton 3.6's ``CompiledKernel`` with loaded handles, its launcher a real ``CudaLauncher``."""
-    launcher = object.__new__(CudaLauncher)  # no __init__: that compiles the C launcher
+def _plain(value):
+    """``value`` with tensors as their addresses, and sequences (the kernel's arguments, for Triton 3.9) as tuples."""
+    if isinstance(value, torch.Tensor):
+        return value.data_ptr()
+    if isinstance(value, list | tuple):
+        return tuple(_plain(v) for v in value)
+    return value
+
+
+def _compiled(global_scratch=0, profile_scratch=0, one_launch_for_all=ONE_LAUNCH_FOR_ALL, gsan=False):
+    """A stand-in for Triton's ``CompiledKernel`` with loaded handles, its launcher a real ``CudaLauncher``
+    holding what the installed Triton's ``CudaLauncher.__init__`` gives it (``one_launch_for_all``: Triton 3.9's)."""
+    launcher = object.__new__(CudaLauncher)  # no __init__: that builds the C launcher, or needs a GPU driver
     launcher.launch = _RecordingLaunch()
     launcher.num_ctas = 1
     launcher.global_scratch_size, launcher.global_scratch_align = global_scratch, 128
     launcher.profile_scratch_size, launcher.profile_scratch_align = profile_scratch, 64
     launcher.launch_cooperative_grid, launcher.launch_pdl = False, True
+    if one_launch_for_all:
+        launcher.arg_annotations, launcher.kernel_signature, launcher.gsan_enabled = ANNOTATIONS, KERNEL_SIGNATURE, gsan
     return SimpleNamespace(function=FUNCTION, packed_metadata=PACKED, run=launcher, _init_handles=lambda: None)
 
 
@@ -59,7 +79,7 @@ def _scratch(size, align, stream):
 
 
 def _through_triton(compiled, grid, values):
-    """What Triton 3.6's ``JITFunction.run`` does to launch: ``compiled.run(grid, stream, function, packed metadata,
+    """What Triton's ``JITFunction.run`` does to launch: ``compiled.run(grid, stream, function, packed metadata,
     launch metadata, hooks, *bound arguments)`` (no launch hooks: ``None`` metadata and hooks)."""
     compiled.run(*grid, STREAM, compiled.function, compiled.packed_metadata, None, None, None, *values)
     return compiled.run.launch.calls.pop()
@@ -80,38 +100,37 @@ def _with_allocators(fn):
         _allocation._profile_allocator.set(profile)
 
 
-def test_arguments_are_grid_stream_head_then_every_parameter_in_declaration_order():
+@pytest.mark.parametrize("one_launch_for_all", [False, True], ids=["a launch per kernel", "one launch for all"])
+def test_arguments_are_grid_stream_head_then_every_parameter_in_declaration_order(one_launch_for_all):
     x, y = torch.zeros(4), torch.zeros(8)
-    compiled = _compiled()
+    compiled = _compiled(one_launch_for_all=one_launch_for_all)
     call = launcher_call(compiled, (5,), SIGNATURE, (x,), dict(n=10, y=y, BLOCK=64, num_warps=8), late=("y", "x"))
-    assert call.arguments == (
-        5,
-        1,
-        1,
-        None,  # grid, the stream slot
-        FUNCTION,
-        False,
-        True,
-        None,
-        None,
-        PACKED,
-        None,
-        None,
-        None,  # cooperative, pdl, 2 scratch, metadata, 3 hooks
-        x.data_ptr(),
-        64,
-        y.data_ptr(),
-        10,
-        2,
-        0.5,  # BLOCK and SCALE in their places, defaults applied, no num_warps
-    )
-    assert call.late == {"x": 13, "y": 15}
+    grid_and_stream = (5, 1, 1, None)
+    # BLOCK and SCALE in their places, defaults applied, no num_warps
+    parameters = (x.data_ptr(), 64, y.data_ptr(), 10, 2, 0.5)
+    if one_launch_for_all:  # cooperative, pdl, metadata, launch metadata, 2 hooks, 2 scratch, annotations, signature
+        head = (FUNCTION, False, True, PACKED, None, None, None, None, None, ANNOTATIONS, KERNEL_SIGNATURE)
+    else:  # cooperative, pdl, 2 scratch, metadata, launch metadata, 2 hooks
+        head = (FUNCTION, False, True, None, None, PACKED, None, None, None)
+    assert call.arguments == grid_and_stream + head + parameters
+    first = len(grid_and_stream + head)
+    assert call.late == {"x": first, "y": first + 2}
+    assert call.packed_from == (first if one_launch_for_all else None)
     assert call.entry is compiled.run.launch
 
 
+def test_a_gsan_launcher_is_called_itself():
+    """Triton 3.9's launcher with its global sanitizer on adds the sanitizer's arguments: castpile goes through it."""
+    compiled = _compiled(one_launch_for_all=True, gsan=True)
+    call = launcher_call(compiled, (2,), SIGNATURE, (torch.zeros(4), 8, torch.zeros(8), 1), {})
+    assert call.entry is compiled.run and call.packed_from is None
+    assert call.arguments[STREAM_SLOT + 1 :][:5] == (FUNCTION, PACKED, None, None, None)
+
+
 @pytest.mark.parametrize("global_scratch,profile_scratch", [(0, 0), (256, 0), (0, 32)])
-def test_a_bound_launch_makes_the_c_call_triton_makes(global_scratch, profile_scratch):
+def test_a_bound_launch_makes_the_c_call_triton_makes(global_scratch, profile_scratch, monkeypatch):
     """No scratch: the bare ``launch`` is called directly; with scratch: through the launcher, which allocates."""
+    monkeypatch.setattr(triton.runtime.driver, "_active", SimpleNamespace())  # Triton 3.9's launcher reads it
     compiled = _compiled(global_scratch, profile_scratch)
     x, y = torch.zeros(4), torch.zeros(8)
     call = launcher_call(compiled, (3, 2), SIGNATURE, (x, 16, y, 7), dict(SCALE=5))
@@ -119,7 +138,7 @@ def test_a_bound_launch_makes_the_c_call_triton_makes(global_scratch, profile_sc
     arguments[STREAM_SLOT] = STREAM
 
     def both():
-        call.entry(*arguments)
+        call.issue(arguments)
         return compiled.run.launch.calls.pop(), _through_triton(compiled, (3, 2, 1), [x, 16, y, 7, 5, 0.5])
 
     ours, triton_s_own = _with_allocators(both)

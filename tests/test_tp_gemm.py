@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pytest
 import torch
-import triton
 
 from castpile.gpu import sim
 from castpile.gpu.fused import tp_gemm
-from compile_sm90 import Job, compile_for_sm90
+from compile_sm90 import Job, compile_for_sm90, ptxas_for_sm90
 from testkit import import_file
 
 SHARD, K, N = 24, 40, 48
@@ -468,11 +467,11 @@ def test_kernels_compile_for_sm90(tmp_path):
             assert "st.global.v4" in text, f"{name}: 16-byte stores to peers"
     for name in ("ag-tma-rank0", "ag-tma-rank1", "ag-tma-kseg-rank0", "ag-tma-kseg-rank1", "ag-tma-onewave-rank0"):
         assert "fence.proxy.async.global" in ptx[name]
-    ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
+    ptxas = ptxas_for_sm90()
     spills = {}
     for name, r in results.items():  # a spilling copy loop or epilogue would cost the GEMM its registers
         report = subprocess.run(
-            [str(ptxas), "-arch=sm_90a", "-v", str(r.ptx), "-o", os.devnull], capture_output=True, text=True, check=True
+            [ptxas, "-arch=sm_90a", "-v", str(r.ptx), "-o", os.devnull], capture_output=True, text=True, check=True
         )
         spills[name] = "0 bytes spill stores" not in report.stdout + report.stderr
     # The pointer fallback's reduce-scatter for 4 ranks spills a little at these jobs' 4 warps (a 128 x 128 fp32

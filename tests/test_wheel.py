@@ -2,7 +2,6 @@
 (not editable) into a fresh venv, then the CLI, a transpile and an import through the hook."""
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -12,6 +11,7 @@ import zipfile
 from pathlib import Path
 
 import tomllib
+from packaging.requirements import Requirement
 from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,14 +106,39 @@ def test_wheel_in_a_fresh_venv(tmp_path):
     assert "missing library stubs or py.typed marker" not in proc.stdout, proc.stdout
 
 
+def _ranges(project: dict) -> dict:
+    """pyproject.toml's ranges, of the dependencies and of the gpu extra: a SpecifierSet by package name."""
+    ranges = project["dependencies"] + project["optional-dependencies"]["gpu"]
+    return {requirement.name: requirement.specifier for requirement in map(Requirement, ranges)}
+
+
+def _makefile_pins(variable: str) -> dict:
+    """The ``name==version`` pins of the Makefile's ``variable`` (OLDEST, NEWEST): a Version by package name."""
+    [line] = [x for x in (ROOT / "Makefile").read_text().splitlines() if x.startswith(f"{variable} :=")]
+    return {name: Version(v) for name, v in (pin.split("==") for pin in line.split(":=")[1].split())}
+
+
 def test_oldest_pins_are_the_lower_bounds():
     """make test-oldest installs exactly the lower bounds of pyproject.toml's ranges (and of the gpu extra);
     the license and the project URLs (documents in the repository) are there."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    ranges = project["dependencies"] + project["optional-dependencies"]["gpu"]
-    lower = dict(re.match(r"([a-z_-]+)>=([0-9.]+)", r).groups() for r in ranges)
-    [line] = [x for x in (ROOT / "Makefile").read_text().splitlines() if x.startswith("OLDEST :=")]
-    oldest = dict(pin.split("==") for pin in line.split(":=")[1].split())
-    assert {name: Version(v) for name, v in oldest.items()} == {name: Version(v) for name, v in lower.items()}
+    lower = {name: [Version(s.version) for s in spec if s.operator == ">="] for name, spec in _ranges(project).items()}
+    assert {name: [version] for name, version in _makefile_pins("OLDEST").items()} == lower
     assert project["license"] == "MIT" and (ROOT / "LICENSE").read_text().startswith("MIT License")
     assert project["urls"] and all((ROOT / url).is_file() for url in project["urls"].values()), project["urls"]
+
+
+def test_newest_pins_end_the_ranges():
+    """make test-newest installs releases that each range admits, and each range stops at the release series after
+    them (what is admitted is what is tested); the test extra's pins lie inside the ranges too."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    admitted, newest = _ranges(project), _makefile_pins("NEWEST")
+    assert newest.keys() == admitted.keys()
+    for name, version in newest.items():
+        assert version in admitted[name], f"{name} {version} is outside {admitted[name]}"
+        [upper] = [spec for spec in admitted[name] if spec.operator == "<"]
+        assert Version(upper.version) == Version(f"{version.major}.{version.minor + 1}"), (
+            f"{name}: {upper} after {version}"
+        )
+    pinned = dict(pin.split("==") for pin in project["optional-dependencies"]["test"])
+    assert all(Version(pinned[name]) in admitted[name] for name in admitted), pinned

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import triton
@@ -71,7 +72,7 @@ def bind(kernel, grid, *args, graph=False, late=(), **kwargs):
     compiled = kernel.warmup(*args, grid=grid, **kwargs)
     compiled._init_handles()
     call = launcher_call(compiled, grid, signature, args, kwargs, late)
-    entry, bound, positions = call.entry, tuple(call.arguments), call.late
+    issue, bound, positions = call.issue, tuple(call.arguments), call.late
     stream = functools.partial(triton.runtime.driver.active.get_current_stream, _device_index(args, kwargs))
 
     def launch(**tensors):
@@ -79,7 +80,7 @@ def bind(kernel, grid, *args, graph=False, late=(), **kwargs):
         for name, t in tensors.items():
             arguments[positions[name]] = _late_address(name, t, expected)
         arguments[STREAM_SLOT] = stream()
-        entry(*arguments)
+        issue(arguments)
 
     launch.kernel = compiled
     launch.keep_alive = tuple(v for k, v in given.items() if k not in expected)
@@ -98,30 +99,68 @@ class LateTensor:
 class LauncherCall:
     """How a bound launch calls Triton's C launcher, worked out once (see :func:`launcher_call`).
 
-    ``entry(*arguments)`` launches, once the current stream is at :data:`STREAM_SLOT`.
-    ``late`` maps each late parameter to the index of its address in ``arguments``.
+    :meth:`issue` launches with ``arguments``, once the current stream is at :data:`STREAM_SLOT`.
+    ``late`` maps each late parameter to the index of its address in ``arguments``.  ``packed_from``:
+    where the kernel's parameters start when ``entry`` takes them as one sequence, its last argument
+    (Triton 3.9's one C launch for every kernel); ``None`` when they follow one by one.
     """
 
-    entry: object
+    entry: Callable[..., object]
     arguments: tuple
     late: dict[str, int]
+    packed_from: int | None = None
+
+    def issue(self, arguments) -> None:
+        """Launch with ``arguments``: :attr:`arguments` with the stream in its slot and late addresses in theirs."""
+        if self.packed_from is None:
+            self.entry(*arguments)
+        else:
+            self.entry(*arguments[: self.packed_from], arguments[self.packed_from :])
 
 
 def launcher_call(compiled, grid, signature: inspect.Signature, args, kwargs, late=()) -> LauncherCall:
     """What a bound launch passes to Triton's launcher for ``kernel[grid](*args, **kwargs)``; reads, never calls.
 
-    ``compiled`` is Triton 3.6's ``CompiledKernel`` with its handles loaded; only its
+    ``compiled`` is Triton's ``CompiledKernel`` with its handles loaded; only its
     ``function``, ``packed_metadata`` and ``run`` (the launcher: ``launch``, the
-    scratch sizes, ``launch_cooperative_grid``, ``launch_pdl``) are read.  A kernel
-    that needs scratch memory goes through the launcher itself, which allocates it
-    on each call; any other calls the bare ``launch``, as the launcher would.  The
-    arguments are the grid, the stream slot, that head, then every parameter in
+    scratch sizes, ``launch_cooperative_grid``, ``launch_pdl``; in Triton 3.9 also
+    ``arg_annotations``, ``kernel_signature`` and ``gsan_enabled``) are read.  A kernel
+    that needs scratch memory, or one built with Triton 3.9's global sanitizer (which
+    adds arguments of its own), goes through the launcher itself, which allocates the
+    scratch on each call; any other calls the bare ``launch``, as the launcher would.
+    The arguments are the grid, the stream slot, that head, then every parameter in
     declaration order, constexprs and defaults included (tensors as addresses), as
-    Triton's own launch passes them.
+    Triton's own launch passes them.  Triton 3.5 and 3.6 compile a ``launch`` for each
+    kernel, which takes the scratch buffers before the metadata and the parameters one
+    by one; Triton 3.9's one ``launch`` for every kernel takes the metadata first, the
+    scratch buffers, the parameters' annotations and the kernel's signature, then the
+    parameters as one sequence.
     """
     launcher = compiled.run
-    if getattr(launcher, "global_scratch_size", 0) or getattr(launcher, "profile_scratch_size", 0):
-        entry, head = launcher, [compiled.function, compiled.packed_metadata, None, None, None]
+    packed = hasattr(launcher, "kernel_signature")
+    if (
+        getattr(launcher, "global_scratch_size", 0)
+        or getattr(launcher, "profile_scratch_size", 0)
+        or getattr(launcher, "gsan_enabled", False)
+    ):
+        entry, head, packed = launcher, [compiled.function, compiled.packed_metadata, None, None, None], False
+    elif packed:
+        entry, head = (
+            launcher.launch,
+            [
+                compiled.function,
+                launcher.launch_cooperative_grid,
+                launcher.launch_pdl,
+                compiled.packed_metadata,
+                None,
+                None,
+                None,
+                None,
+                None,
+                launcher.arg_annotations,
+                launcher.kernel_signature,
+            ],
+        )
     else:
         entry, head = (
             launcher.launch,
@@ -144,7 +183,7 @@ def launcher_call(compiled, grid, signature: inspect.Signature, args, kwargs, la
     if unknown:
         raise TypeError(f"bind: late {unknown} are not parameters of the kernel ({', '.join(names)})")
     first = len(arguments) - len(values)
-    return LauncherCall(entry, arguments, {name: first + names.index(name) for name in late})
+    return LauncherCall(entry, arguments, {name: first + names.index(name) for name in late}, first if packed else None)
 
 
 def bound_values(signature: inspect.Signature, args, kwargs) -> list:
@@ -223,7 +262,7 @@ def _replayed(launch):
 def launch_hooked() -> bool:
     """True while a Triton launch hook is installed (bound launches then go through ``kernel[grid]``).
 
-    Triton 3.6 keeps the hooks in a ``HookChain`` that is never None; it counts
+    Triton 3.6 and later keep the hooks in a ``HookChain`` that is never None; it counts
     as installed only when it holds a hook.
     """
     hooks = (knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook)

@@ -95,7 +95,7 @@ def ensure_allocator(device) -> None:
         return
     from triton.runtime import _allocation
 
-    if isinstance(_allocation._allocator.get(), _allocation.NullAllocator):  # Triton 3.5 and 3.6 alike
+    if isinstance(_allocation._allocator.get(), _allocation.NullAllocator):  # Triton 3.5 to 3.9 alike
 
         def allocate(size: int, alignment: int, stream):
             return torch.empty(size, dtype=torch.int8, device=device)
