@@ -559,7 +559,10 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, ali
         valid = valid & _castpile_prepend(mask, R)
     if user_mask is not None:
         valid = valid & _castpile_prepend(user_mask, R)
-    return ptrs, tl.broadcast_to(valid, ptrs.shape) & tl.full(ptrs.shape, 1, tl.int1)
+    # The all-true mask on the left: Triton's interpreter gives a comparison's result the type of its operands,
+    # so a scalar mask (pid < live) splatted to a block holds int32 lanes; `&` takes its left operand's type and
+    # turns the lanes back to booleans, and Triton 3.9's interpreter refuses a mask that is not boolean.
+    return ptrs, tl.full(ptrs.shape, 1, tl.int1) & tl.broadcast_to(valid, ptrs.shape)
 
 
 @triton.jit
