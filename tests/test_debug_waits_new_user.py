@@ -1,0 +1,97 @@
+"""Debug-mode waits tried as a new user would from the docs: seconds at the edges of what a deadline can hold, sites
+that are cut to fit the record, and debug-mode output that says what it is.
+
+A deadline reaches the kernel as an int64 of nanoseconds (``deadline_ns=``) and is written to the record as one: the
+seconds must give at least one nanosecond and at most 2**63 - 1.  Expected texts are written here by hand.
+"""
+
+import pytest
+
+import castpile
+from castpile import cli
+from compile_sm90 import Job, compile_for_sm90
+
+SOURCE = b"""\
+import triton
+import triton.language as tl
+import castpile
+
+
+@triton.jit
+def waits(pad):
+    castpile.wait(pad)
+"""
+LONGEST_S = (2**63 - 1) // 10**9  # 9223372036 s: the whole seconds an int64 of nanoseconds holds
+
+
+@pytest.fixture
+def src(tmp_path):
+    path = tmp_path / "waits.py"
+    path.write_bytes(SOURCE)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("1e300", f"is more than {LONGEST_S} seconds, the longest deadline a wait can hold"),
+        ("1e11", f"is more than {LONGEST_S} seconds, the longest deadline a wait can hold"),
+        ("9223372037", f"is more than {LONGEST_S} seconds, the longest deadline a wait can hold"),
+        ("1e-12", "is less than a nanosecond, the shortest deadline a wait can hold"),
+        ("4e-10", "is less than a nanosecond, the shortest deadline a wait can hold"),
+    ],
+    ids=["1e300", "1e11", "9223372037", "1e-12", "4e-10"],
+)
+@pytest.mark.parametrize("given_as", ["option", "variable"])
+def test_seconds_a_deadline_cannot_hold_are_a_usage_error_and_nothing_is_written(src, tmp_path, monkeypatch,
+                                                                                 capsysbinary, value, problem,
+                                                                                 given_as):  # fmt: skip
+    out = tmp_path / "out.py"
+    if given_as == "option":
+        argv, name, example = ["--debug-waits", value], "--debug-waits", "--debug-waits 5"
+    else:
+        monkeypatch.setenv("CASTPILE_DEBUG_WAITS", value)
+        argv, name, example = [], "CASTPILE_DEBUG_WAITS", "CASTPILE_DEBUG_WAITS=5"
+    assert cli.main([str(src), "-o", str(out), *argv]) == 2
+    err = capsysbinary.readouterr().err.decode()
+    assert err == (
+        f"castpile: error: {name}={value!r} {problem}: give how long a castpile.wait may spin before it gives up, "
+        f"as in {example}\n"
+    )
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("seconds", "problem"),
+    [
+        (1e300, f"is more than {LONGEST_S} seconds, the longest deadline a wait can hold"),
+        (1e10, f"is more than {LONGEST_S} seconds, the longest deadline a wait can hold"),
+        (1e-12, "is less than a nanosecond, the shortest deadline a wait can hold"),
+        ("3", "is not a number of seconds"),
+    ],
+    ids=["1e300", "1e10", "1e-12", "a string"],
+)
+def test_castpile_transpile_refuses_seconds_a_deadline_cannot_hold(seconds, problem):
+    with pytest.raises(ValueError) as info:
+        castpile.transpile(SOURCE, "waits.py", debug_waits=seconds)
+    assert str(info.value).startswith(f"debug_waits={seconds!r} {problem}: give the seconds a castpile.wait may spin")
+
+
+def test_the_hook_refuses_seconds_a_deadline_cannot_hold(tmp_path, monkeypatch):
+    monkeypatch.setenv("CASTPILE_DEBUG_WAITS", "1e300")
+    with pytest.raises(ValueError, match=rf"^CASTPILE_DEBUG_WAITS='1e300' is more than {LONGEST_S} seconds"):
+        castpile.install_import_hook("hooked", cache_dir=tmp_path / "cache")
+
+
+def test_the_edges_of_what_a_deadline_holds_transpile_and_compile_for_sm90(tmp_path):
+    jobs = []
+    for name, seconds, deadline_ns in (("shortest", 1e-9, 1), ("longest", LONGEST_S, LONGEST_S * 10**9)):
+        text = castpile.transpile(SOURCE, "waits.py", debug_waits=seconds).decode()
+        assert f"_castpile_wait_flags_until(pad, site='waits.py:8', deadline_ns={deadline_ns})" in text
+        path = tmp_path / f"{name}.py"
+        path.write_text(text)
+        jobs.append(Job(path, "waits", {"pad": "*i32"}, name=name))
+    results = compile_for_sm90(jobs, tmp_path)
+    assert {name: r.error for name, r in results.items() if not r.ok} == {}
+    for result in results.values():
+        assert "%globaltimer" in result.ptx.read_text()
