@@ -42,6 +42,32 @@ DEBUG_WAITS_ENV = "CASTPILE_DEBUG_WAITS"
 their line"); read by the command line, the import hook and ``castpile.jit`` when they transpile."""
 
 
+LONGEST_DEADLINE_NS = 2**63 - 1
+"""A deadline reaches the kernels as an int64 of nanoseconds (``deadline_ns=``) and is recorded as one."""
+
+
+def debug_waits_problem(seconds) -> str | None:
+    """What keeps ``seconds`` from being debug-mode waits' deadline (``"is not ..."``), or None: a finite number
+    whose nanoseconds, rounded, are at least 1 and fit an int64::
+
+        >>> debug_waits_problem(1e-12)
+        'is less than a nanosecond, the shortest deadline a wait can hold'
+    """
+    import numbers
+
+    if not isinstance(seconds, numbers.Real) or isinstance(seconds, bool) or seconds != seconds:
+        return "is not a number of seconds"
+    if seconds in (float("inf"), float("-inf")):
+        return "is not a number of seconds"
+    if seconds <= 0:
+        return "is not more than 0 seconds"
+    if seconds * 1e9 >= LONGEST_DEADLINE_NS or round(seconds * 1e9) > LONGEST_DEADLINE_NS:
+        return f"is more than {LONGEST_DEADLINE_NS // 10**9} seconds, the longest deadline a wait can hold"
+    if round(seconds * 1e9) < 1:
+        return "is less than a nanosecond, the shortest deadline a wait can hold"
+    return None
+
+
 def check_debug_waits(text: str, name: str = DEBUG_WAITS_ENV) -> float:
     """The seconds ``text`` (the value of the option ``name``) gives, else ``ValueError`` naming it::
 
@@ -57,11 +83,8 @@ before it gives up, as in CASTPILE_DEBUG_WAITS=5
         seconds = float(text)
     except ValueError:
         seconds = None
-    if seconds is None or seconds != seconds or seconds in (float("inf"), float("-inf")):
-        problem = "is not a number of seconds"
-    elif seconds <= 0:
-        problem = "is not more than 0 seconds"
-    else:
+    problem = debug_waits_problem(seconds)
+    if problem is None:
         return seconds
     example = f"{name}=5" if name == DEBUG_WAITS_ENV else f"{name} 5"
     raise ValueError(
