@@ -95,3 +95,26 @@ def test_the_edges_of_what_a_deadline_holds_transpile_and_compile_for_sm90(tmp_p
     assert {name: r.error for name, r in results.items() if not r.ok} == {}
     for result in results.values():
         assert "%globaltimer" in result.ptx.read_text()
+
+
+@pytest.mark.parametrize(
+    ("site", "recorded"),
+    [
+        ("/" + "é" * 100 + "/kk.py:7", "..." + "é" * 82 + "/kk.py:7"),  # 173 bytes of tail: half an é, then 82
+        ("/" + "é" * 100 + "/k.py:7", "..." + "é" * 83 + "/k.py:7"),  # 166 bytes of é: cut between two
+        ("/p/" + "😀" * 50 + ".py:10", "..." + "😀" * 41 + ".py:10"),  # 167 bytes: three quarters of one, then 41
+    ],
+    ids=["half an e-acute", "between two", "part of an emoji"],
+)
+def test_a_site_cut_to_fit_the_record_starts_at_a_whole_character(site, recorded):
+    # the debug helpers' compile-time function (castpile/compiler/helpers/deadlines.py), run as Python, and the
+    # host's reading of what it wrote (castpile/gpu/wait_deadlines.py)
+    from castpile.compiler.helpers import deadlines
+    from castpile.gpu import wait_deadlines
+
+    words = wait_deadlines.SITE_WORDS
+    assert 8 * words == 176  # so the tails above: 176 bytes, "..." and 173 of the site's last bytes at most
+    entry = [1, 0, 1, 0, 10**9, 0, 0, 0, -1, 0] + [deadlines._castpile_site_word.fn(site, k, words) for k in range(words)]
+    record = [1, *entry, *[0] * (wait_deadlines.RECORD_WORDS - 1 - len(entry))]
+    [found], _ = wait_deadlines.entries_in(record)
+    assert found.site == recorded
