@@ -21,6 +21,16 @@ import castpile
 def waits(pad):
     castpile.wait(pad)
 """
+SIGNAL_ONLY = b"""\
+import triton
+import castpile
+
+
+@triton.jit
+def signals(pad, pad_ptrs):
+    pads = castpile.multicast_like(pad, pad_ptrs[:2])
+    castpile.signal(pads[0])
+"""
 LONGEST_S = (2**63 - 1) // 10**9  # 9223372036 s: the whole seconds an int64 of nanoseconds holds
 
 
@@ -118,3 +128,18 @@ def test_a_site_cut_to_fit_the_record_starts_at_a_whole_character(site, recorded
     record = [1, *entry, *[0] * (wait_deadlines.RECORD_WORDS - 1 - len(entry))]
     [found], _ = wait_deadlines.entries_in(record)
     assert found.site == recorded
+
+
+DEBUG_NOTE = (
+    "# debug mode (CASTPILE_DEBUG_WAITS): the _until helpers give up at deadline_ns, recording their site; "
+    'docs/one-gpu.md, "Hangs that name their line"'
+)
+
+
+def test_debug_mode_output_says_what_it_is_under_its_helpers_header():
+    header = "# ---- castpile 0.3.0 helpers: generated, called by the rewritten accesses above ----"
+    debug = castpile.transpile(SOURCE, "waits.py", debug_waits=2.0).decode().splitlines()
+    assert debug[debug.index(header) + 1] == DEBUG_NOTE
+    normal = castpile.transpile(SOURCE, "waits.py").decode().splitlines()
+    assert normal[normal.index(header) + 1] == "import triton"
+    assert DEBUG_NOTE not in castpile.transpile(SIGNAL_ONLY, "waits.py", debug_waits=2.0).decode()  # nothing spins
