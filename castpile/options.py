@@ -46,7 +46,7 @@ LONGEST_DEADLINE_NS = 2**63 - 1
 """A deadline reaches the kernels as an int64 of nanoseconds (``deadline_ns=``) and is recorded as one."""
 
 
-def debug_waits_problem(seconds) -> str | None:
+def debug_waits_problem(seconds: object) -> str | None:
     """What keeps ``seconds`` from being debug-mode waits' deadline (``"is not ..."``), or None: a finite number
     whose nanoseconds, rounded, are at least 1 and fit an int64::
 
@@ -55,15 +55,17 @@ def debug_waits_problem(seconds) -> str | None:
     """
     import numbers
 
-    if not isinstance(seconds, numbers.Real) or isinstance(seconds, bool) or seconds != seconds:
+    if not isinstance(seconds, numbers.Real) or isinstance(seconds, bool):
         return "is not a number of seconds"
-    if seconds in (float("inf"), float("-inf")):
+    value = float(seconds)
+    if value != value or value in (float("inf"), float("-inf")):
         return "is not a number of seconds"
-    if seconds <= 0:
+    if value <= 0:
         return "is not more than 0 seconds"
-    if seconds * 1e9 >= LONGEST_DEADLINE_NS or round(seconds * 1e9) > LONGEST_DEADLINE_NS:
+    nanoseconds = value * 1e9
+    if nanoseconds > LONGEST_DEADLINE_NS:
         return f"is more than {LONGEST_DEADLINE_NS // 10**9} seconds, the longest deadline a wait can hold"
-    if round(seconds * 1e9) < 1:
+    if round(nanoseconds) < 1:
         return "is less than a nanosecond, the shortest deadline a wait can hold"
     return None
 
@@ -82,10 +84,11 @@ before it gives up, as in CASTPILE_DEBUG_WAITS=5
     try:
         seconds = float(text)
     except ValueError:
-        seconds = None
-    problem = debug_waits_problem(seconds)
-    if problem is None:
-        return seconds
+        problem: str | None = "is not a number of seconds"
+    else:
+        problem = debug_waits_problem(seconds)
+        if problem is None:
+            return seconds
     example = f"{name}=5" if name == DEBUG_WAITS_ENV else f"{name} 5"
     raise ValueError(
         f"{name}={text!r} {problem}: give how long a castpile.wait may spin before it gives up, as in {example}"

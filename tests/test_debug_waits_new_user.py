@@ -124,7 +124,9 @@ def test_a_site_cut_to_fit_the_record_starts_at_a_whole_character(site, recorded
 
     words = wait_deadlines.SITE_WORDS
     assert 8 * words == 176  # so the tails above: 176 bytes, "..." and 173 of the site's last bytes at most
-    entry = [1, 0, 1, 0, 10**9, 0, 0, 0, -1, 0] + [deadlines._castpile_site_word.fn(site, k, words) for k in range(words)]
+    entry = [1, 0, 1, 0, 10**9, 0, 0, 0, -1, 0] + [
+        deadlines._castpile_site_word.fn(site, k, words) for k in range(words)
+    ]
     record = [1, *entry, *[0] * (wait_deadlines.RECORD_WORDS - 1 - len(entry))]
     [found], _ = wait_deadlines.entries_in(record)
     assert found.site == recorded
