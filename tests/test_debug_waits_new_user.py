@@ -6,10 +6,12 @@ seconds must give at least one nanosecond and at most 2**63 - 1.  Expected texts
 """
 
 import pytest
+import torch
 
 import castpile
 from castpile import cli
-from compile_sm90 import Job, compile_for_sm90
+from compile_sm90 import Job, compile_for_sm90, signature
+from testkit import import_file
 
 SOURCE = b"""\
 import triton
@@ -145,3 +147,142 @@ def test_debug_mode_output_says_what_it_is_under_its_helpers_header():
     normal = castpile.transpile(SOURCE, "waits.py").decode().splitlines()
     assert normal[normal.index(header) + 1] == "import triton"
     assert DEBUG_NOTE not in castpile.transpile(SIGNAL_ONLY, "waits.py", debug_waits=2.0).decode()  # nothing spins
+
+
+# -- a user's kernels on simulated ranks: debug mode computes what normal mode does ---------------------------------
+
+USER_KERNELS = '''
+import triton
+import triton.language as tl
+
+import castpile
+from castpile import Multicast, multicast_like as mcl, signal, wait
+
+
+@triton.jit
+def _meet(pads: castpile.Multicast, pad, rank, W: tl.constexpr, WP: tl.constexpr):
+    castpile.signal(pads[rank], wait_for=0)
+    peers = tl.arange(0, WP)
+    castpile.wait(pad + peers, mask=peers < W)
+
+
+@triton.jit
+def rounds(out, pad, pad_ptrs, buf_ptrs, rank, ROUNDS: tl.constexpr, W: tl.constexpr, WP: tl.constexpr,
+           BLOCK: tl.constexpr):
+    """Each round every rank sums the rows of its buffer, then writes sum + rank into row `rank` of every peer's."""
+    pads = castpile.multicast_like(pad, pad_ptrs[:W], shape=(WP,))
+    bufs = castpile.multicast_like(out, buf_ptrs[:W], shape=(W * BLOCK,))
+    offs = tl.arange(0, BLOCK)
+    for r in range(ROUNDS):
+        acc = tl.zeros([BLOCK], tl.float32)
+        for q in tl.static_range(W):
+            acc += tl.load(out + q * BLOCK + offs)
+        tl.debug_barrier()
+        _meet(pads, pad, rank, W, WP)
+        tl.debug_barrier()
+        bufs[rank * BLOCK + offs] = acc + rank
+        tl.debug_barrier()
+        _meet(pads, pad, rank, W, WP)
+        tl.debug_barrier()
+
+
+@triton.jit
+def _arrive(counters: Multicast, slot):
+    signal(counters[slot], op="add")
+
+
+@triton.jit
+def counted(pad, pad_ptrs, slot, MEETINGS: tl.constexpr, W: tl.constexpr):
+    counters = mcl(pad, pad_ptrs[:W], shape=(64,))
+    for meeting in tl.static_range(MEETINGS):
+        _arrive(counters, slot)
+        wait(pad + slot, (meeting + 1) * W, "ge", reset=None)
+
+
+@triton.jit
+def epoch(pad, pad_ptrs, owner, rank, EPOCH: tl.constexpr):
+    at_owner = mcl(pad, tl.load(pad_ptrs + owner), shape=(8,))
+    if rank == owner:
+        signal(at_owner[1], EPOCH)
+    wait(at_owner[1],
+         EPOCH,
+         cmp="ge",
+         reset=None)
+
+
+@triton.jit
+def block_flags(pad, pad_ptrs, n, W: tl.constexpr, WP: tl.constexpr, BLOCK: tl.constexpr):
+    """Every rank adds 1 to flags [16, 16 + n) of every rank, then waits for its own to reach W, lowering them."""
+    ranks = tl.arange(0, WP)
+    tile = tl.load(pad_ptrs + ranks, mask=ranks < W, other=0)
+    flags = mcl(pad, tile, shape=(16 + BLOCK,), ptr_mask=ranks < W)
+    offs = tl.arange(0, BLOCK)
+    signal(flags[16 + offs], op="add", mask=offs < n)
+    wait(pad + 16 + offs, W * 1, cmp="eq", mask=offs < n)
+'''
+W, BLOCK = 3, 8
+
+
+def user_kernels(tmp_path, mode: str, seconds: float | None):
+    path = tmp_path / f"user_{mode}.py"
+    path.write_bytes(castpile.transpile(USER_KERNELS, path.name, debug_waits=seconds))
+    return path
+
+
+def on_three_ranks(kernels) -> list[dict]:
+    from castpile.gpu import check_waits, sim
+
+    handles = sim.symmetric_empty(W, (W * BLOCK,), torch.float32)
+
+    def body(rank):
+        symm = handles[rank]
+        symm.tensor.copy_(torch.arange(W * BLOCK, dtype=torch.float32) * (rank + 1))
+        pad, pads = symm.signal_pad, symm.signal_pad_ptrs
+        kernels.rounds[(1,)](symm.tensor, pad, pads, symm.buffer_ptrs, rank, ROUNDS=2, W=W, WP=4, BLOCK=BLOCK)
+        kernels.counted[(1,)](pad, pads, 10, MEETINGS=3, W=W)
+        kernels.epoch[(1,)](pad, pads, 1, rank, EPOCH=4)
+        kernels.block_flags[(1,)](pad, pads, 5, W=W, WP=4, BLOCK=8)
+        return {"buffer": symm.tensor.clone(), "pad": pad.clone()}
+
+    outs = sim.run(body, W, timeout=120)
+    check_waits()  # nothing gave up: the interpreter has no clock
+    return outs
+
+
+def test_a_users_kernels_on_simulated_ranks_compute_the_same_in_debug_mode(tmp_path):
+    start = [torch.arange(W * BLOCK, dtype=torch.float32) * (r + 1) for r in range(W)]
+    buffers = [b.clone() for b in start]
+    for _ in range(2):  # rounds, by hand
+        sums = [b.view(W, BLOCK).sum(0) for b in buffers]
+        for peer in range(W):
+            for r in range(W):
+                buffers[peer][r * BLOCK : (r + 1) * BLOCK] = sums[r] + r
+    for mode, seconds in (("normal", None), ("debug", 3.0)):
+        outs = on_three_ranks(import_file(user_kernels(tmp_path, mode, seconds), f"user_{mode}"))
+        for rank, out in enumerate(outs):
+            assert torch.equal(out["buffer"], buffers[rank]), (mode, rank)
+            pad = torch.zeros(64, dtype=torch.int32)
+            pad[10] = 3 * W  # the counter: W arrivals at each of 3 meetings, never reset
+            pad[1] = 4 if rank == 1 else 0  # the owner's epoch flag, never reset
+            assert torch.equal(out["pad"], pad), (mode, rank)
+
+
+TYPES = {"out": "*fp32", "pad": "*i32", "pad_ptrs": "*i64", "buf_ptrs": "*i64"}  # every other parameter: i32
+CONSTEXPRS = {
+    "rounds": {"ROUNDS": 2, "W": W, "WP": 4, "BLOCK": BLOCK},
+    "counted": {"MEETINGS": 3, "W": W},
+    "epoch": {"EPOCH": 4},
+    "block_flags": {"W": W, "WP": 4, "BLOCK": 8},
+}
+
+
+def test_a_users_kernels_compile_for_sm90_with_a_clock_in_debug_mode_only(tmp_path):
+    jobs = []
+    for mode, seconds in (("normal", None), ("debug", 3.0)):
+        path = user_kernels(tmp_path, mode, seconds)
+        for kernel, constexprs in CONSTEXPRS.items():
+            jobs.append(Job(path, kernel, signature(USER_KERNELS, kernel, TYPES), constexprs, name=f"{mode} {kernel}"))
+    results = compile_for_sm90(jobs, tmp_path, processes=2)
+    assert {name: r.error for name, r in results.items() if not r.ok} == {}
+    for name, result in results.items():
+        assert ("%globaltimer" in result.ptx.read_text()) == name.startswith("debug"), name
