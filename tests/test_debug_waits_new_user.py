@@ -5,6 +5,8 @@ A deadline reaches the kernel as an int64 of nanoseconds (``deadline_ns=``) and 
 seconds must give at least one nanosecond and at most 2**63 - 1.  Expected texts are written here by hand.
 """
 
+import re
+
 import pytest
 import torch
 
@@ -286,3 +288,26 @@ def test_a_users_kernels_compile_for_sm90_with_a_clock_in_debug_mode_only(tmp_pa
     assert {name: r.error for name, r in results.items() if not r.ok} == {}
     for name, result in results.items():
         assert ("%globaltimer" in result.ptx.read_text()) == name.startswith("debug"), name
+
+
+REMOTE_WAIT = b"""\
+import triton
+import triton.language as tl
+import castpile
+
+
+@triton.jit
+def wait_remote(pad, pad_ptrs, W: tl.constexpr):
+    pads = castpile.multicast_like(pad, pad_ptrs[:W], shape=(4,), remote="nvshmem")
+    castpile.wait(pads[0])
+"""
+
+
+@pytest.mark.parametrize("strategy", castpile.STRATEGIES)
+def test_every_helper_the_debug_mode_output_names_is_in_it(strategy):
+    # a reader of the output follows a name in a docstring to its def: it must be there
+    for source in (USER_KERNELS.encode(), REMOTE_WAIT):
+        text = castpile.transpile(source, "user.py", strategy=strategy, debug_waits=3.0).decode()
+        defined = set(re.findall(r"^def (_castpile_\w+)|^(_castpile_\w+) =", text, re.M))
+        defined = {name for pair in defined for name in pair if name}
+        assert set(re.findall(r"\b_castpile_\w+", text)) - defined == set()
