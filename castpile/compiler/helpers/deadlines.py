@@ -116,7 +116,8 @@ def _castpile_give_up(ptrs, pending, seen, value, cmp: tl.constexpr, site: tl.co
 def _castpile_wait_flags_until(ptrs, value=1, reset=0, mask=None, cmp: tl.constexpr = tl.constexpr("eq"),
                                sem: tl.constexpr = tl.constexpr("acquire"), scope: tl.constexpr = tl.constexpr("sys"),
                                site: tl.constexpr = None, deadline_ns: tl.constexpr = None):
-    """:func:`_castpile_wait_flags`, giving up ``deadline_ns`` after it starts (the lanes still pending recorded)."""
+    """Spin until every flag at ``ptrs`` satisfies ``flag cmp value``, then set it to ``reset`` (``None``: leave it),
+    as a normal-mode wait does; give up ``deadline_ns`` after the spin starts, recording the lanes still pending."""
     dtype = ptrs.dtype.element_ty
     pending = _castpile_lane_mask(True, mask, ptrs)
     targets = _castpile_anchored(ptrs, pending)
