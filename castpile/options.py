@@ -42,6 +42,34 @@ DEBUG_WAITS_ENV = "CASTPILE_DEBUG_WAITS"
 their line"); read by the command line, the import hook and ``castpile.jit`` when they transpile."""
 
 
+LONGEST_DEADLINE_NS = 2**63 - 1
+"""A deadline reaches the kernels as an int64 of nanoseconds (``deadline_ns=``) and is recorded as one."""
+
+
+def debug_waits_problem(seconds: object) -> str | None:
+    """What keeps ``seconds`` from being debug-mode waits' deadline (``"is not ..."``), or None: a finite number
+    whose nanoseconds, rounded, are at least 1 and fit an int64::
+
+        >>> debug_waits_problem(1e-12)
+        'is less than a nanosecond, the shortest deadline a wait can hold'
+    """
+    import numbers
+
+    if not isinstance(seconds, numbers.Real) or isinstance(seconds, bool):
+        return "is not a number of seconds"
+    value = float(seconds)
+    if value != value or value in (float("inf"), float("-inf")):
+        return "is not a number of seconds"
+    if value <= 0:
+        return "is not more than 0 seconds"
+    nanoseconds = value * 1e9
+    if nanoseconds > LONGEST_DEADLINE_NS:
+        return f"is more than {LONGEST_DEADLINE_NS // 10**9} seconds, the longest deadline a wait can hold"
+    if round(nanoseconds) < 1:
+        return "is less than a nanosecond, the shortest deadline a wait can hold"
+    return None
+
+
 def check_debug_waits(text: str, name: str = DEBUG_WAITS_ENV) -> float:
     """The seconds ``text`` (the value of the option ``name``) gives, else ``ValueError`` naming it::
 
@@ -56,13 +84,11 @@ before it gives up, as in CASTPILE_DEBUG_WAITS=5
     try:
         seconds = float(text)
     except ValueError:
-        seconds = None
-    if seconds is None or seconds != seconds or seconds in (float("inf"), float("-inf")):
-        problem = "is not a number of seconds"
-    elif seconds <= 0:
-        problem = "is not more than 0 seconds"
+        problem: str | None = "is not a number of seconds"
     else:
-        return seconds
+        problem = debug_waits_problem(seconds)
+        if problem is None:
+            return seconds
     example = f"{name}=5" if name == DEBUG_WAITS_ENV else f"{name} 5"
     raise ValueError(
         f"{name}={text!r} {problem}: give how long a castpile.wait may spin before it gives up, as in {example}"

@@ -23,7 +23,7 @@ from pathlib import Path
 import libcst as cst
 
 from ..options import HELPERS_TITLE, WRAPS_TITLE, appended_header
-from .calling import HELPER_PREFIX, REMOTE_KERNEL, SITE_WORD
+from .calling import GIVING_UP, HELPER_PREFIX, REMOTE_KERNEL, SITE_WORD
 from .lower import Lowering
 from .plan import STATEMENTS, Plan
 from .walk import Walker, rebuild
@@ -244,6 +244,13 @@ def _helper_sources() -> tuple[dict[str, str], dict[str, set[str]], list[str]]:
     return sources, calls, order
 
 
+DEBUG_NOTE = (
+    "# debug mode (CASTPILE_DEBUG_WAITS): the _until helpers give up at deadline_ns, recording their site; "
+    'docs/one-gpu.md, "Hangs that name their line"'
+)
+"""The line under the helpers' header of a module whose waits give up (debug mode), saying so."""
+
+
 def helpers_block(used: set[str], newline: str, prefix: str = HELPER_PREFIX, remote_kernels: Sequence[str] = ()) -> str:
     """The source appended to a module that calls ``used`` helpers (with their dependencies),
     their names starting with ``prefix``; then each of ``remote_kernels`` wrapped for NVSHMEM."""
@@ -257,7 +264,8 @@ def helpers_block(used: set[str], newline: str, prefix: str = HELPER_PREFIX, rem
             needed.add(name)
             todo.extend(calls[name])
     body = "\n\n\n".join(sources[name] for name in order if name in needed)
-    text = f"\n\n{appended_header(HELPERS_TITLE)}\nimport triton\nimport triton.language as tl\n\n\n{body}\n"
+    note = DEBUG_NOTE + "\n" if needed & set(GIVING_UP.values()) else ""
+    text = f"\n\n{appended_header(HELPERS_TITLE)}\n{note}import triton\nimport triton.language as tl\n\n\n{body}\n"
     text = text.replace(HELPER_PREFIX, prefix)
     if remote_kernels:  # after the renaming: a kernel's own name may start with the default prefix
         wrap = prefix + REMOTE_KERNEL[len(HELPER_PREFIX) :]

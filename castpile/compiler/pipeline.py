@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import gc
 
-from ..options import check_strategy, mentions_castpile
+from ..options import check_strategy, debug_waits_problem, mentions_castpile
 from . import parse
 from .thread_stack import on_deep_stack
 
@@ -27,8 +27,12 @@ def transpile_source(
 ) -> bytes:
     """Transpile one module; see :func:`castpile.transpile`."""
     check_strategy(strategy)
-    if debug_waits is not None and not 0 < debug_waits < float("inf"):
-        raise ValueError(f"debug_waits={debug_waits!r}: give the seconds a castpile.wait may spin, more than 0")
+    problem = None if debug_waits is None else debug_waits_problem(debug_waits)
+    if problem is not None:
+        raise ValueError(
+            f"debug_waits={debug_waits!r} {problem}: give the seconds a castpile.wait may spin, more than 0, "
+            "as in debug_waits=5"
+        )
     if isinstance(source, str):
         source = source.encode("utf-8")
     if not mentions_castpile(source):
