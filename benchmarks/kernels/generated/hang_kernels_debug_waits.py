@@ -21,6 +21,7 @@ def barrier(pad, pad_ptrs, rank, W: tl.constexpr):
 
 
 # ---- castpile 0.3.0 helpers: generated, called by the rewritten accesses above ----
+# debug mode (CASTPILE_DEBUG_WAITS): the _until helpers give up at deadline_ns, recording their site; docs/one-gpu.md, "Hangs that name their line"
 import triton
 import triton.language as tl
 
@@ -149,11 +150,14 @@ _castpile_wait_site_words = tl.constexpr(_castpile_wait_deadlines.SITE_WORDS)
 @triton.constexpr_function
 def _castpile_site_word(site, k, words):
     """Word ``k`` of ``site`` as an entry of ``words`` site words holds it: UTF-8, NUL-padded (``...`` and the
-    tail when longer), little-endian, signed."""
+    tail when longer, from a whole character), little-endian, signed."""
     data = str(site).encode()
     room = 8 * words
     if len(data) > room:
-        data = b"..." + data[len(data) - room + 3 :]
+        start = len(data) - room + 3
+        while data[start] & 0xC0 == 0x80:  # a UTF-8 continuation byte: not a character's first
+            start += 1
+        data = b"..." + data[start:]
     word = 0
     for byte in reversed(data[8 * k : 8 * k + 8]):
         word = word * 256 + byte
@@ -223,7 +227,8 @@ def _castpile_give_up(ptrs, pending, seen, value, cmp: tl.constexpr, site: tl.co
 def _castpile_wait_flags_until(ptrs, value=1, reset=0, mask=None, cmp: tl.constexpr = tl.constexpr("eq"),
                                sem: tl.constexpr = tl.constexpr("acquire"), scope: tl.constexpr = tl.constexpr("sys"),
                                site: tl.constexpr = None, deadline_ns: tl.constexpr = None):
-    """:func:`_castpile_wait_flags`, giving up ``deadline_ns`` after it starts (the lanes still pending recorded)."""
+    """Spin until every flag at ``ptrs`` satisfies ``flag cmp value``, then set it to ``reset`` (``None``: leave it),
+    as a normal-mode wait does; give up ``deadline_ns`` after the spin starts, recording the lanes still pending."""
     dtype = ptrs.dtype.element_ty
     pending = _castpile_lane_mask(True, mask, ptrs)
     targets = _castpile_anchored(ptrs, pending)
