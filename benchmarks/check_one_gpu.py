@@ -41,7 +41,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent)]
 
-from castpile.gpu import one_gpu
+from castpile.gpu import local_memory, one_gpu
 from one_gpu_cases import CASE_SETS, Case
 
 #: Seconds a case may take in a child before it counts as hung.
@@ -101,6 +101,7 @@ def check_case(case: Case, world: int, iters: int, phased: bool, seed: int) -> d
     return dict(
         wrong_elements=total,
         pads_nonzero_after=int(sum(int(p.count_nonzero()) for p in case.pads())),
+        stack_limit_after=local_memory.stack_limit(),  # the local memory per thread the ranks' kernels needed
         seconds=round(seconds, 2),
     )
 

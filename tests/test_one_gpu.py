@@ -67,7 +67,7 @@ def test_a_cache_without_replay_binds_late_launches_and_calls_after_bind_once_ea
         binds.append(options)
         return lambda **late: launches.append(late)
 
-    cache = LaunchCache(replay=False, after_bind=lambda: barriers.append(len(launches)))
+    cache = LaunchCache(replay=False, after_bind=lambda launch: barriers.append(len(launches)))
     out = _Tensor(0x1000)
     for _ in range(3):
         cache.issue("key", bind_for, {"out": out}, True, out)

@@ -33,10 +33,11 @@ class LaunchCache:
     #: Whether owned calls may replay captured graphs.  :mod:`castpile.gpu.one_gpu` turns it off: a capture
     #: synchronises the device, which deadlocks while a peer rank's kernel on the same GPU waits for this rank.
     replay: bool = True
-    #: Called after each new binding, before its first launch (or None).  :mod:`castpile.gpu.one_gpu` passes a
-    #: barrier of every rank: loading a kernel's module waits for the device, so no rank may start a kernel that
-    #: waits for peers while a peer still has to load it.
-    after_bind: Callable[[], object] | None = None
+    #: Called with each new binding (the bound launch), before its first launch (or None).
+    #: :mod:`castpile.gpu.one_gpu` passes a barrier of every rank: loading a kernel's module, and growing the
+    #: local memory it needs, wait for the device, so no rank may start a kernel that waits for peers while a peer
+    #: still has to do either.
+    after_bind: Callable[[object], object] | None = None
 
     def issue(self, key, bind_for, tensors: dict, owned: bool, device_tensor: torch.Tensor) -> None:
         """Issue the launch cached under ``key``; ``bind_for(tensors, **options)`` binds it on first use.
@@ -52,7 +53,7 @@ class LaunchCache:
             replay = graphs.get(addresses)
             if replay is None:
                 replay = graphs[addresses] = bind_for(tensors, graph=True)
-                self._bound()
+                self._bound(replay)
                 if len(graphs) > GRAPHS_KEPT:
                     del graphs[next(iter(graphs))]
             replay()
@@ -60,9 +61,9 @@ class LaunchCache:
         launch = self.bound.get(key)
         if launch is None:
             launch = self.bound[key] = bind_for(tensors, late=tuple(tensors))
-            self._bound()
+            self._bound(launch)
         launch(**tensors)
 
-    def _bound(self) -> None:
+    def _bound(self, launch) -> None:
         if self.after_bind is not None:
-            self.after_bind()
+            self.after_bind(launch)

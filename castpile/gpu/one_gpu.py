@@ -46,7 +46,7 @@ from collections.abc import Sequence
 
 import torch
 
-from . import allocation_names, device_share, wait_deadlines
+from . import allocation_names, device_share, local_memory, wait_deadlines
 from .launch_cache import LaunchCache
 from .symmetric import (
     LowLatencyScratch,
@@ -166,12 +166,26 @@ BIND_TIMEOUT_S = 300.0
 def launch_caches(world_size: int) -> list[LaunchCache]:
     """One launch cache per rank: no graph replays, and a barrier of every rank after each new binding.
 
-    Loading a kernel's module waits for the device: a rank that loads a kernel while a peer's kernel
-    spins waiting for it would never finish loading.  The ranks make the same calls, so they bind the
-    same launches in the same order; the barrier makes every rank load a kernel before any starts it.
+    Loading a kernel's module waits for the device, and so does growing the local memory a launch
+    needs (:mod:`castpile.gpu.local_memory`): a rank that does either while a peer's kernel spins
+    waiting for it would never finish.  The ranks make the same calls, so they bind the same launches
+    in the same order; the barrier makes every rank load a kernel before any starts it, and, before
+    releasing them, reserves the most local memory any rank's copy needs (the JIT specialises
+    ``rank == 1``, whose copy may spill more).
     """
-    barrier = threading.Barrier(world_size, timeout=BIND_TIMEOUT_S)
-    return [LaunchCache(replay=False, after_bind=barrier.wait) for _ in range(world_size)]
+    needed: list[int] = []
+
+    def reserve_local_memory() -> None:
+        local_memory.reserve(max(needed))
+        needed.clear()
+
+    barrier = threading.Barrier(world_size, action=reserve_local_memory, timeout=BIND_TIMEOUT_S)
+
+    def after_bind(launch) -> None:
+        needed.append(local_memory.local_bytes(launch))
+        barrier.wait()
+
+    return [LaunchCache(replay=False, after_bind=after_bind) for _ in range(world_size)]
 
 
 def create_all(state_class, world_size: int, device=None, **arguments) -> list:
