@@ -134,6 +134,11 @@ def _prepared(fn, options):
     text += _namespace_imports(fn.__globals__, _bound_names(tree), text)
     span = (kernel.decorator_list[0].lineno, kernel.end_lineno)
     filename, transpiled, tree = _transpile(fn, path, text, span, options)
+    left = _helpers_left_to_triton(fn, path, ast.parse(text, path), tree, kernel)
+    if left:
+        from .compiler.errors import TranspileError
+
+        raise TranspileError([d for error in left for d in error.diagnostics])
     function = _function(_kernel_def(tree, fn), fn, filename)
     helpers, wraps = _appended(tree, transpiled)
     namespace = _define_helpers(helpers, transpiled, filename, fn.__globals__)
@@ -146,6 +151,41 @@ def _prepared(fn, options):
         return scope[fn.__name__]
 
     return function, wrap
+
+
+def _helpers_left_to_triton(fn, path: str, source: ast.Module, transpiled: ast.Module, kernel: ast.FunctionDef):
+    """E704 for each function of the file that the kernel reaches by name, that castpile rewrites (it uses
+    castpile), and that is bound, when the kernel is decorated, to a ``@triton.jit`` function of the user's own
+    source: Triton would run its untranspiled text.  Functions not yet bound (defined after the kernel) are
+    left to Triton's own error."""
+    from triton.runtime import JITFunction
+    from triton.runtime.interpreter import InterpretedFunction
+
+    jit_functions = (JITFunction, InterpretedFunction)  # what @triton.jit gives, compiled and interpreted
+    defs = {node.name: node for node in source.body if isinstance(node, ast.FunctionDef)}
+    rewritten = {
+        node.name
+        for node in transpiled.body
+        if isinstance(node, ast.FunctionDef) and node.name in defs and ast.dump(node) != ast.dump(defs[node.name])
+    }
+    reached, frontier = set(), [kernel]
+    while frontier:
+        for node in ast.walk(frontier.pop()):
+            if isinstance(node, ast.Name) and node.id in defs and node.id not in reached and node.id != fn.__name__:
+                reached.add(node.id)
+                frontier.append(defs[node.id])
+    left = []
+    for name in sorted(reached & rewritten, key=lambda n: defs[n].lineno):
+        bound = fn.__globals__.get(name)
+        if isinstance(bound, jit_functions) and bound.fn.__code__.co_filename == path:
+            from .compiler import diagnostics
+
+            left.append(
+                _error(
+                    path, defs[name].lineno, diagnostics.JIT_HELPER_LEFT_TO_TRITON, function=name, kernel=kernel.name
+                )
+            )
+    return left
 
 
 def _bound_names(tree: ast.Module) -> set[str]:

@@ -360,3 +360,9 @@ JIT_NOT_AT_DEF = Message(
     "write @castpile.jit on the line above `def {function}`, rather than calling castpile.jit({function})",
     ": ",
 )
+JIT_HELPER_LEFT_TO_TRITON = Message(
+    "E704",
+    "{kernel} calls {function}, which uses castpile, but @triton.jit does not transpile it",
+    "decorate {function} with @castpile.jit as well",
+    ": ",
+)
