@@ -121,7 +121,7 @@ def _prepared(fn, options):
     path, text = _user_source(fn)
     if APPENDED_MARK in text and HELPERS_TITLE in text:  # castpile's output, of any version
         return None
-    tree = _parsed(text, path)
+    source = tree = _parsed(text, path)
     kernel = _kernel_def(tree, fn)
     if kernel is None:
         from .compiler import diagnostics
@@ -134,11 +134,11 @@ def _prepared(fn, options):
     text += _namespace_imports(fn.__globals__, _bound_names(tree), text)
     span = (kernel.decorator_list[0].lineno, kernel.end_lineno)
     filename, transpiled, tree = _transpile(fn, path, text, span, options)
-    left = _helpers_left_to_triton(fn, path, ast.parse(text, path), tree, kernel)
+    left = _helpers_left_to_triton(fn, path, source, tree, kernel)
     if left:
         from .compiler.errors import TranspileError
 
-        raise TranspileError([d for error in left for d in error.diagnostics])
+        raise TranspileError(left)
     function = _function(_kernel_def(tree, fn), fn, filename)
     helpers, wraps = _appended(tree, transpiled)
     namespace = _define_helpers(helpers, transpiled, filename, fn.__globals__)
@@ -153,8 +153,8 @@ def _prepared(fn, options):
     return function, wrap
 
 
-def _helpers_left_to_triton(fn, path: str, source: ast.Module, transpiled: ast.Module, kernel: ast.FunctionDef):
-    """E704 for each function of the file that the kernel reaches by name, that castpile rewrites (it uses
+def _helpers_left_to_triton(fn, path: str, source: ast.Module, transpiled: ast.Module, kernel: ast.FunctionDef) -> list:
+    """The E704 diagnostics: one for each function of the file that the kernel reaches by name, that castpile rewrites (it uses
     castpile), and that is bound, when the kernel is decorated, to a ``@triton.jit`` function of the user's own
     source: Triton would run its untranspiled text.  Functions not yet bound (defined after the kernel) are
     left to Triton's own error."""
@@ -180,11 +180,8 @@ def _helpers_left_to_triton(fn, path: str, source: ast.Module, transpiled: ast.M
         if isinstance(bound, jit_functions) and bound.fn.__code__.co_filename == path:
             from .compiler import diagnostics
 
-            left.append(
-                _error(
-                    path, defs[name].lineno, diagnostics.JIT_HELPER_LEFT_TO_TRITON, function=name, kernel=kernel.name
-                )
-            )
+            message = diagnostics.JIT_HELPER_LEFT_TO_TRITON
+            left += _error(path, defs[name].lineno, message, function=name, kernel=kernel.name).diagnostics
     return left
 
 

@@ -54,6 +54,7 @@ def local_bytes(launch) -> int:
 
 
 def reserve(nbytes: int) -> None:
-    """Raise the stack limit to ``nbytes`` if it is lower: call it while no kernel that waits on others runs."""
-    if nbytes > stack_limit():
+    """Raise the stack limit to ``nbytes`` if it is lower: call it while no kernel that waits on others runs.
+    A kernel that needs no local memory asks nothing of the driver."""
+    if nbytes > 0 and nbytes > stack_limit():
         set_stack_limit(nbytes)
