@@ -238,7 +238,8 @@ def run(fn, world_size: int, *, args=(), timeout: float = 120.0, device=None) ->
     calling thread's stream is finished first.  :class:`RankError` carries the tracebacks of
     ranks that raised; :class:`RankTimeout` names ranks still running after ``timeout`` seconds;
     :class:`~castpile.gpu.wait_deadlines.HangError` names the debug-mode waits that gave up
-    (recorded since the last check: they are cleared, and the GPU is free for the next call).
+    (recorded since the last check: they are cleared, and the GPU is free for the next call); when
+    a rank raised too, the :class:`RankError` comes first, with that HangError as its cause.
     """
     import triton
 
@@ -268,9 +269,16 @@ def run(fn, world_size: int, *, args=(), timeout: float = 120.0, device=None) ->
     for t in threads:
         t.join(max(0.0, deadline - time.monotonic()))
     hung = [r for r, t in enumerate(threads) if t.is_alive()]
+    gave_up = None
+    if not hung:  # every rank's kernels are done: the record holds all its waits that gave up
+        try:
+            wait_deadlines.check(allocation_names.name_of)
+        except wait_deadlines.HangError as error:
+            gave_up = error
     if errors:
-        raise RankError(errors)
+        raise RankError(errors) from gave_up
     if hung:
         raise RankTimeout(hung, timeout)
-    wait_deadlines.check(allocation_names.name_of)
+    if gave_up is not None:
+        raise gave_up
     return [results[r] for r in range(world_size)]
