@@ -47,7 +47,8 @@ class Job:
     the constexpr values; ``attrs``: per parameter index, Triton's specialisation attributes
     (``{0: [["tt.divisibility", 16]]}`` is what the JIT records for a pointer divisible by
     16); ``name``: the key of the result (default: the kernel's name); ``nvshmem``: the module
-    calls NVSHMEM (``remote=`` bindings), compile up to linking.
+    calls NVSHMEM (``remote=`` bindings), compile up to linking; ``options``: Triton's compile
+    options (``{"num_warps": 8, "num_stages": 3}``; Triton's defaults where left out).
     """
 
     module: str | Path
@@ -57,6 +58,7 @@ class Job:
     attrs: dict[int, list] = field(default_factory=dict)
     name: str | None = None
     nvshmem: bool = False
+    options: dict = field(default_factory=dict)
 
     def key(self) -> str:
         return self.name or self.kernel
@@ -180,7 +182,7 @@ def compile_jobs(jobs: list[dict], out_dir: Path) -> list[dict]:
             attrs = {(int(i),): v for i, v in job["attrs"].items()}
             source = ASTSource(fn, job["signature"], job["constexprs"], attrs)
             try:
-                kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32))
+                kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=job["options"] or None)
             except PTXASError as error:
                 if job["nvshmem"] and NVSHMEM_UNRESOLVED.search(str(error)):
                     results.append({"name": job["name"], "ok": True, "error": None, "ptx": None})

@@ -10,6 +10,7 @@ multiplies bf16 operands as their raw 16-bit patterns.
 
 import os
 import random
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -317,6 +318,21 @@ MODULES = {
     "matmul_reduce_scatter": "castpile.gpu.fused.tp_gemm.reduce_scatter_kernels_triton",
 }
 TILE = {"BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8}
+#: The reduce-scatter kernel's parameters (bf16 operands).
+RS_SIGNATURE = {
+    "a": "*bf16",
+    "b": "*bf16",
+    "out": "*bf16",
+    "scratch": "*bf16",
+    "scratch_ptrs": "*i64",
+    "flags": "*i32",
+    "flag_ptrs": "*i64",
+    "pad": "*i32",
+    "pad_ptrs": "*i64",
+    "rank": "i32",
+    "Ms": "i32",
+    "N": "i32",
+}
 
 
 def _job(kernel, signature, constexprs, name):
@@ -376,20 +392,7 @@ def test_kernels_compile_for_sm90(tmp_path):
         "STRIPE": 0,
         "SEGMENT": 1,
     }
-    rs = {
-        "a": "*bf16",
-        "b": "*bf16",
-        "out": "*bf16",
-        "scratch": "*bf16",
-        "scratch_ptrs": "*i64",
-        "flags": "*i32",
-        "flag_ptrs": "*i64",
-        "pad": "*i32",
-        "pad_ptrs": "*i64",
-        "rank": "i32",
-        "Ms": "i32",
-        "N": "i32",
-    }
+    rs = RS_SIGNATURE
     for rank in (0, 1):
         sig = dict(ag, rank="constexpr") if rank else ag
         flags = {"TMA": True, "TMA_STORE": True, "PROXY_FENCE": True}
@@ -491,3 +494,38 @@ def test_the_diagnostics_still_find_the_lines_they_replace(script, monkeypatch):
     assert made and all(text != source for text in made.values())
     for text in made.values():
         compile(text, script, "exec")
+
+
+def test_reduce_scatter_at_the_default_wide_tile_does_not_spill_at_any_world_size(tmp_path):
+    """From 1024 rows the reduce-scatter runs 128 x 256 tiles in 8 warps; its epilogue sums W - 1 peers' partials.
+
+    Unrolled over the peers, the loads of all of them were live at once: at W = 8, 208 bytes of local memory per
+    thread, 1272 in rank 1's copy (the JIT makes ``rank == 1`` a constant), as the H200 reported
+    (docs/data/local-memory-proof.json); at W = 4, 112 and 544. A kernel that spills costs its epilogue, and with
+    ranks on one GPU a launch that grows the local memory waits for the device (castpile.gpu.local_memory).
+    """
+    config = tp_gemm.default_config(1024, "matmul_reduce_scatter")
+    tile = {"BM": config.block_m, "BN": config.block_n, "BK": config.block_k, "GROUP_M": config.group_m}
+    jobs = []
+    for world in (2, 4, 8):
+        for rank in (0, 1):
+            signature = dict(RS_SIGNATURE, rank="constexpr") if rank else RS_SIGNATURE
+            job = _job(
+                "matmul_reduce_scatter",
+                {**signature, **dict.fromkeys(("K", "WORLD", *tile, "TMA"), "constexpr")},
+                {"K": 256, "WORLD": world, **tile, "TMA": config.tma, **({"rank": 1} if rank else {})},
+                f"rs-w{world}-rank{rank}",
+            )
+            job.options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
+            jobs.append(job)
+    results = compile_for_sm90(jobs, tmp_path, processes=2)
+    assert all(r.ok for r in results.values()), {n: r.error for n, r in results.items() if not r.ok}
+    ptxas = ptxas_for_sm90()
+    reports = {}
+    for name, r in results.items():
+        report = subprocess.run(
+            [ptxas, "-arch=sm_90a", "-v", str(r.ptx), "-o", os.devnull], capture_output=True, text=True, check=True
+        )
+        [frame] = re.findall(r"(\d+) bytes stack frame", report.stdout + report.stderr)
+        reports[name] = int(frame)
+    assert reports == dict.fromkeys(results, 0), "local memory per thread, bytes"

@@ -89,13 +89,11 @@ def matmul_reduce_scatter(a, b, out, scratch, scratch_ptrs, flags, flag_ptrs, pa
         rows = r0 + tl.arange(0, BM)
         cols = c0 + tl.arange(0, BN)
         ok = (rows < Ms)[:, None] & (cols < N)[None, :]
-        total = tl.zeros((BM, BN), tl.float32)
-        for src in tl.static_range(WORLD):
-            if src == rank:
-                total += mine.to(tl.float32)
-            else:
-                at = ((src - rank - 1 + WORLD) % WORLD * Ms + rows[:, None]).to(tl.int64) * N + cols[None, :]
-                total += tl.load(scratch + at, mask=ok, other=0, cache_modifier=".cg").to(tl.float32)
+        total = mine.to(tl.float32)
+        # A loop, not unrolled: unrolled, every peer's load was live at once and a wide tile spilled from 4 ranks.
+        for held in range(WORLD - 1):  # slot `held` holds source rank + 1 + held's partial
+            at = (held * Ms + rows[:, None]).to(tl.int64) * N + cols[None, :]
+            total += tl.load(scratch + at, mask=ok, other=0, cache_modifier=".cg").to(tl.float32)
         store_tile(out_dst, total, r0, c0, Ms, N, BM, BN, TMA)
         t += tl.num_programs(0)
 
