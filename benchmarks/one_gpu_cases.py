@@ -326,6 +326,8 @@ def cases(world: int, device) -> dict:
         "all_gather_matmul_rows": lambda: AllGatherMatmul(world, device, shard_rows=256, k=1024, n=512),
         "all_gather_matmul_k_segment": lambda: AllGatherMatmul(world, device, shard_rows=64, k=4096, n=2048),
         "matmul_reduce_scatter": lambda: MatmulReduceScatter(world, device, m=world * 128, k=256, n=512),
+        # from 1024 rows the wide tile (128 x 256, 8 warps) at every W, not at W = 8 alone
+        "matmul_reduce_scatter_wide": lambda: MatmulReduceScatter(world, device, m=world * 512, k=256, n=512),
         "torch_ops": lambda: TorchOps(world, device, n=world * 2048, dtype=bf16),
     }
 
