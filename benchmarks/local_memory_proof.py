@@ -2,8 +2,10 @@
 
     python benchmarks/local_memory_proof.py --worlds 4 8 --out docs/data/local-memory-proof.json
 
-GEMM + reduce-scatter (benchmarks/one_gpu_cases.py's case) spills at its default tiles at some W,
-and the copy the JIT specialises for ``rank == 1`` may spill more than the others'.  Each scenario runs the case in a
+It runs GEMM + reduce-scatter (benchmarks/one_gpu_cases.py's case).  Until its epilogue became a
+loop that kernel spilled at W = 8, and the copy the JIT specialises for ``rank == 1`` more than the
+others' (docs/data/local-memory-proof.json); now it needs no local memory, so every scenario
+must pass (docs/data/local-memory-proof-after-loop.json).  Each scenario runs the case in a
 child process of its own (the context starts at CUDA's default stack limit), with some ranks held
 back for ``LATE_S`` seconds after the binding barrier of the first call, so that the order of the
 first launches is fixed:

@@ -21,7 +21,7 @@ def row(scenario, need, world=8, limit=1024, **extra):
     )
 
 
-W8 = [208, 1272, 208, 208, 208, 208, 208, 208]  # what the H200 reported at W = 8
+W8 = [208, 1272, 208, 208, 208, 208, 208, 208]  # what the H200 reported at W = 8 before the epilogue loop
 
 
 @pytest.mark.parametrize(
