@@ -34,7 +34,7 @@ launch per call, no second stream:
 - GEMM + reduce-scatter: every rank computes the tiles of the rows other ranks own
   first, pushing each finished tile (rounded to the dtype) into the owner's
   scratch with a per-tile flag, and its own rows last, adding the peers' tiles
-  as it finishes each of its own, in rank order, in fp32.  No separate reduction
+  as it finishes each of its own, in fp32, from rank + 1 on.  No separate reduction
   pass and no extra read of the partial results: by the time a rank reaches its
   own rows the peers have long sent them (they computed them first).
 

@@ -6,7 +6,9 @@ rank (T tiles per owner), which does the tiles of the other owners first
 (owner ``rank + 1`` first) and pushes each, rounded to the dtype, into the
 owner's scratch slot for this source, raising that tile's flag there; then it
 does its own rows' tiles, and for each waits for the peers' partial tiles and
-adds them, in rank order, in fp32, to its own rounded partial.
+adds them in fp32 to its own rounded partial, from rank + 1 on (a loop over the
+peers, not unrolled: unrolled, all their loads were live at once and the wide
+tile spilled).
 
 Why this shape (see also the ``tp_gemm`` package): one kernel, no second stream,
 and a block only ever waits for the block with its own program id on each peer,
@@ -90,8 +92,7 @@ def matmul_reduce_scatter(a, b, out, scratch, scratch_ptrs, flags, flag_ptrs, pa
         cols = c0 + tl.arange(0, BN)
         ok = (rows < Ms)[:, None] & (cols < N)[None, :]
         total = mine.to(tl.float32)
-        # A loop, not unrolled: unrolled, every peer's load was live at once and a wide tile spilled from 4 ranks.
-        for held in range(WORLD - 1):  # slot `held` holds source rank + 1 + held's partial
+        for held in range(WORLD - 1):  # slot `held` holds the partial of source (rank + 1 + held) % WORLD
             at = (held * Ms + rows[:, None]).to(tl.int64) * N + cols[None, :]
             total += tl.load(scratch + at, mask=ok, other=0, cache_modifier=".cg").to(tl.float32)
         store_tile(out_dst, total, r0, c0, Ms, N, BM, BN, TMA)
