@@ -37,7 +37,7 @@ STORE = (
     "            _castpile_store_loop(dest, 1, None, scratch, Ms*N*slot + N*rows[:, None] + cols[None, :], "
     "(slot >= 0) & (slot < dest_shape0) & (rows[:, None] >= 0) & (rows[:, None] < Ms) & (cols[None, :] >= 0) & "
     "(cols[None, :] < N), part.to(out.dtype.element_ty), align=16, "
-    "site='castpile/gpu/fused/tp_gemm/reduce_scatter_kernels.py:76')\n"
+    "site='castpile/gpu/fused/tp_gemm/reduce_scatter_kernels.py:78')\n"
 )
 WAIT = "        _castpile_wait_flags(flags + slots * T + j, 1, 0, slots < WORLD - 1)\n"
 RAISE_PENDING = "                raise_flag(flags, flag_ptrs, owner, slot * T + pending)\n"
