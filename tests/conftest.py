@@ -53,6 +53,7 @@ MODULE_TIERS = {
     "test_hostile": "subprocess",
     "test_wheel": "subprocess",
     "test_check_one_gpu": "subprocess",
+    "test_local_memory_proof": "subprocess",
     "test_hook": "subprocess",
     "test_hook_cache": "subprocess",
     "test_hook_processes": "subprocess",
