@@ -5,9 +5,11 @@
 Runs each case of benchmarks/one_gpu_cases.py for ``--iters`` calls at W ranks on one GPU
 (check_one_gpu's check: exact against torch, pads zero) and records, for every launch the
 ranks bind, the kernel's name, registers per thread and local memory per thread
-(``CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES``, through Triton), with the ranks whose copies they are
-(the JIT compiles ``rank == 1`` apart).  A kernel with local memory spills: its registers did not
-hold what it keeps live.  Each W runs in a child process; the result goes to ``--out`` as JSON.
+(``CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES``, through Triton), and how many ranks bound that copy
+(the JIT compiles ``rank == 1`` apart).  Local memory is a spill (registers that did not hold
+what the kernel keeps live) or a stack frame; ``ptxas -v`` tells them apart.  Each W runs in a
+child process; a child that dies or passes ``--limit`` is a failed row.  The result goes to
+``--out`` as JSON; the exit status is 1 if any row failed.
 """
 
 from __future__ import annotations
@@ -76,17 +78,28 @@ def main() -> int:
     for world in args.worlds:
         command = [sys.executable, __file__, "--child", str(world), "--iters", str(args.iters)]
         try:
-            out = subprocess.run(command, capture_output=True, text=True, timeout=args.limit).stdout
+            done = subprocess.run(command, capture_output=True, text=True, timeout=args.limit)
+            out, ended = done.stdout, None if done.returncode == 0 else f"the child exited with {done.returncode}"
         except subprocess.TimeoutExpired as stopped:
             out = stopped.stdout.decode() if isinstance(stopped.stdout, bytes) else stopped.stdout or ""
-            rows.append(dict(world=world, error=f"the child did not finish within {args.limit:g} s"))
-        rows += [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-        for row in rows:
-            spilled = [k for k in row.get("kernels", []) if k["local_bytes"]]
-            if row.get("world") == world and "case" in row:
-                print(f"W={world} {row['case']}: {'FAILED ' if failed(row) else ''}spills {spilled}", flush=True)
+            ended = f"the child did not finish within {args.limit:g} s"
+        got = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        if ended:  # the cases after the last row were not measured
+            got.append(dict(world=world, case="(the cases after these)", error=ended))
+        for row in got:
+            local = [k for k in row.get("kernels", []) if k["local_bytes"]]
+            print(f"W={world} {row['case']}: {'FAILED ' if failed(row) else ''}local memory {local}", flush=True)
+        rows += got
         if args.out:
-            result = dict(command=" ".join(["python", *sys.argv]), device=torch.cuda.get_device_name(0), rows=rows)
+            import triton
+
+            result = dict(
+                command=" ".join(["python", *sys.argv]),
+                device=torch.cuda.get_device_name(0),
+                torch=torch.__version__,
+                triton=triton.__version__,
+                rows=rows,
+            )
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps(result, indent=1) + "\n")
     return 1 if any(failed(row) for row in rows) else 0
