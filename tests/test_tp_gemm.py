@@ -496,36 +496,18 @@ def test_the_diagnostics_still_find_the_lines_they_replace(script, monkeypatch):
         compile(text, script, "exec")
 
 
-def test_reduce_scatter_at_the_default_wide_tile_does_not_spill_at_any_world_size(tmp_path):
+def test_reduce_scatter_at_the_default_wide_tile_does_not_spill_at_any_world_size(tmp_path, monkeypatch):
     """From 1024 rows the reduce-scatter runs 128 x 256 tiles in 8 warps; its epilogue sums W - 1 peers' partials.
 
     Unrolled over the peers, the loads of all of them were live at once: at W = 8, 208 bytes of local memory per
     thread, 1272 in rank 1's copy (the JIT makes ``rank == 1`` a constant), as the H200 reported
-    (docs/data/local-memory-proof.json); at W = 4, 112 and 544. A kernel that spills costs its epilogue, and with
+    (docs/data/local-memory-proof.json); at W = 4, 112 and 544 (docs/data/rs-epilogue-ptxas.txt). A kernel that spills costs its epilogue, and with
     ranks on one GPU a launch that grows the local memory waits for the device (castpile.gpu.local_memory).
     """
-    config = tp_gemm.default_config(1024, "matmul_reduce_scatter")
-    tile = {"BM": config.block_m, "BN": config.block_n, "BK": config.block_k, "GROUP_M": config.group_m}
-    jobs = []
-    for world in (2, 4, 8):
-        for rank in (0, 1):
-            signature = dict(RS_SIGNATURE, rank="constexpr") if rank else RS_SIGNATURE
-            job = _job(
-                "matmul_reduce_scatter",
-                {**signature, **dict.fromkeys(("K", "WORLD", *tile, "TMA"), "constexpr")},
-                {"K": 256, "WORLD": world, **tile, "TMA": config.tma, **({"rank": 1} if rank else {})},
-                f"rs-w{world}-rank{rank}",
-            )
-            job.options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
-            jobs.append(job)
-    results = compile_for_sm90(jobs, tmp_path, processes=2)
+    bench = Path(__file__).parents[1] / "benchmarks"
+    monkeypatch.syspath_prepend(str(bench))
+    diag = import_file(bench / "diag_rs_registers.py", "diag_rs_registers")  # W = 2, 4, 8, ranks 0 and 1
+    results = compile_for_sm90(diag.jobs(MODULES["matmul_reduce_scatter"]), tmp_path, processes=2)
     assert all(r.ok for r in results.values()), {n: r.error for n, r in results.items() if not r.ok}
-    ptxas = ptxas_for_sm90()
-    reports = {}
-    for name, r in results.items():
-        report = subprocess.run(
-            [ptxas, "-arch=sm_90a", "-v", str(r.ptx), "-o", os.devnull], capture_output=True, text=True, check=True
-        )
-        [frame] = re.findall(r"(\d+) bytes stack frame", report.stdout + report.stderr)
-        reports[name] = int(frame)
+    reports = {name: int(re.search(r"(\d+) bytes stack frame", diag.ptxas_v(r.ptx))[1]) for name, r in results.items()}
     assert reports == dict.fromkeys(results, 0), "local memory per thread, bytes"
