@@ -42,6 +42,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent)]
 
 from castpile.gpu import local_memory, one_gpu
+from harness import run_header
 from one_gpu_cases import CASE_SETS, Case
 
 #: Seconds a case may take in a child before it counts as hung.
@@ -256,12 +257,11 @@ def main():
         if args.out:  # after every W: a later W that hangs leaves the earlier results written
             write(
                 args.out,
-                dict(
-                    device=torch.cuda.get_device_name(0),
-                    torch=torch.__version__,
+                run_header(
+                    0,
+                    "python ",
                     iters=args.iters,
                     phased=args.phased,
-                    command=" ".join(["python", *sys.argv]),
                     rows=rows,
                     failures=failures,
                     stderr_of_hung=stderr,

@@ -25,11 +25,11 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 import torch
-import triton
 
 # one_gpu before the kernels: it sets CUDA_MODULE_LOADING=EAGER, and the debug-mode module starts CUDA on import
 # (its record of the waits that give up is pinned host memory)
 from castpile.gpu import HangError, allocation_names, collectives, one_gpu
+from harness import run_header
 from kernels.generated import hang_kernels_debug_waits as kernels
 
 WORLD = 2
@@ -103,13 +103,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="where the JSON result goes")
     args = parser.parse_args(argv)
-    result = {
-        "command": "python benchmarks/debug_waits_proof.py --out " + str(args.out),
-        "device": torch.cuda.get_device_name(),
-        "torch": torch.__version__,
-        "triton": triton.__version__,
-        "hang": barrier_without_its_peer(),
-    }
+    result = run_header(0, "python ", hang=barrier_without_its_peer())
     result["next_call"] = all_reduce_after()
     result["ok"] = result["hang"]["entries_as_expected"] and result["next_call"]["exact"]
     args.out.write_text(json.dumps(result, indent=2) + "\n")

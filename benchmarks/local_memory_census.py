@@ -29,6 +29,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 from check_one_gpu import check_case, failed
 
 from castpile.gpu import local_memory
+from harness import run_header
 from one_gpu_cases import cases
 
 
@@ -91,15 +92,7 @@ def main() -> int:
             print(f"W={world} {row['case']}: {'FAILED ' if failed(row) else ''}local memory {local}", flush=True)
         rows += got
         if args.out:
-            import triton
-
-            result = dict(
-                command=" ".join(["python", *sys.argv]),
-                device=torch.cuda.get_device_name(0),
-                torch=torch.__version__,
-                triton=triton.__version__,
-                rows=rows,
-            )
+            result = run_header(0, "python ", rows=rows)
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps(result, indent=1) + "\n")
     return 1 if any(failed(row) for row in rows) else 0

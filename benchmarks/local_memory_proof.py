@@ -50,6 +50,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 from check_one_gpu import check_case
 
 from castpile.gpu import local_memory
+from harness import run_header
 from one_gpu_cases import MatmulReduceScatter
 
 #: Seconds the held-back ranks sleep after the first binding barrier.
@@ -202,13 +203,9 @@ def main() -> int:
             print(
                 f"W={world} {scenario}: {'hung' if row['hung'] else 'passed' if passed(row) else 'FAILED'}", flush=True
             )
-    import triton
-
-    result = dict(
-        command=" ".join(["python", *sys.argv]),
-        device=torch.cuda.get_device_name(0),
-        torch=torch.__version__,
-        triton=triton.__version__,
+    result = run_header(
+        0,
+        "python ",
         rows=rows,
         ok=all(row["as_expected"] for row in rows),
         # whether any scenario needed the limit to grow: else the run shows neither the deadlock nor the reservation
