@@ -107,10 +107,12 @@ def debug_waits_from_env(environ=None) -> dict[str, float]:
 def mentions_castpile(source: bytes) -> bool:
     """Whether ``source`` may use castpile; a file that does not is copied through as it is.
 
-    The one test every front end uses to skip the compiler (it loads libcst and sympy).  A
-    file that calls ``multicast_like``, or ``signal`` or ``wait`` by a bare name in what may
-    be a jit function, goes to the compiler even without the word castpile: if no import
-    reaches the name, that is an error to report, not a file to copy.
+    The one test every front end uses to skip the compiler (it loads libcst and sympy), so it
+    must never change a diagnosis.  Without the word castpile, what analysis can report is a
+    call in a jit function (whose decorator spells ``jit``) through a head that no import
+    reaches: ``multicast_like``, ``signal`` or ``wait`` by name (``(wait)(x)`` too) or as the
+    attribute of an unbound name (``cp.signal(x)``).  A file that has those words goes to the
+    compiler; one that does not is copied.
     """
     if b"castpile" in source or b"multicast_like" in source:
         return True
@@ -118,4 +120,4 @@ def mentions_castpile(source: bytes) -> bool:
         return False
     import re
 
-    return re.search(rb"(?<![\w.])(?:signal|wait)\s*\(", source) is not None
+    return re.search(rb"\b(?:signal|wait)\b", source) is not None

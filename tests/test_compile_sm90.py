@@ -2,9 +2,9 @@
 
 The interpreter runs every scalar as a NumPy array, so a helper that treats a scalar as a
 block passes there and fails only when Triton compiles it: each kernel of
-tests/kernels_semantics.py, tests/kernels_v11.py and tests/kernels_v12_params.py is compiled under
-both strategies, for the element types and constexpr values its tests run (one W padded, and W = 1), and a test
-fails when a kernel of those files has no compiles.
+tests/kernels_semantics.py, tests/kernels_v11.py, tests/kernels_v12_params.py and tests/kernels_reductions_v13.py is
+compiled under both strategies, for the element types and constexpr values its tests run (one W padded, and W = 1),
+and a test fails when a kernel of those files has no compiles.
 """
 
 import ast
@@ -92,6 +92,13 @@ COMPILES = {
         "stamp_next": variants(["i32"], WORLD=[2, 3, 4], BLOCK=8),
         "with_and_without_shape": variants(["fp32"], WORLD=[2, 3, 4], BLOCK=8),
     },
+    "kernels_reductions_v13.py": {
+        "bitwise": variants(["i32"], W=[1, 3, 8], B=16),
+        "ordered": variants(["fp32"], W=[1, 3], B=16),
+        "positions": variants(["fp32", "i32"], W=[1, 3], B=16),
+        "table_only": variants(["i32"], W=[1, 3], B=16),
+        "tile_rows": variants(["i32"], R=[1, 4], C=2, B=16),
+    },
 }
 # jit functions that are no kernels: compiled through the kernels that call them.
 CALLED_ONLY = {
@@ -106,6 +113,7 @@ CALLED_ONLY = {
         "fill",
         "window_total",
     },
+    "kernels_reductions_v13.py": {"bit_and", "bit_or", "first", "last"},
 }
 
 

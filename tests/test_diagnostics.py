@@ -129,9 +129,6 @@ CASES = [
         [(1, 45, "E407", {"keyword": "boundary_check"})],
         id="block-pointer keyword: at the value",
     ),
-    pytest.param(
-        "castpile.signal(out + offs)\n", [(0, 21, "E408", {"call": "castpile.signal"})], id="signal needs an access"
-    ),
     pytest.param("castpile.signal(value=1)\n", [(0, 5, "E406", {"call": "signal"})], id="signal without its pointer"),
     pytest.param(
         "bufs = multicast_like(out, table[:W])\ntl.store(bufs[offs])\n",
@@ -160,11 +157,6 @@ CASES = [
         "bufs = multicast_like(out, table[:W], shape=(W,))\nx = bufs[0, 1, ...]\n",
         [(1, 9, "E307", {"name": "bufs", "takes": "1 index", "given": 2})],
         id="ellipsis after too many indices",
-    ),
-    pytest.param(
-        "bufs = multicast_like(out, table[:W])\nx = castpile.wait(bufs[0])\n",
-        [(1, 9, "E409", {"call": "castpile.wait"})],
-        id="wait used as a value: at the call",
     ),
     pytest.param(
         "bufs = multicast_like(out, table[:W])\nx = (castpile.signal(bufs[0]), 1)\n",

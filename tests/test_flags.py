@@ -121,8 +121,8 @@ def test_the_epoch_queue_sample_delivers_every_row_in_order(world, late, strateg
 # -- the checks fail when a helper is broken --------------------------------------------------
 
 GE_IS_EQ = ("_castpile_holds", "return flags >= value", "return flags == value")
-ADD_SETS = ("_castpile_signal", 'if op == "add":', "if False:")
-KEEP_RESETS = ("_castpile_wait_flags", "if reset is not None:", "reset = 0\n        if True:")  # reset=None resets to 0
+ADD_SETS = ("_castpile_signal_lanes", 'if op == "add":', "if False:")
+KEEP_RESETS = ("_castpile_arrive", "if reset is not None:", "reset = 0\n        if True:")  # reset=None resets to 0
 
 
 def test_a_ge_that_waits_for_equality_hangs(tmp_path):

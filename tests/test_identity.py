@@ -269,7 +269,8 @@ def test_line_breaks_in_parentheses_and_after_semicolons_are_not_counted_twice(t
     "source,compiled",
     [
         (b"x = 1\n", False),
-        (b"import signal, triton\nsignal.signal(2, None)\n@triton.jit\ndef k(e):\n    e.wait()\n", False),  # attributes
+        (b"import signal, triton\nsignal.signal(2, None)\n@triton.jit\ndef k(e):\n    e.wait()\n", True),  # cp.wait too
+        (b"import triton\n@triton.jit\ndef k(e):\n    await_all(e)\n", False),  # neither word
         (b"def f(x):\n    wait(x)\n", False),  # no jit function anywhere
         (b"@triton.jit\ndef k(x):\n    wait(x)\n", True),
         (b"@jit\ndef k(x):\n    signal (x)\n", True),

@@ -25,10 +25,12 @@ from . import diagnostics
 from .analysis_targets import TargetChecks
 from .contract import (
     CALL_PARAMS,
+    FLAG_OPTIONS,
     REDUCTION_PARAMS,
     REDUCTIONS,
     REQUIRED,
     SIGNAL_OPS,
+    VALUE_PARAMS,
     WAIT_COMPARISONS,
     argument_positions,
     constexpr_ok,
@@ -38,13 +40,15 @@ from .contract import (
 )
 from .passing import Helpers
 from .plan import Access, AugStore, Binding, CallOn, Load, Plan, Reduction, Step, Store
-from .scopes import Scope, collect_scope, dotted
+from .scopes import Scope, collect_globals, collect_scope, dotted
 
 
 def analyse(module: cst.Module, source: bytes) -> Plan:
     """Find bindings and accesses in every ``@triton.jit`` function of ``module`` (parsed from ``source``)."""
     scope = Scope()
     collect_scope(module.body, scope)
+    if b"global" in source:  # no function declares a name global otherwise
+        collect_globals(module, scope)
     plan = Plan(words=set(re.findall(r"\w+", source.decode("utf-8", errors="replace"))))
     helpers = Helpers(module, scope, plan)
     _ModuleAnalyser(scope, plan, helpers).walk(module)
@@ -106,7 +110,9 @@ class _ModuleAnalyser(TargetChecks):
             self._unresolved(node)
             callee = self.helpers.callee(node.func, self.resolver)
             if callee is not None:
-                self.helpers.call(node, callee, self.bindings, self.handled_args)
+                aranges = self.arange_frames[-1]
+                assert aranges is not None  # calls with bindings in scope are in jit functions, which have aranges
+                self.helpers.call(node, callee, self.bindings, self.handled_args, aranges)
         if name == "multicast_like":
             if self.bindings is None:
                 self.plan.error(node, diagnostics.OUTSIDE_JIT, call=name)
@@ -138,9 +144,7 @@ class _ModuleAnalyser(TargetChecks):
         if missing is not None:
             spelled, statement = missing
             what = (
-                f"castpile.{cst.ensure_type(node.func, cst.Attribute).attr.value}"
-                if spelled == "castpile"
-                else f"castpile's {spelled}"
+                f"castpile.{node.func.attr.value}" if isinstance(node.func, cst.Attribute) else f"castpile's {spelled}"
             )
             self.plan.error(node, diagnostics.NOT_DEFINED, name=spelled, statement=statement, what=what)
             return
@@ -169,11 +173,9 @@ class _ModuleAnalyser(TargetChecks):
             if required not in positions:
                 self.plan.error(node, diagnostics.MISSING_ARGUMENT, call=op, keyword=required)
                 wrong = True
-        access = self.access(node.args[0].value)
-        if access is None and op != "wait":
-            self.plan.error(node.args[0].value, diagnostics.NEEDS_AN_ACCESS, call=f"castpile.{op}")
-            return
-        if op in ("signal", "wait") and not self._flag_keywords(node, op, positions, access):
+        access = self.access(node.args[0].value)  # None: signal or wait on plain pointers
+        used = not (isinstance(self.ancestors[-1], cst.Expr) if self.ancestors else False)
+        if op in ("signal", "wait") and not self._flag_keywords(node, op, positions, access, used):
             wrong = True
         if wrong:
             return
@@ -188,44 +190,95 @@ class _ModuleAnalyser(TargetChecks):
             elif access.binding.remote is not None and op.startswith("atomic_"):
                 self.plan.error(node, diagnostics.REMOTE_ATOMIC, op=op, name=access.binding.name)
                 return
-        used = not (isinstance(self.ancestors[-1], cst.Expr) if self.ancestors else False)
-        if used and op in ("signal", "wait"):
+        if used and op == "signal":
             self.plan.error(node, diagnostics.RETURNS_NOTHING, call=f"castpile.{op}")
             return
-        impure = self._impure_arguments(node, positions)
-        self.plan.uses[node] = CallOn(node, op, access, positions, result_used=used, impure=impure)
+        impure = self._impure_arguments(node, positions) & frozenset(VALUE_PARAMS[op])
+        checked = self._checked_options(node, op, positions)
+        self.plan.uses[node] = CallOn(node, op, access, positions, used, impure, checked)
 
-    def _flag_keywords(self, node: cst.Call, op: str, positions: dict[str, int], access: Access | None) -> bool:
-        """Whether ``castpile.wait``'s ``cmp=`` and ``castpile.signal``'s ``op=`` are string literals among the
-        allowed ones (Triton takes them as constexprs), and ``op="add"`` comes without ``wait_for=`` and not on a
-        ``remote=`` binding; each problem reported."""
+    @staticmethod
+    def _checked_options(node: cst.Call, op: str, positions: dict[str, int]) -> frozenset[str]:
+        """The compile-time keywords of a signal or wait whose values are not literals of their allowed sets (a
+        ``decrement=`` that is not a literal bool too): Triton's compile checks them.  Compile-time values stay
+        where they are written: nothing compile-time is put in a run-time local."""
+        allowed = FLAG_OPTIONS.get(op, {})
+        checked = {
+            keyword
+            for keyword, values in allowed.items()
+            if keyword in positions and literal_string(node.args[positions[keyword]].value) not in values
+        }
+        if "decrement" in positions and literal_bool(node.args[positions["decrement"]].value) is None:
+            checked.add("decrement")
+        return frozenset(checked)
+
+    def _flag_keywords(
+        self, node: cst.Call, op: str, positions: dict[str, int], access: Access | None, used: bool
+    ) -> bool:
+        """Whether ``castpile.wait``'s ``cmp=`` and ``castpile.signal``'s ``op=``, where string literals, are among
+        the allowed ones (other compile-time values are checked when Triton compiles), ``op="add"`` comes without
+        ``wait_for=`` and not on a ``remote=`` binding, and a counting wait (``decrement=True``) without ``reset=``
+        or another ``cmp=`` than ``"ge"`` and not on a ``remote=`` binding; each problem reported."""
         keyword, allowed = ("cmp", WAIT_COMPARISONS) if op == "wait" else ("op", SIGNAL_OPS)
-        if keyword not in positions:
-            return True
-        value = node.args[positions[keyword]].value
-        given = literal_string(value)
-        if given not in allowed:
-            spelled = ", ".join(f'"{name}"' for name in allowed)
-            if op == "wait":
-                self.plan.error(value, diagnostics.WAIT_CMP, allowed=spelled)
-            else:
-                self.plan.error(value, diagnostics.SIGNAL_OP, allowed=spelled)
-            return False
+        given = None
+        if keyword in positions:
+            value = node.args[positions[keyword]].value
+            given = literal_string(value)
+            if (
+                isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+                and given not in allowed
+            ):
+                spelled = ", ".join(f'"{name}"' for name in allowed)
+                self.plan.error(value, diagnostics.WAIT_CMP if op == "wait" else diagnostics.SIGNAL_OP, allowed=spelled)
+                return False
+        remote = access is not None and access.binding.remote is not None
+        if op == "wait":
+            return self._counting_wait(node, positions, given, access if remote else None, used)
         if given != "add":
             return True
         if "wait_for" in positions:
             self.plan.error(node.args[positions["wait_for"]].value, diagnostics.ADD_WITH_WAIT_FOR)
             return False
-        if access is not None and access.binding.remote is not None:
-            self.plan.error(value, diagnostics.REMOTE_SIGNAL_ADD, name=access.binding.name)
+        if access is not None and remote:
+            self.plan.error(node.args[positions["op"]].value, diagnostics.REMOTE_SIGNAL_ADD, name=access.binding.name)
+            return False
+        return True
+
+    def _counting_wait(
+        self, node: cst.Call, positions: dict[str, int], cmp: str | None, remote: Access | None, used: bool
+    ) -> bool:
+        """Whether a wait's ``decrement=`` goes with its other arguments (``cmp`` the literal ``cmp=`` given) and a
+        wait on a ``remote=`` binding (``remote``) asks for neither a decrement nor its value; each problem reported."""
+        decrement = node.args[positions["decrement"]].value if "decrement" in positions else None
+        if remote is not None and (used or (decrement is not None and literal_bool(decrement) is not False)):
+            form = "its value (v = castpile.wait(...))" if used else "a counting wait (decrement=)"
+            self.plan.error(
+                node if used or decrement is None else decrement,
+                diagnostics.REMOTE_WAIT_FORM,
+                name=remote.binding.name,
+                form=form,
+            )
+            return False
+        if decrement is None or literal_bool(decrement) is not True:
+            return True  # a decrement= that is not a literal is checked when Triton compiles
+        if "reset" in positions:
+            self.plan.error(
+                node.args[positions["reset"]].value, diagnostics.COUNTING_WAIT, what="no reset=", keyword="reset"
+            )
+            return False
+        if "cmp" in positions and cmp is not None and cmp != "ge":
+            self.plan.error(
+                node.args[positions["cmp"]].value, diagnostics.COUNTING_WAIT, what='cmp="ge" only', keyword="cmp"
+            )
             return False
         return True
 
     def _reduction(self, node: cst.Call, op: str, method: bool) -> None:
-        """``tl.sum/max/min(X, axis=0)`` or ``X.sum/max/min(axis=0)``, X an access or a ``tl.load`` of one taken
-        through elementwise steps (see :meth:`_stack_operand`): a stack reduction; anything else, and any
-        reduction of a one-peer access (``table[r]``: P = ()), is an ordinary reduction.  The reduction's other
-        arguments go to the helper as given."""
+        """``tl.sum/max/min/argmax/argmin/xor_sum/reduce_or(X, axis=0)``, ``tl.reduce(X, 0, fn)`` or the method
+        forms (``X.sum(axis=0)``...), X an access or a ``tl.load`` of one taken through elementwise steps (see
+        :meth:`_stack_operand`): a stack reduction; anything else, and any reduction of a one-peer access
+        (``table[r]``: P = ()), is an ordinary reduction.  The reduction's other arguments (``tl.reduce``'s
+        ``combine_fn`` among them) go to the helper as given."""
         params = REDUCTION_PARAMS[op][1:] if method else REDUCTION_PARAMS[op]
         positions, problems = argument_positions(node, params, 0)
         given = {name: node.args[k].value for name, k in positions.items()}
@@ -236,6 +289,8 @@ class _ModuleAnalyser(TargetChecks):
             self.plan.error(node, problem, call=f"tl.{op} of a multicast access", **problem_params)
         if problems or "axis" not in given or literal_int(given["axis"]) != 0:
             return
+        if op == "reduce" and "combine_fn" not in given:  # Triton's own error
+            return
         access, load, load_positions, steps = operand
         if access.binding.peer is not None:  # one peer, P = (): axis 0 is an element dim, an ordinary reduction
             return
@@ -245,7 +300,7 @@ class _ModuleAnalyser(TargetChecks):
             return
         if load is not None:
             self.owned.add(load)
-        impure = self._impure_arguments(load, load_positions) if load is not None else frozenset()
+        impure = self._impure_arguments(load, load_positions) & frozenset(VALUE_PARAMS["load"]) if load else frozenset()
         options = {name: given[name] for name in params if name in given and name not in ("input", "axis")}
         self.plan.uses[node] = Reduction(node, op, access, steps, options, load, load_positions, impure)
 
@@ -317,6 +372,11 @@ class _ModuleAnalyser(TargetChecks):
         indices = [element.slice.value for element in access.subscript.slice if isinstance(element.slice, cst.Index)]
         aranges = self.arange_frames[-1]
         assert aranges is not None  # accesses are in jit functions, which have their aranges
+        if access.binding.param is not None:  # the stack is each caller's
+            unindexed = aranges.unindexed(indices, mask)
+            if unindexed:
+                self.helpers.check_later(access, mask=(mask, op, unindexed))
+            return True
         arange = aranges.per_buffer(access.binding, indices, mask)
         if arange is None:
             return True

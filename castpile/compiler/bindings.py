@@ -180,11 +180,14 @@ class JitBindings:
         return binding if ok else None
 
     def _example(self, binding: Binding) -> bool:
-        """A pointer, or (v1.2) a dtype of ``triton.language`` through any of its names: the buffers' element type."""
+        """A pointer, or (v1.2) a dtype of ``triton.language`` through any of its names: the buffers' element type;
+        (v1.3) a constexpr name (a ``tl.constexpr`` parameter) holds no pointer, so it holds that dtype."""
         example = binding.example
         assert example is not None  # a multicast_like binding's first argument
         module, _, member = (self.resolver.qualified(example) or "").rpartition(".")
-        if module == "triton.language" and member in TRITON_DTYPES:
+        if (module == "triton.language" and member in TRITON_DTYPES) or (
+            isinstance(example, cst.Name) and example.value in self.constexprs
+        ):
             binding.dtype = example
         elif isinstance(example, cst.Call) and self.resolver.triton_language(example.func) == "pointer_type":
             self.plan.error(example, diagnostics.EXAMPLE_POINTER_TYPE)

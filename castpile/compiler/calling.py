@@ -9,7 +9,7 @@ Multicast parameter.  The names are the helpers' own
 whose words already start with the prefix gets the helpers renamed.
 """
 
-from .contract import ATOMICS
+from .contract import ATOMICS, VALUE_PARAMS
 
 HELPER_PREFIX = "_castpile_"
 SITE_WORD = "site"  # after the prefix: stands for a store's or a wait's "path:line" until emit knows the line
@@ -46,6 +46,7 @@ GIVING_UP = {
     "_castpile_wait": "_castpile_wait_until",
     "_castpile_wait_remote": "_castpile_wait_remote_until",
     "_castpile_signal": "_castpile_signal_until",
+    "_castpile_signal_flags": "_castpile_signal_flags_until",
 }
 
 # The helpers the lowering calls for parts of an access rather than for the access itself.
@@ -54,6 +55,7 @@ SPAN = "_castpile_span"  # what a trailing ``...`` stands for, one dim
 TRAILING = "_castpile_trailing"  # an explicit index before ``...``
 IN_ORDER = "_castpile_in_order"  # values evaluated in the order written, handed over in the helper's
 WAIT_FLAGS = "_castpile_wait_flags"  # castpile.wait on plain pointers
+SIGNAL_FLAGS = "_castpile_signal_flags"  # castpile.signal on plain pointers
 ENTRY = "_castpile_table_entry"  # the address of one peer, table[r], loaded at the binding
 TYPED = "_castpile_typed"  # the example pointer of a binding whose example is a dtype
 SLICE_MASK = "_castpile_slice_mask"  # a table slice's ptr_mask, checked, at the binding
@@ -62,20 +64,13 @@ REMOTE_KERNEL = "_castpile_remote_kernel"  # wraps a kernel with remote= binding
 # The user's arguments that carry values, in the order the helpers take them; each is
 # passed by position (Triton evaluates keyword arguments before positional ones), the
 # others (constexpr options) by keyword.
-VALUE_ARGUMENTS = {
-    "load": ("mask", "other"),
-    "store": ("value", "mask"),
-    "atomic_cas": ("cmp", "val"),
-    "signal": ("value", "wait_for", "mask"),
-    "wait": ("value", "reset", "mask"),
-    **dict.fromkeys(ATOMICS, ("val", "mask")),
-}
+VALUE_ARGUMENTS = VALUE_PARAMS
 DEFAULTS = {"mask": "None", "other": "None", "value": "1", "wait_for": "None", "reset": "0"}
 OPTIONS = {
     "load": ("cache_modifier", "eviction_policy", "volatile"),
     "store": ("cache_modifier", "eviction_policy"),
     "atomic_cas": ("sem", "scope"),
     "signal": ("op", "sem", "scope"),
-    "wait": ("cmp", "sem", "scope"),
+    "wait": ("cmp", "sem", "scope", "decrement"),
     **dict.fromkeys(ATOMICS, ("sem", "scope")),
 }

@@ -16,18 +16,29 @@ import libcst as cst
 from .diagnostics import GIVEN_TWICE, STARRED_ARGUMENTS, TOO_MANY_POSITIONAL, UNEXPECTED_KEYWORD, Message
 
 ATOMICS = ("atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg")
-REDUCTIONS = ("sum", "max", "min")
-REDUCTION_PARAMS = {  # tl.sum/max/min's parameters (a tensor method's lack the first)
+REDUCTIONS = ("sum", "max", "min", "argmax", "argmin", "reduce", "xor_sum", "reduce_or")
+REDUCTION_PARAMS = {  # the reductions' parameters (a tensor method's lack the first)
     "sum": ("input", "axis", "keep_dims", "dtype"),
     **dict.fromkeys(("max", "min"), ("input", "axis", "return_indices", "return_indices_tie_break_left", "keep_dims")),
+    **dict.fromkeys(("argmax", "argmin"), ("input", "axis", "tie_break_left", "keep_dims")),
+    "reduce": ("input", "axis", "combine_fn", "keep_dims"),
+    **dict.fromkeys(("xor_sum", "reduce_or"), ("input", "axis", "keep_dims")),
 }
 CALL_PARAMS = {  # positional parameter names after the pointer, per call
     "load": ("mask", "other", "boundary_check", "padding_option", "cache_modifier", "eviction_policy", "volatile"),
     "store": ("value", "mask", "boundary_check", "cache_modifier", "eviction_policy"),
     "atomic_cas": ("cmp", "val", "sem", "scope"),
     "signal": ("value", "wait_for", "sem", "scope", "mask", "op"),
-    "wait": ("value", "cmp", "sem", "scope", "reset", "mask"),
+    "wait": ("value", "cmp", "sem", "scope", "reset", "mask", "decrement"),
     **dict.fromkeys(ATOMICS, ("val", "mask", "sem", "scope")),
+}
+VALUE_PARAMS = {  # the parameters that carry run-time values (the others are compile-time options)
+    "load": ("mask", "other"),
+    "store": ("value", "mask"),
+    "atomic_cas": ("cmp", "val"),
+    "signal": ("value", "wait_for", "mask"),
+    "wait": ("value", "reset", "mask"),
+    **dict.fromkeys(ATOMICS, ("val", "mask")),
 }
 REQUIRED = {"store": ("value",), "atomic_cas": ("cmp", "val"), **dict.fromkeys(ATOMICS, ("val",))}
 WAIT_COMPARISONS = ("eq", "ne", "ge", "gt", "le", "lt")
@@ -35,6 +46,15 @@ WAIT_COMPARISONS = ("eq", "ne", "ge", "gt", "le", "lt")
 ``signal_wait_until``."""
 SIGNAL_OPS = ("set", "add")
 """What ``castpile.signal(..., op=)`` may name: an atomic exchange (or, with ``wait_for``, a compare-and-swap), or add."""
+SEMANTICS = ("acquire", "release", "acq_rel", "relaxed")
+"""What a signal's or a wait's ``sem=`` may name (Triton's atomics' semantics)."""
+SCOPES = ("gpu", "cta", "sys")
+"""What a signal's or a wait's ``scope=`` may name (Triton's atomics' scopes)."""
+FLAG_OPTIONS = {
+    "signal": {"op": SIGNAL_OPS, "sem": SEMANTICS, "scope": SCOPES},
+    "wait": {"cmp": WAIT_COMPARISONS, "sem": SEMANTICS, "scope": SCOPES},
+}
+"""The compile-time keywords of castpile.signal and castpile.wait and the values each may take."""
 BINDING_PARAMS = ("example", "ptr_tile", "shape", "strides", "ptr_mask")
 BINDING_KEYWORDS = (*BINDING_PARAMS, "align", "remote")
 TRITON_DTYPES = (

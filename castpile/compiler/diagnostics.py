@@ -228,7 +228,7 @@ GIVEN_TWICE = Message("E404", "{call}: argument '{keyword}' given twice")
 MISSING_ARGUMENT = Message("E405", "{call}: missing argument '{keyword}'")
 POINTER_FIRST = Message("E406", "{call} needs the pointer (a multicast access) as its first argument")
 BLOCK_POINTER_KEYWORD = Message("E407", "{keyword}= is for block pointers, not multicast accesses", "leave it out")
-NEEDS_AN_ACCESS = Message("E408", "{call} takes a multicast access", "such as bufs[idx]", " ")
+# E408 ("castpile.signal takes a multicast access") is retired: signal takes plain pointers since v1.3.
 RETURNS_NOTHING = Message("E409", "{call} returns nothing", "call it as a statement of its own", ": ")
 REMOTE_ATOMIC = Message(
     "E410",
@@ -250,10 +250,9 @@ DTYPE_TILE_CAS = Message(
 )
 WAIT_CMP = Message(
     "E413",
-    "castpile.wait: cmp= must be one of the string literals {allowed} (the flag on the left: "
-    'cmp="ge" waits until flag >= value)',
+    'castpile.wait: cmp= must be one of {allowed} (the flag on the left: cmp="ge" waits until flag >= value)',
 )
-SIGNAL_OP = Message("E414", "castpile.signal: op= must be one of the string literals {allowed}")
+SIGNAL_OP = Message("E414", "castpile.signal: op= must be one of {allowed}")
 ADD_WITH_WAIT_FOR = Message(
     "E415",
     'castpile.signal: op="add" takes no wait_for= (an add never waits for a value)',
@@ -264,6 +263,18 @@ REMOTE_SIGNAL_ADD = Message(
     "castpile.signal(op=\"add\") on '{name}', a remote= binding: NVSHMEM's signal_op adds to 64-bit words only "
     "and castpile's flags have the binding's type (signal pads are int32), and a get-add-put would not be atomic",
     'use op="set", or a binding without remote= for peers in one NVLink domain',
+)
+COUNTING_WAIT = Message(
+    "E417",
+    "castpile.wait(decrement=True) is a counting semaphore: it waits until each flag is >= value and takes value "
+    "from it, so it takes {what}",
+    "leave {keyword}= out (or wait with decrement=False for cmp= and reset=)",
+)
+REMOTE_WAIT_FORM = Message(
+    "E418",
+    "castpile.wait on '{name}', a remote= binding: {form} needs an atomic read-modify-write of the remote flag, "
+    "which torch's NVSHMEM Triton device functions do not offer for the binding's flag type",
+    "use a binding without remote= for peers in one NVLink domain, or wait without it",
 )
 
 # ---- E5xx names ------------------------------------------------------------------------------------

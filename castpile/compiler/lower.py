@@ -39,6 +39,7 @@ from .calling import (
     IN_ORDER,
     INDEX,
     OPTIONS,
+    SIGNAL_FLAGS,
     SITE_WORD,
     SPAN,
     TRAILING,
@@ -254,19 +255,21 @@ class Lowerer:
 
         Arguments with side effects written in another order than the helper takes them are
         evaluated in the order written and handed over rearranged
-        (``*_castpile_in_order((b, a), (1, 0))``).  That needs every value up to the last one
-        given: no default among them (a jit function cannot return ``None``).  Only
-        ``castpile.signal`` and ``castpile.wait`` take three value arguments, and they are always
-        statements of their own, whose values :meth:`call_on` puts in fresh names instead.
+        (``*_castpile_in_order((b, a), (1, 0))``, defaults among them in their places).  That needs
+        no ``None`` default among them (a jit function cannot return ``None``): only
+        ``castpile.signal`` has one between two values (``wait_for``), and it is always a statement of
+        its own, whose values :meth:`call_on` puts in fresh names instead.
         """
         last = max((k for k, name in enumerate(names) if name in given), default=-1)
         taken = names[: last + 1]
         if not self._reordered(names, positions, impure):
             return [given[name] if name in given else DEFAULTS[name] for name in taken]
-        assert all(name in given for name in taken), "a default among reordered values inside an expression"
-        written = sorted(taken, key=positions.__getitem__)
+        assert all(name in given or DEFAULTS[name] != "None" for name in taken), "a None default among reordered values"
+        written = sorted((n for n in taken if n in given), key=positions.__getitem__)
+        written += [name for name in taken if name not in given]  # defaults: literals, in any order
         order = tuple(str(written.index(name)) for name in taken)
-        return [f"*{self.called(IN_ORDER)}({_tuple([given[n] for n in written])}, {_tuple(order)})"]
+        texts = [given[name] if name in given else DEFAULTS[name] for name in written]
+        return [f"*{self.called(IN_ORDER)}({_tuple(texts)}, {_tuple(order)})"]
 
     def _arguments(self, call: cst.Call, positions: dict[str, int]) -> dict[str, str]:
         """The source of each argument of ``call`` by parameter name."""
@@ -299,8 +302,9 @@ class Lowerer:
         return statements
 
     def reduction(self, use: Reduction) -> str:
-        """``tl.sum/max/min(bufs[idx], axis=0)`` (of a ``tl.load`` too, through elementwise steps) over the valid
-        buffers only: a table's buffer by buffer under either strategy, a tile's through its P + I tensor."""
+        """``tl.sum/max/min(bufs[idx], axis=0)``, ``tl.reduce(bufs[idx], 0, fn)``... (of a ``tl.load`` too, through
+        elementwise steps) over the valid buffers only: a table's buffer by buffer under either strategy, a tile's
+        through its P + I tensor.  ``tl.argmax/argmin`` are the positions of ``tl.max/min``'s ``return_indices=True``."""
         access = use.access
         given = self._arguments(use.load, use.load_positions) if use.load is not None else {}
         if access.binding.remote is not None:
@@ -314,20 +318,28 @@ class Lowerer:
             steps = '"' + " ".join(step.kind for step in use.steps) + '"'
             texts = [self.render.text(step.operand) for step in use.steps if step.operand is not None]
             operands = _tuple(texts) if texts else None
-        return self._call(
+        op = use.op
+        options: dict[str, str | None] = {name: self.render.text(value) for name, value in use.options.items()}
+        positions = op in ("argmax", "argmin")
+        if positions:
+            op = op[len("arg") :]
+            tie = options.pop("tie_break_left", None)
+            options = {"return_indices": "True", "return_indices_tie_break_left": tie, **options}
+        call = self._call(
             HELPERS["reduce", route],
             self._access_prefix(access),
-            f'"{use.op}"',
+            f'"{op}"',
             *self._values(("mask", "other"), given, use.load_positions, use.load_impure),
             steps=steps,
             operands=operands,
-            **{name: self.render.text(value) for name, value in use.options.items()},
+            **options,
             **{key: given.get(key) for key in OPTIONS["load"]},
             align=self._align(access),
         )
+        return f"{call}[1]" if positions else call
 
     def call_on(self, use: CallOn) -> list[str]:
-        """``tl.load/store/atomic_*``, ``castpile.signal/wait`` on an access (wait: or on pointers).
+        """``tl.load/store/atomic_*``, ``castpile.signal/wait`` on an access (signal, wait: or on pointers).
 
         A call that stands alone as a statement, with value arguments that have side effects written
         in another order than the helper takes them, becomes several statements on its line: its
@@ -341,7 +353,7 @@ class Lowerer:
         statements: list[str] = []
         impure = use.impure
         hoist = not use.result_used and self._reordered(names, use.positions, impure)
-        if access is None:  # castpile.wait on plain pointers
+        if access is None:  # castpile.signal or castpile.wait on plain pointers
             where = self.render.text(use.node.args[0].value)
             if hoist:
                 where = self._temporary("p", where, statements)
@@ -352,9 +364,13 @@ class Lowerer:
                 given[name] = self._temporary("v", given[name], statements)
             impure = frozenset()
         values = self._values(names, given, use.positions, impure)
+        if op in ("signal", "wait"):
+            options |= self._flag_checks(use)
         if access is None:
-            helper, deadline = self._spin(WAIT_FLAGS, True)
-            return [*statements, self._call(helper, where, *values, **options, **deadline)]
+            helper, deadline = self._spin(
+                WAIT_FLAGS if op == "wait" else SIGNAL_FLAGS, op == "wait" or "wait_for" in given
+            )
+            return [*statements, self._call(helper, where, *values, **(options | deadline))]
         keep_old = None if use.result_used else "False"
         route = self._route(access)
         if op in ATOMICS:
@@ -375,8 +391,21 @@ class Lowerer:
             call = self._call(HELPERS[op, route], where, *values, **options, align=self._align(access), site=self.site)
         else:  # signal, wait
             helper, deadline = self._spin(HELPERS[op, route], op == "wait" or "wait_for" in given)
-            call = self._call(helper, where, *values, **options, align=self._align(access), **deadline)
+            call = self._call(helper, where, *values, **(options | deadline), align=self._align(access))
         return [*statements, call]
+
+    def _flag_checks(self, use: CallOn) -> dict[str, str | None]:
+        """The keywords a signal's or wait's helper takes beside the user's: ``keep=True`` where a wait's value is
+        used; ``cmp="ge"`` for a counting wait that names none; the call's ``site`` where Triton's compile checks option values (:attr:`CallOn.checked`), and
+        ``reset_given=True`` where a ``decrement=`` that is not a literal comes with a ``reset=``."""
+        keywords: dict[str, str | None] = {"keep": "True" if use.op == "wait" and use.result_used else None}
+        if "decrement" in use.positions and "cmp" not in use.positions:
+            keywords["cmp"] = '"ge"'  # a counting wait's comparison
+        if use.checked:
+            keywords["site"] = self.site
+            if "decrement" in use.checked and "reset" in use.positions:
+                keywords["reset_given"] = "True"
+        return keywords
 
     def _spin(self, helper: str, spins: bool) -> tuple[str, dict[str, str]]:
         """``helper``, or in debug mode, where the call ``spins``, the one that gives up, and its keywords."""

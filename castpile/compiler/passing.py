@@ -27,6 +27,7 @@ import libcst as cst
 from . import diagnostics
 from .plan import Access, Binding, HelperCall, MulticastParam, Plan
 from .scopes import Resolver, Scope, is_triton_jit
+from .stack_masks import Aranges, passed_per_buffer
 
 MULTICAST = "castpile.Multicast"
 
@@ -62,6 +63,10 @@ class Helpers:
         self.bindings: dict[MulticastParam, Binding] = {}  # what the accesses inside each function see
         self.accesses: list[Access] = []  # through Multicast parameters, index counts checked once dims are known
         self.atomics: list[tuple[cst.Call, str, Access]] = []  # refused once a parameter is known to be remote=
+        # masks of accesses through parameters that reach aranges their indices do not: per buffer at some call?
+        self.masks: list[tuple[cst.BaseExpression, str, Access, dict[str, cst.Call]]] = []
+        # per parameter, each call's arguments by parameter name, the tensor it passes and the caller's aranges
+        self.calls: dict[MulticastParam, list[tuple[dict[str, cst.BaseExpression], Binding, Aranges]]] = {}
         defined: dict[str, list[cst.FunctionDef]] = {}
         for statement in module.body:
             if isinstance(statement, cst.FunctionDef):
@@ -136,9 +141,11 @@ class Helpers:
             return None
         return self.functions.get(func.value)
 
-    def call(self, node: cst.Call, signature: _Signature, multicast: dict[str, Binding], handled: set) -> None:
-        """Check one call of ``signature``'s function (``multicast``: the tensors in scope at the call); the
-        arguments it judges go into ``handled``."""
+    def call(
+        self, node: cst.Call, signature: _Signature, multicast: dict[str, Binding], handled: set, aranges: Aranges
+    ) -> None:
+        """Check one call of ``signature``'s function (``multicast``: the tensors in scope at the call, ``aranges``:
+        what the calling function's expressions reach); the arguments it judges go into ``handled``."""
         name = signature.name
         if any(arg.star for arg in node.args):
             if signature.multicast:
@@ -176,6 +183,8 @@ class Helpers:
             binding = multicast[multicast_name]
             passed[k] = (record, binding)
             self.received.setdefault(record, []).append((value, binding))
+            arguments = {name: node.args[j].value for name, j in bound.items()}
+            self.calls.setdefault(record, []).append((arguments, binding, aranges))
         missing = [param for param in signature.multicast if param not in bound]
         for param in missing:
             ok = False
@@ -185,17 +194,28 @@ class Helpers:
 
     # -- after the walk ------------------------------------------------------------------
 
-    def check_later(self, access: Access, count: bool = False, atomic: tuple[cst.Call, str] | None = None) -> None:
-        """``access`` is made through a Multicast parameter: :meth:`resolve` checks its index ``count``, or that the
-        ``atomic`` call on it (its node and op) does not reach a ``remote=`` binding."""
+    def check_later(
+        self,
+        access: Access,
+        count: bool = False,
+        atomic: tuple[cst.Call, str] | None = None,
+        mask: tuple[cst.BaseExpression, str, dict[str, cst.Call]] | None = None,
+    ) -> None:
+        """``access`` is made through a Multicast parameter: :meth:`resolve` checks its index ``count``, that the
+        ``atomic`` call on it (its node and op) does not reach a ``remote=`` binding, or that the ``mask`` of a call
+        on it (the mask, the op, the aranges it reaches that the indices do not) is not one flag per buffer of a
+        tensor some call passes."""
         if count:
             self.accesses.append(access)
         if atomic is not None:
             self.atomics.append((*atomic, access))
+        if mask is not None:
+            self.masks.append((mask[0], mask[1], access, mask[2]))
 
     def resolve(self) -> None:
         """Every parameter's element dims, extents and ``remote`` from the tensors it receives (see :meth:`_layouts`),
-        then the index counts of the accesses through parameters, and atomics on ``remote=`` tensors."""
+        then the index counts of the accesses through parameters, atomics on ``remote=`` tensors, and masks of one
+        flag per buffer of a tensor that a call binds and passes (see :func:`~.stack_masks.passed_per_buffer`)."""
         first_access: dict[MulticastParam, Access] = {}
         for access in self.accesses:
             param = access.binding.param
@@ -225,6 +245,14 @@ class Helpers:
         for node, op, access in self.atomics:
             if access.binding.remote is not None:
                 self.plan.error(node, diagnostics.REMOTE_ATOMIC, op=op, name=access.binding.name)
+        for mask, op, access, unindexed in self.masks:
+            param = access.binding.param
+            assert param is not None  # the masks collected here are those of accesses through parameters
+            for arguments, binding, aranges in self.calls.get(param, ()):
+                arange = passed_per_buffer(unindexed, arguments, binding, aranges)
+                if arange is not None:
+                    self.plan.error(mask, diagnostics.PER_BUFFER_MASK, op=op, name=param.name, arange=arange)
+                    break
 
     def _layouts(self) -> dict[MulticastParam, tuple[tuple[int, str | None], set[bool]]]:
         """For each parameter that receives a tensor: ``((ndim, remote), shapes)``, ``shapes`` holding whether each

@@ -106,16 +106,18 @@ class AugStore:
 @dataclass(eq=False)
 class CallOn:
     """``tl.load/store/atomic_*`` or ``castpile.signal/wait`` on an access (or, for
-    wait, on plain pointers: ``access`` is ``None``); ``positions`` maps the call's
+    signal and wait, on plain pointers: ``access`` is ``None``); ``positions`` maps the call's
     parameters to argument positions; ``result_used`` is false for a call that
-    stands alone as a statement."""
+    stands alone as a statement; ``checked``: compile-time keywords of a signal or wait that Triton's
+    compile must check (values that are not literals of the allowed set), so its helper names the call's site."""
 
     node: cst.Call
     op: str
     access: Access | None
     positions: dict[str, int]
     result_used: bool = True
-    impure: frozenset[str] = frozenset()  # the parameters whose argument has side effects
+    impure: frozenset[str] = frozenset()  # the value parameters whose argument has side effects
+    checked: frozenset[str] = frozenset()
 
 
 @dataclass(eq=False)
@@ -131,10 +133,11 @@ class Step:
 
 @dataclass(eq=False)
 class Reduction:
-    """``tl.sum/max/min(X, axis=0)`` (or ``X.sum(axis=0)``...) where X is ``bufs[idx]`` or
-    ``tl.load(bufs[idx], ...)`` taken through ``steps``, innermost first; ``options`` holds the reduction's
-    other arguments by parameter name (``dtype``, ``keep_dims``, ``return_indices``,
-    ``return_indices_tie_break_left``); ``load_positions`` maps the load's parameters to argument positions."""
+    """``tl.sum/max/min/argmax/argmin/xor_sum/reduce_or(X, axis=0)`` or ``tl.reduce(X, 0, fn)`` (or
+    ``X.sum(axis=0)``...) where X is ``bufs[idx]`` or ``tl.load(bufs[idx], ...)`` taken through ``steps``,
+    innermost first; ``options`` holds the reduction's other arguments by parameter name (``dtype``,
+    ``keep_dims``, ``return_indices``, ``return_indices_tie_break_left``, ``tie_break_left``, ``combine_fn``);
+    ``load_positions`` maps the load's parameters to argument positions."""
 
     node: cst.Call
     op: str

@@ -14,13 +14,14 @@ is all the contract needs::
 A name that one scope binds to different things (an import and a ``def``, other
 imports under ``if`` and ``else``) stands for none of them; what an ``except``
 handler binds does not count against a name its ``try`` body imported (an import
-fallback).  Names a star import may bind are not guessed.
+fallback).  A name a function declares ``global`` is the module's: what the function binds it
+to counts as a binding of the module's name.  Names a star import may bind are not guessed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
@@ -46,13 +47,15 @@ def dotted(node: cst.BaseExpression) -> str | None:
 class Scope:
     """What one scope binds: for each name imported, the qualified names it is bound to
     (``tl`` -> ``{"triton.language"}``); for each name assigned a name or attribute chain, those
-    chains (``tl = triton.language``), read in this scope; the names bound to anything else; and
-    whether a star import may bind more."""
+    chains (``tl = triton.language``), read in this scope; the names bound to anything else;
+    whether a star import may bind more; and the names a ``global`` statement gives to the module
+    (which this scope then does not bind)."""
 
     imports: dict[str, set[str]] = field(default_factory=dict)
     aliases: dict[str, set[str]] = field(default_factory=dict)
     other: set[str] = field(default_factory=set)
     starred: bool = False
+    declared_global: set[str] = field(default_factory=set)
 
     def add_import(self, node: cst.Import | cst.ImportFrom) -> None:
         """Record what one import statement binds."""
@@ -89,6 +92,8 @@ class Scope:
 
     def bound(self, name: str) -> bool:
         """Whether this scope binds ``name`` at all."""
+        if name in self.declared_global:
+            return False
         return name in self.imports or name in self.aliases or name in self.other
 
     def merge(self, other: Scope, keep_out: AbstractSet[str] = frozenset()) -> None:
@@ -99,6 +104,7 @@ class Scope:
                     mine.setdefault(name, set()).update(meanings)
         self.other |= other.other - keep_out
         self.starred = self.starred or other.starred
+        self.declared_global |= other.declared_global
 
 
 class Resolver:
@@ -171,7 +177,7 @@ class Resolver:
 
     def missing_import(self, func: cst.BaseExpression) -> tuple[str, str] | None:
         """``(name, import)`` when ``func`` spells one of castpile's names (``multicast_like``,
-        ``castpile.signal``) through a name that no scope binds and no star import may bind:
+        ``castpile.signal``, ``cp.wait``) through a name that no scope binds and no star import may bind:
         ``name`` is that name, ``import`` the statement to add."""
         chain = dotted(func)
         if chain is None or any(scope.bound(chain.partition(".")[0]) or scope.starred for scope in self.scopes):
@@ -179,8 +185,8 @@ class Resolver:
         if chain in CASTPILE_NAMES:
             return chain, f"from castpile import {chain}"
         head, _, rest = chain.partition(".")
-        if head == "castpile" and rest in CASTPILE_NAMES:
-            return head, "import castpile"
+        if rest in CASTPILE_NAMES:
+            return head, "import castpile" if head == "castpile" else f"import castpile as {head}"
         return None
 
 
@@ -205,6 +211,31 @@ def collect_scope(body, scope: Scope) -> None:
     """Record the bindings of a block (not descending into functions or classes)."""
     for stmt in body:
         _ScopeCollector(scope).walk(stmt)
+
+
+def collect_globals(module: cst.Module, scope: Scope) -> None:
+    """Add to the module's ``scope`` (collected by :func:`collect_scope`) what any function that declares a name
+    ``global`` binds that name to (``def setup(): global wait; from castpile import wait``)."""
+    scope.declared_global.clear()  # `global` at the top level changes nothing
+    _GlobalsCollector(scope).walk(module)
+
+
+class _GlobalsCollector(Walker):
+    """Adds to the module's scope what each function, at any depth, binds the names it declares ``global`` to."""
+
+    def __init__(self, scope: Scope):
+        super().__init__()
+        self.scope = scope
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        local = Scope()
+        collect_scope(node.body.body, local)
+        if local.declared_global:
+            bound = set(local.imports) | set(local.aliases) | local.other
+            self.scope.merge(replace(local, declared_global=set()), keep_out=bound - local.declared_global)
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+        return False  # no function is defined inside a simple statement (a lambda declares nothing global)
 
 
 class _ScopeCollector(Walker):
@@ -232,6 +263,9 @@ class _ScopeCollector(Walker):
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
         return False
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self.scope.declared_global.update(item.name.value for item in node.names)
 
     def visit_Try(self, node: cst.Try) -> bool:
         """``try: import triton.language as tl`` ``except ImportError: tl = None``: the fallback does not shadow tl."""

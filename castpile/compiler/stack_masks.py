@@ -7,7 +7,10 @@ a mask is per buffer when it reaches a ``tl.arange(a, b)`` of the stack's extent
 do not reach.  "Reaches" follows the names the jit function assigns (``ranks = tl.arange(0, W)``,
 ``m = ranks < rank``), every assignment of a name counting; an arange is of the stack's extent when the
 binding's tile or ``ptr_mask`` expression reaches the same arange (by its text), or, for a table slice
-``table[lo:hi]``, when ``b - a`` is ``hi - lo`` or, as integers, ``hi - lo`` rounded up to a power of two::
+``table[lo:hi]``, when ``b - a`` is ``hi - lo`` or, as integers, ``hi - lo`` rounded up to a power of two.
+Inside a helper, through a Multicast parameter, the stack is each caller's: an arange of the helper is of
+the stack's extent when, its parameters replaced by what a call passes, it is of the extent of the tensor
+that call passes (:func:`passed_per_buffer`)::
 
     ranks = tl.arange(0, W)
     bufs = multicast_like(out, table[:W])
@@ -52,12 +55,54 @@ class Aranges:
         (none for one peer, P = (): every mask is then over the elements)."""
         if binding.peer is not None:
             return None
-        masked = self.reached(mask)
-        stack = self.reached(binding.tile, binding.ptr_mask)
-        if binding.table is not None:
-            stack |= {text: call for text, call in masked.items() if _spans_the_slice(call, binding)}
+        return next((text for text, call in self.unindexed(indices, mask).items() if self.spans(binding, call)), None)
+
+    def unindexed(self, indices: list[cst.BaseExpression], mask: cst.BaseExpression) -> dict[str, cst.Call]:
+        """The aranges ``mask`` reaches and ``indices`` do not, by text."""
         elements = self.reached(*indices)
-        return next((text for text in masked if text in stack and text not in elements), None)
+        return {text: call for text, call in self.reached(mask).items() if text not in elements}
+
+    def spans(self, binding: Binding, call: cst.Call) -> bool:
+        """Whether ``tl.arange(a, b)`` is of ``binding``'s stack extent (a binding of this function)."""
+        return _code_of_arange(call) in self.reached(binding.tile, binding.ptr_mask) or (
+            binding.table is not None and _spans_the_slice(call, binding)
+        )
+
+
+def passed_per_buffer(
+    unindexed: dict[str, cst.Call], arguments: dict[str, cst.BaseExpression], binding: Binding, aranges: Aranges
+) -> str | None:
+    """The text of an arange among a helper's ``unindexed`` ones that, each parameter named in ``arguments`` replaced
+    by the argument a call passes it, is of the stack extent of ``binding``, the tensor that call passes (``aranges``:
+    those of the calling function), if any."""
+    if binding.peer is not None:
+        return None
+    return next(
+        (text for text, call in unindexed.items() if aranges.spans(binding, _Substitute(arguments).transform(call))),
+        None,
+    )
+
+
+class _Substitute(cst.CSTTransformer):
+    """An expression with the names in ``arguments`` replaced by their expressions."""
+
+    def __init__(self, arguments: dict[str, cst.BaseExpression]):
+        super().__init__()
+        self.arguments = arguments
+
+    def transform(self, call: cst.Call) -> cst.Call:
+        return cst.ensure_type(call.visit(self), cst.Call)
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
+        return self.arguments.get(original_node.value, updated_node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        return False  # ``tl.arange`` keeps its ``tl`` (and ``x.shape`` its attribute)
+
+
+def _code_of_arange(call: cst.Call) -> str:
+    """``arange(0, W)``: how :class:`_ArangeFinder` names an arange."""
+    return "arange(" + ", ".join(_code(arg.value) for arg in call.args) + ")"
 
 
 def _code(node: cst.CSTNode) -> str:
@@ -89,7 +134,7 @@ class _ArangeFinder(Walker):
 
     def visit_Call(self, node: cst.Call) -> bool:
         if self.resolver.triton_language(node.func) == "arange":
-            self.found.setdefault("arange(" + ", ".join(_code(arg.value) for arg in node.args) + ")", node)
+            self.found.setdefault(_code_of_arange(node), node)
             return False
         return True
 

@@ -37,6 +37,8 @@ REDUCE_LOOP = {
     "identity",
     "folded",
     "keeps_zero",
+    "combines",
+    "combine",
 }
 HELPERS = [
     ("x = bufs[offs]\n", LOAD_LOOP, LOAD_GATHER),
@@ -65,6 +67,14 @@ HELPERS = [
             "identity",
             "first_max",
             "first_min",
+            "combines",
+            "combine",
+            "tree",
+            "columns",
+            "ended",
+            "halvings",
+            "paired",
+            "keep_left",
         },
         {
             "reduce_gather",
@@ -80,6 +90,14 @@ HELPERS = [
             "identity",
             "first_max",
             "first_min",
+            "combines",
+            "combine",
+            "tree",
+            "columns",
+            "ended",
+            "halvings",
+            "paired",
+            "keep_left",
         },
     ),
     (
@@ -102,13 +120,13 @@ HELPERS = [
     ),
     (
         "castpile.signal(bufs[0])\n",
-        {"signal", "pointers", "cas", "full", "offsets", "prepend", "any"},
-        {"signal", "pointers", "cas", "full", "offsets", "prepend", "any"},
+        {"signal", "signal_lanes", "flag_options", "pointers", "cas", "full", "offsets", "prepend", "any"},
+        {"signal", "signal_lanes", "flag_options", "pointers", "cas", "full", "offsets", "prepend", "any"},
     ),
     (
         "castpile.wait(ptrs + offs)\n",
-        {"wait_flags", "lane_mask", "any", "anchored", "holds"},
-        {"wait_flags", "lane_mask", "any", "anchored", "holds"},
+        {"wait_flags", "flag_options", "arrive", "lane_mask", "any", "anchored", "holds"},
+        {"wait_flags", "flag_options", "arrive", "lane_mask", "any", "anchored", "holds"},
     ),
 ]
 

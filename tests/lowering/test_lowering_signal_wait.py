@@ -256,7 +256,6 @@ LEFT_ALONE = [
 CMPS = {"allowed": '"eq", "ne", "ge", "gt", "le", "lt"'}
 OPS = {"allowed": '"set", "add"'}
 ERRORS = [
-    pytest.param("castpile.wait(ptrs, cmp=CMP)", 25, "E413", CMPS, id="cmp a name"),
     pytest.param("castpile.wait(ptrs, 1, 'gte')", 24, "E413", CMPS, id="cmp by position, unknown"),
     pytest.param("castpile.wait(ptrs, cmp=b'ge')", 25, "E413", CMPS, id="cmp bytes"),
     pytest.param(

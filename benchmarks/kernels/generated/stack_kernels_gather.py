@@ -286,8 +286,9 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
                           keep_dims: tl.constexpr = False, return_indices: tl.constexpr = False,
                           return_indices_tie_break_left: tl.constexpr = True,
                           cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
-                          volatile: tl.constexpr = False, align: tl.constexpr = None):
-    """``tl.sum``/``max``/``min`` over axis 0 of a table's access, one buffer at a time, without the P + I tensor.
+                          volatile: tl.constexpr = False, align: tl.constexpr = None, combine_fn: tl.constexpr = None):
+    """A reduction ``OP`` (see :mod:`.reduction`; ``combine_fn``: ``tl.reduce``'s) over axis 0 of a table's access,
+    one buffer at a time, without the P + I tensor.
 
     Each valid buffer's elements are loaded, taken through ``steps`` (:func:`_castpile_apply`) and the
     conversion the reduction makes, and folded in stack order; ``return_indices``: and the positions (a tie goes
@@ -302,15 +303,18 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
         peer, valid = _castpile_peer(src, smask, p, example, align)
         x = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=0 if other is None else other,
                     cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
-        acc, at, seen = _castpile_fold(p, x, valid, acc, at, seen, OP, steps, operands, dtype, return_indices)
-    return _castpile_folded(acc, at, seen, bounds, other, steps, keep_dims, return_indices)
+        acc, at, seen = _castpile_fold(p, x, valid, acc, at, seen, OP, steps, operands, dtype, return_indices,
+                                        combine_fn)
+    return _castpile_folded(acc, at, seen, bounds, other, steps, keep_dims, return_indices, OP)
 
 
 @triton.constexpr_function
 def _castpile_accumulator(dtype, OP, sum_dtype, indices):
     """The type Triton's ``tl.sum`` / ``max`` / ``min`` of ``dtype`` reduces in: ``tl.sum``'s ``dtype=``
     (``sum_dtype``), else int32 / uint32 for narrower integers; ``max`` / ``min``: float32 for bfloat16 and,
-    without ``return_indices``, float32 / int32 for any narrower type."""
+    without ``return_indices``, float32 / int32 for any narrower type; a combine function's: ``dtype``."""
+    if _castpile_combines(OP):
+        return dtype
     if OP == "sum":
         if sum_dtype is not None:
             return sum_dtype
@@ -324,6 +328,24 @@ def _castpile_accumulator(dtype, OP, sum_dtype, indices):
     if not indices and dtype.primitive_bitwidth < 32:
         return tl.float32 if dtype.is_floating() else tl.int32
     return dtype
+
+
+@triton.constexpr_function
+def _castpile_combines(OP):
+    """Whether the reduction ``OP`` folds with a combine function (:func:`_castpile_combine`), without an identity."""
+    return OP in ("reduce", "xor_sum", "reduce_or")
+
+
+@triton.jit
+def _castpile_combine(OP: tl.constexpr, combine_fn: tl.constexpr, a, b):
+    """``a`` and ``b`` combined as the reduction ``OP`` combines, elementwise: xor, or, or ``combine_fn(a, b)``."""
+    if OP == "xor_sum":
+        r = a ^ b
+    elif OP == "reduce_or":
+        r = a | b
+    else:
+        r = combine_fn(a, b)
+    return r
 
 
 @triton.constexpr_function
@@ -416,15 +438,17 @@ def _castpile_apply(v, steps: tl.constexpr, operands):
 
 @triton.jit
 def _castpile_fold(p: tl.constexpr, x, valid, acc, at, seen, OP: tl.constexpr, steps: tl.constexpr, operands,
-                   dtype: tl.constexpr, indices: tl.constexpr):
+                   dtype: tl.constexpr, indices: tl.constexpr, combine_fn: tl.constexpr = None):
     """Buffer ``p``'s loaded elements ``x``, taken through ``steps`` (:func:`_castpile_apply`) and the conversion
     the reduction makes (``dtype``: ``tl.sum``'s), folded into ``acc``, the reduction of the buffers before it;
     ``at``: the position each lane's max / min comes from (``indices``; the first on a tie); ``seen``: the lanes
-    some valid buffer reached.  ``valid`` says whether buffer ``p`` is; ``p == 0`` starts the fold.  A table's
-    reductions make this step per buffer, however they reach it."""
+    some valid buffer reached.  ``valid`` says whether buffer ``p`` is; ``p == 0`` starts the fold.  A
+    reduction with a combine function (``combine_fn``: ``tl.reduce``'s) has no identity: a lane's first valid
+    buffer starts it.  A table's reductions make this step per buffer, however they reach it."""
     v = _castpile_apply(x, steps, operands)
     v = v.to(_castpile_accumulator(v.dtype, OP, dtype, indices))
-    v = tl.where(valid, v, _castpile_identity(v.dtype, OP))
+    if not _castpile_combines(OP):
+        v = tl.where(valid, v, _castpile_identity(v.dtype, OP))
     if p == 0:
         if OP == "sum":  # from zero, as a hand-written loop sums (a sum of -0.0 gives 0.0): Triton schedules it better
             acc = tl.zeros(v.shape, v.dtype) + v
@@ -432,6 +456,9 @@ def _castpile_fold(p: tl.constexpr, x, valid, acc, at, seen, OP: tl.constexpr, s
             acc = v
         at = tl.zeros(v.shape, tl.int32)
         seen = _castpile_lane_mask(valid, None, v)
+    elif _castpile_combines(OP):
+        acc = tl.where(valid, tl.where(seen, _castpile_combine(OP, combine_fn, acc, v), v), acc)
+        seen = seen | valid
     elif indices:
         if OP == "max":
             better = v > acc
@@ -454,12 +481,14 @@ def _castpile_fold(p: tl.constexpr, x, valid, acc, at, seen, OP: tl.constexpr, s
 
 @triton.jit
 def _castpile_folded(acc, at, seen, bounds, other, steps: tl.constexpr, keep_dims: tl.constexpr,
-                     indices: tl.constexpr):
-    """The result of a fold (:func:`_castpile_fold`): a lane that no valid buffer reached, or out of ``bounds``,
-    gives 0 and position 0 (a lane out of bounds holds 0 already when its loads gave 0, no ``other``, through
-    ``steps`` that keep 0); ``keep_dims`` keeps the stack dim as extent 1; with ``indices``, the values and
-    their positions."""
-    zeroed: tl.constexpr = other is None and _castpile_keeps_zero(steps)
+                     indices: tl.constexpr, OP: tl.constexpr):
+    """The result of a fold (:func:`_castpile_fold`) of the reduction ``OP``: a lane that no valid buffer reached,
+    or out of ``bounds``, gives 0 and position 0 (a lane out of bounds holds value 0 already when its loads gave 0,
+    no ``other``, through ``steps`` that keep 0, and ``OP`` is a sum, max or min; its position may be that of a
+    later buffer when ``ptr_mask`` left out the first); ``keep_dims`` keeps the stack dim as extent 1; with
+    ``indices``, the values and their positions."""
+    zeroed: tl.constexpr = (other is None and _castpile_keeps_zero(steps) and not _castpile_combines(OP)
+                            and not indices)
     live = seen
     if bounds is not None and not zeroed:
         live = live & bounds

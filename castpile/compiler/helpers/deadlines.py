@@ -12,8 +12,11 @@ there is no timer: they wait as the normal helpers do.
 import triton
 import triton.language as tl
 
-from .common import _castpile_any, _castpile_anchored, _castpile_cas, _castpile_holds, _castpile_lane_mask
-from .gather import _castpile_pointers, _castpile_signal
+from .common import (
+    _castpile_any, _castpile_anchored, _castpile_arrive, _castpile_cas, _castpile_flag_options, _castpile_holds,
+    _castpile_lane_mask, _castpile_signal_lanes,
+)
+from .gather import _castpile_pointers
 from .remote import (
     _castpile_address, _castpile_entry_valid, _castpile_flat, _castpile_offsets, _castpile_remote_entry,
     _castpile_remote_get, _castpile_remote_put, _castpile_nvshmem,
@@ -115,51 +118,56 @@ def _castpile_give_up(ptrs, pending, seen, value, cmp: tl.constexpr, site: tl.co
 @triton.jit
 def _castpile_wait_flags_until(ptrs, value=1, reset=0, mask=None, cmp: tl.constexpr = tl.constexpr("eq"),
                                sem: tl.constexpr = tl.constexpr("acquire"), scope: tl.constexpr = tl.constexpr("sys"),
-                               site: tl.constexpr = None, deadline_ns: tl.constexpr = None):
-    """Spin until every flag at ``ptrs`` satisfies ``flag cmp value``, then set it to ``reset`` (``None``: leave it),
-    as a normal-mode wait does; give up ``deadline_ns`` after the spin starts, recording the lanes still pending."""
+                               decrement: tl.constexpr = False, keep: tl.constexpr = False, site: tl.constexpr = None,
+                               reset_given: tl.constexpr = False, deadline_ns: tl.constexpr = None):
+    """Spin until every flag at ``ptrs`` satisfies the wait and take it, as a normal-mode wait does
+    (:func:`_castpile_wait_flags`); give up ``deadline_ns`` after the spin starts, recording the lanes still pending
+    (the values of a wait that gave up hold 0 there)."""
+    _castpile_flag_options(site, "wait", cmp, sem, scope, decrement, reset_given)
     dtype = ptrs.dtype.element_ty
     pending = _castpile_lane_mask(True, mask, ptrs)
     targets = _castpile_anchored(ptrs, pending)
     seen = tl.zeros(ptrs.shape, dtype)
+    if keep:
+        got = tl.zeros(ptrs.shape, dtype)
     start = _castpile_clock()
     late = tl.full((), 0, tl.int1)
     while _castpile_any(pending) & ~late:
         seen = tl.atomic_add(ptrs, tl.zeros(ptrs.shape, dtype), mask=pending, sem=sem, scope=scope)
-        arrived = pending & _castpile_holds(seen, cmp, value)
-        if reset is not None:
-            if _castpile_any(arrived):
-                fresh = tl.cast(reset, dtype) + tl.zeros(ptrs.shape, dtype)
-                old = tl.atomic_cas(targets, tl.where(arrived, seen, fresh), fresh, sem=sem, scope=scope)
-                arrived = arrived & (old == seen)
+        arrived = _castpile_arrive(ptrs, targets, pending, seen, value, reset, cmp, sem, scope, decrement)
+        if keep:
+            got = tl.where(arrived, seen, got)
         pending = pending & ~arrived
         late = _castpile_clock() - start > deadline_ns
     if _castpile_any(pending):
-        _castpile_give_up(ptrs, pending, seen, value, cmp, site, deadline_ns, 0, -1)
+        _castpile_give_up(ptrs, pending, seen, value, "ge" if decrement else cmp, site, deadline_ns, 0, -1)
+    if keep:
+        return got
 
 
 @triton.jit
 def _castpile_wait_until(src, count: tl.constexpr, smask, example, offs, bounds, value=1, reset=0, mask=None,
                          cmp: tl.constexpr = tl.constexpr("eq"), sem: tl.constexpr = tl.constexpr("acquire"),
-                         scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None,
-                         site: tl.constexpr = None, deadline_ns: tl.constexpr = None):
+                         scope: tl.constexpr = tl.constexpr("sys"), decrement: tl.constexpr = False,
+                         keep: tl.constexpr = False, align: tl.constexpr = None, site: tl.constexpr = None,
+                         reset_given: tl.constexpr = False, deadline_ns: tl.constexpr = None):
     """``castpile.wait`` on a multicast access, giving up at its deadline."""
     ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
-    _castpile_wait_flags_until(ptrs, value, reset, valid, cmp, sem, scope, site, deadline_ns)
+    return _castpile_wait_flags_until(ptrs, value, reset, valid, cmp, sem, scope, decrement, keep, site, reset_given,
+                                      deadline_ns)
 
 
 @triton.jit
-def _castpile_signal_until(src, count: tl.constexpr, smask, example, offs, bounds, value=1, wait_for=None, mask=None,
-                           op: tl.constexpr = tl.constexpr("set"), sem: tl.constexpr = tl.constexpr("release"),
-                           scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None,
-                           site: tl.constexpr = None, deadline_ns: tl.constexpr = None):
-    """``castpile.signal``; with ``wait_for`` (and no ``op="add"``), its compare-and-swap spin gives up at its
-    deadline (the flags still not ``wait_for`` recorded, none set)."""
+def _castpile_signal_lanes_until(ptrs, valid, example, value, wait_for, op: tl.constexpr, sem: tl.constexpr,
+                                 scope: tl.constexpr, site: tl.constexpr, deadline_ns: tl.constexpr):
+    """:func:`_castpile_signal_lanes`; with ``wait_for`` (and no ``op="add"``), its compare-and-swap spin gives up at
+    its deadline (the flags still not ``wait_for`` recorded, none set)."""
     if (op == "add") or (wait_for is None):
-        _castpile_signal(src, count, smask, example, offs, bounds, value, wait_for, mask, op, sem, scope, align)
+        _castpile_signal_lanes(ptrs, valid, example, value, wait_for, op, sem, scope, site)
     else:
-        ptrs, pending = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
-        seen = tl.zeros(ptrs.shape, example.dtype.element_ty)
+        _castpile_flag_options(site, "signal", op, sem, scope)
+        pending = valid
+        seen = tl.zeros(ptrs.shape, ptrs.dtype.element_ty)
         start = _castpile_clock()
         late = tl.full((), 0, tl.int1)
         while _castpile_any(pending) & ~late:
@@ -171,12 +179,33 @@ def _castpile_signal_until(src, count: tl.constexpr, smask, example, offs, bound
 
 
 @triton.jit
+def _castpile_signal_until(src, count: tl.constexpr, smask, example, offs, bounds, value=1, wait_for=None, mask=None,
+                           op: tl.constexpr = tl.constexpr("set"), sem: tl.constexpr = tl.constexpr("release"),
+                           scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None,
+                           site: tl.constexpr = None, deadline_ns: tl.constexpr = None):
+    """``castpile.signal`` on a multicast access, a spin with ``wait_for`` giving up at its deadline."""
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
+    _castpile_signal_lanes_until(ptrs, valid, example, value, wait_for, op, sem, scope, site, deadline_ns)
+
+
+@triton.jit
+def _castpile_signal_flags_until(ptrs, value=1, wait_for=None, mask=None, op: tl.constexpr = tl.constexpr("set"),
+                                 sem: tl.constexpr = tl.constexpr("release"), scope: tl.constexpr = tl.constexpr("sys"),
+                                 site: tl.constexpr = None, deadline_ns: tl.constexpr = None):
+    """``castpile.signal`` on plain pointers, a spin with ``wait_for`` giving up at its deadline."""
+    valid = _castpile_lane_mask(True, mask, ptrs)
+    _castpile_signal_lanes_until(ptrs, valid, _castpile_anchored(ptrs, valid), value, wait_for, op, sem, scope, site,
+                                 deadline_ns)
+
+
+@triton.jit
 def _castpile_wait_remote_until(src, count: tl.constexpr, smask, example, offs, bounds, table, value=1, reset=0,
                                 mask=None, cmp: tl.constexpr = tl.constexpr("eq"),
                                 sem: tl.constexpr = tl.constexpr("acquire"), scope: tl.constexpr = tl.constexpr("sys"),
                                 align: tl.constexpr = None, site: tl.constexpr = None,
                                 deadline_ns: tl.constexpr = None):
     """``castpile.wait`` through a ``remote=`` binding, each buffer's wait giving up at its deadline."""
+    _castpile_flag_options(site, "wait", cmp, sem, scope)
     offs = _castpile_offsets(offs)
     flat = _castpile_flat(offs)  # flat: a spin needs a 1-D tensor to reduce
     for p in tl.static_range(count):
@@ -184,7 +213,7 @@ def _castpile_wait_remote_until(src, count: tl.constexpr, smask, example, offs, 
         lanes = _castpile_flat(_castpile_lane_mask(_castpile_entry_valid(smask, p), bounds, offs, mask))
         if pe < 0:
             _castpile_wait_flags_until(_castpile_address(addr, example, align) + flat, value, reset, lanes, cmp, sem,
-                                       scope, site, deadline_ns)
+                                       scope, site=site, deadline_ns=deadline_ns)
         else:
             pending = lanes
             seen = tl.zeros(flat.shape, example.dtype.element_ty)

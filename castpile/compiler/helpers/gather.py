@@ -4,11 +4,12 @@ import triton
 import triton.language as tl
 
 from .common import (
-    _castpile_any, _castpile_atomic_op, _castpile_cas, _castpile_fits, _castpile_full, _castpile_offsets, _castpile_prepend,
-    _castpile_wait_flags,
+    _castpile_atomic_op, _castpile_cas, _castpile_fits, _castpile_full, _castpile_offsets, _castpile_prepend,
+    _castpile_signal_lanes, _castpile_wait_flags,
 )
 from .reduction import (
-    _castpile_accumulator, _castpile_apply, _castpile_first_max, _castpile_first_min, _castpile_identity,
+    _castpile_accumulator, _castpile_apply, _castpile_combines, _castpile_first_max, _castpile_first_min,
+    _castpile_identity, _castpile_tree,
 )
 
 
@@ -18,8 +19,9 @@ def _castpile_reduce_gather(src, count: tl.constexpr, smask, example, offs, boun
                             keep_dims: tl.constexpr = False, return_indices: tl.constexpr = False,
                             return_indices_tie_break_left: tl.constexpr = True,
                             cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
-                            volatile: tl.constexpr = False, align: tl.constexpr = None):
-    """``tl.sum``/``max``/``min`` over axis 0 of the P + I tensor of a tile's access, of its valid entries only.
+                            volatile: tl.constexpr = False, align: tl.constexpr = None, combine_fn: tl.constexpr = None):
+    """A reduction ``OP`` (see :mod:`.reduction`; ``combine_fn``: ``tl.reduce``'s) over axis 0 of the P + I tensor
+    of a tile's access, of its valid entries only.
 
     The tensor is loaded, taken through ``steps`` (:func:`_castpile_apply`) and the conversion the reduction
     makes; padded, ``ptr_mask``-false and out-of-bounds entries take no part, and a lane with no valid entry
@@ -41,9 +43,21 @@ def _castpile_reduce_gather(src, count: tl.constexpr, smask, example, offs, boun
         elif OP == "max":
             return tl.max(v, axis=0, return_indices=return_indices,
                           return_indices_tie_break_left=return_indices_tie_break_left, keep_dims=keep_dims)
-        else:
+        elif OP == "min":
             return tl.min(v, axis=0, return_indices=return_indices,
                           return_indices_tie_break_left=return_indices_tie_break_left, keep_dims=keep_dims)
+        elif OP == "xor_sum":
+            return tl.xor_sum(v, axis=0, keep_dims=keep_dims)
+        elif OP == "reduce_or":
+            return tl.reduce_or(v, axis=0, keep_dims=keep_dims)
+        else:
+            return tl.reduce(v, 0, combine_fn, keep_dims=keep_dims)
+    elif _castpile_combines(OP):  # no identity: the valid entries are combined, pairwise in stack order
+        r, anywhere = _castpile_tree(v, valid, OP, combine_fn)
+        r = tl.where(anywhere, r, tl.zeros_like(r))
+        if keep_dims:
+            r = tl.expand_dims(r, 0)
+        return r
     else:
         v = v.to(_castpile_accumulator(v.dtype, OP, dtype, return_indices))
         v = tl.where(valid, v, _castpile_identity(v.dtype, OP))
@@ -156,30 +170,19 @@ def _castpile_atomic_cas_gather(src, count: tl.constexpr, smask, example, offs, 
 @triton.jit
 def _castpile_signal(src, count: tl.constexpr, smask, example, offs, bounds, value=1, wait_for=None, mask=None,
                      op: tl.constexpr = tl.constexpr("set"), sem: tl.constexpr = tl.constexpr("release"),
-                     scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None):
-    """Set every addressed flag to ``value`` (``op="add"``: add ``value`` to it).
-
-    ``op="add"``: one atomic add.  Otherwise, without ``wait_for``: one atomic exchange.  With it: a
-    compare-and-swap ``wait_for`` -> ``value``, retried on the lanes that have not succeeded yet
-    (lanes that succeeded are masked off and stop touching their flag).
-    """
+                     scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None, site: tl.constexpr = None):
+    """``castpile.signal`` on a multicast access: every addressed flag set to ``value`` (``op="add"``: ``value``
+    added), by :func:`_castpile_signal_lanes`."""
     ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
-    dtype = example.dtype.element_ty
-    if op == "add":
-        tl.atomic_add(ptrs, _castpile_full(value, ptrs, example), mask=valid, sem=sem, scope=scope)
-    elif wait_for is None:
-        tl.atomic_xchg(ptrs, tl.cast(value, dtype), mask=valid, sem=sem, scope=scope)
-    else:
-        pending = valid
-        while _castpile_any(pending):
-            old = _castpile_cas(ptrs, pending, example, wait_for, value, sem, scope)
-            pending = pending & (old != tl.cast(wait_for, dtype))
+    _castpile_signal_lanes(ptrs, valid, example, value, wait_for, op, sem, scope, site)
 
 
 @triton.jit
 def _castpile_wait(src, count: tl.constexpr, smask, example, offs, bounds, value=1, reset=0, mask=None,
                    cmp: tl.constexpr = tl.constexpr("eq"), sem: tl.constexpr = tl.constexpr("acquire"),
-                   scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None):
-    """``castpile.wait`` on a multicast access."""
+                   scope: tl.constexpr = tl.constexpr("sys"), decrement: tl.constexpr = False,
+                   keep: tl.constexpr = False, align: tl.constexpr = None, site: tl.constexpr = None,
+                   reset_given: tl.constexpr = False):
+    """``castpile.wait`` on a multicast access; with ``keep``, the values that satisfied it, shape P + I."""
     ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
-    _castpile_wait_flags(ptrs, value, reset, valid, cmp, sem, scope)
+    return _castpile_wait_flags(ptrs, value, reset, valid, cmp, sem, scope, decrement, keep, site, reset_given)

@@ -54,8 +54,9 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
                           keep_dims: tl.constexpr = False, return_indices: tl.constexpr = False,
                           return_indices_tie_break_left: tl.constexpr = True,
                           cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
-                          volatile: tl.constexpr = False, align: tl.constexpr = None):
-    """``tl.sum``/``max``/``min`` over axis 0 of a table's access, one buffer at a time, without the P + I tensor.
+                          volatile: tl.constexpr = False, align: tl.constexpr = None, combine_fn: tl.constexpr = None):
+    """A reduction ``OP`` (see :mod:`.reduction`; ``combine_fn``: ``tl.reduce``'s) over axis 0 of a table's access,
+    one buffer at a time, without the P + I tensor.
 
     Each valid buffer's elements are loaded, taken through ``steps`` (:func:`_castpile_apply`) and the
     conversion the reduction makes, and folded in stack order; ``return_indices``: and the positions (a tie goes
@@ -70,8 +71,9 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
         peer, valid = _castpile_peer(src, smask, p, example, align)
         x = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=0 if other is None else other,
                     cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
-        acc, at, seen = _castpile_fold(p, x, valid, acc, at, seen, OP, steps, operands, dtype, return_indices)
-    return _castpile_folded(acc, at, seen, bounds, other, steps, keep_dims, return_indices)
+        acc, at, seen = _castpile_fold(p, x, valid, acc, at, seen, OP, steps, operands, dtype, return_indices,
+                                        combine_fn)
+    return _castpile_folded(acc, at, seen, bounds, other, steps, keep_dims, return_indices, OP)
 
 
 @triton.jit

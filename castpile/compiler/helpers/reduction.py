@@ -1,4 +1,8 @@
-"""The arithmetic of a reduction: the elementwise steps before it, its accumulator and its fold over buffers."""
+"""The arithmetic of a reduction: the elementwise steps before it, its accumulator and its fold over buffers.
+
+``OP`` names the reduction: ``"sum"``, ``"max"``, ``"min"`` (``tl.argmax`` / ``argmin`` are ``max`` / ``min`` with
+positions), or one that folds with a combine function and no identity: ``"reduce"`` (``tl.reduce``'s
+``combine_fn``), ``"xor_sum"``, ``"reduce_or"``."""
 
 import triton
 import triton.language as tl
@@ -10,7 +14,9 @@ from .common import _castpile_lane_mask
 def _castpile_accumulator(dtype, OP, sum_dtype, indices):
     """The type Triton's ``tl.sum`` / ``max`` / ``min`` of ``dtype`` reduces in: ``tl.sum``'s ``dtype=``
     (``sum_dtype``), else int32 / uint32 for narrower integers; ``max`` / ``min``: float32 for bfloat16 and,
-    without ``return_indices``, float32 / int32 for any narrower type."""
+    without ``return_indices``, float32 / int32 for any narrower type; a combine function's: ``dtype``."""
+    if _castpile_combines(OP):
+        return dtype
     if OP == "sum":
         if sum_dtype is not None:
             return sum_dtype
@@ -24,6 +30,76 @@ def _castpile_accumulator(dtype, OP, sum_dtype, indices):
     if not indices and dtype.primitive_bitwidth < 32:
         return tl.float32 if dtype.is_floating() else tl.int32
     return dtype
+
+
+@triton.constexpr_function
+def _castpile_combines(OP):
+    """Whether the reduction ``OP`` folds with a combine function (:func:`_castpile_combine`), without an identity."""
+    return OP in ("reduce", "xor_sum", "reduce_or")
+
+
+@triton.jit
+def _castpile_combine(OP: tl.constexpr, combine_fn: tl.constexpr, a, b):
+    """``a`` and ``b`` combined as the reduction ``OP`` combines, elementwise: xor, or, or ``combine_fn(a, b)``."""
+    if OP == "xor_sum":
+        r = a ^ b
+    elif OP == "reduce_or":
+        r = a | b
+    else:
+        r = combine_fn(a, b)
+    return r
+
+
+@triton.constexpr_function
+def _castpile_columns(shape):
+    """The product of ``shape``'s extents after the first."""
+    count = 1
+    for extent in shape[1:]:
+        count *= extent
+    return count
+
+
+@triton.constexpr_function
+def _castpile_ended(shape):
+    """``shape`` with its first extent moved last as 1."""
+    return [*shape[1:], 1]
+
+
+@triton.constexpr_function
+def _castpile_paired(shape):
+    """``shape`` with its last extent ``n`` split into ``(n // 2, 2)``."""
+    return [*shape[:-1], shape[-1] // 2, 2]
+
+
+@triton.constexpr_function
+def _castpile_halvings(n):
+    """How many times a power of two ``n`` halves down to 1."""
+    return int(n).bit_length() - 1
+
+
+@triton.jit
+def _castpile_keep_left(a, valid_a, b, valid_b):
+    """The combine that keeps its left pair (what a reduction over an extent of 1 needs)."""
+    return a, valid_a
+
+
+@triton.jit
+def _castpile_tree(v, valid, OP: tl.constexpr, combine_fn: tl.constexpr):
+    """The reduction ``OP`` (:func:`_castpile_combine`) of ``v`` over dim 0 (a power of two), of the entries
+    ``valid`` marks only, in stack order: neighbours are combined pairwise, level by level, an invalid entry
+    leaving its neighbour as it is; and whether each lane had a valid entry.  The entries stand in columns (the
+    other dims flattened, dim 0 last: Triton takes no computed permutation), then the lanes as they were."""
+    ended: tl.constexpr = _castpile_ended(v.shape)
+    last: tl.constexpr = len(v.shape) - 1
+    rows: tl.constexpr = v.shape[0]
+    v = tl.permute(tl.reshape(v, (rows, _castpile_columns(v.shape))), (1, 0))
+    valid = tl.permute(tl.reshape(valid, (rows, _castpile_columns(valid.shape))), (1, 0))
+    for _ in tl.static_range(_castpile_halvings(rows)):
+        a, b = tl.split(tl.reshape(v, _castpile_paired(v.shape)))
+        valid_a, valid_b = tl.split(tl.reshape(valid, _castpile_paired(valid.shape)))
+        v = tl.where(valid_a & valid_b, _castpile_combine(OP, combine_fn, a, b), tl.where(valid_a, a, b))
+        valid = valid_a | valid_b
+    return tl.reduce((tl.reshape(v, ended), tl.reshape(valid, ended)), last, _castpile_keep_left)
 
 
 @triton.constexpr_function
@@ -116,15 +192,17 @@ def _castpile_apply(v, steps: tl.constexpr, operands):
 
 @triton.jit
 def _castpile_fold(p: tl.constexpr, x, valid, acc, at, seen, OP: tl.constexpr, steps: tl.constexpr, operands,
-                   dtype: tl.constexpr, indices: tl.constexpr):
+                   dtype: tl.constexpr, indices: tl.constexpr, combine_fn: tl.constexpr = None):
     """Buffer ``p``'s loaded elements ``x``, taken through ``steps`` (:func:`_castpile_apply`) and the conversion
     the reduction makes (``dtype``: ``tl.sum``'s), folded into ``acc``, the reduction of the buffers before it;
     ``at``: the position each lane's max / min comes from (``indices``; the first on a tie); ``seen``: the lanes
-    some valid buffer reached.  ``valid`` says whether buffer ``p`` is; ``p == 0`` starts the fold.  A table's
-    reductions make this step per buffer, however they reach it."""
+    some valid buffer reached.  ``valid`` says whether buffer ``p`` is; ``p == 0`` starts the fold.  A
+    reduction with a combine function (``combine_fn``: ``tl.reduce``'s) has no identity: a lane's first valid
+    buffer starts it.  A table's reductions make this step per buffer, however they reach it."""
     v = _castpile_apply(x, steps, operands)
     v = v.to(_castpile_accumulator(v.dtype, OP, dtype, indices))
-    v = tl.where(valid, v, _castpile_identity(v.dtype, OP))
+    if not _castpile_combines(OP):
+        v = tl.where(valid, v, _castpile_identity(v.dtype, OP))
     if p == 0:
         if OP == "sum":  # from zero, as a hand-written loop sums (a sum of -0.0 gives 0.0): Triton schedules it better
             acc = tl.zeros(v.shape, v.dtype) + v
@@ -132,6 +210,9 @@ def _castpile_fold(p: tl.constexpr, x, valid, acc, at, seen, OP: tl.constexpr, s
             acc = v
         at = tl.zeros(v.shape, tl.int32)
         seen = _castpile_lane_mask(valid, None, v)
+    elif _castpile_combines(OP):
+        acc = tl.where(valid, tl.where(seen, _castpile_combine(OP, combine_fn, acc, v), v), acc)
+        seen = seen | valid
     elif indices:
         if OP == "max":
             better = v > acc
@@ -154,12 +235,14 @@ def _castpile_fold(p: tl.constexpr, x, valid, acc, at, seen, OP: tl.constexpr, s
 
 @triton.jit
 def _castpile_folded(acc, at, seen, bounds, other, steps: tl.constexpr, keep_dims: tl.constexpr,
-                     indices: tl.constexpr):
-    """The result of a fold (:func:`_castpile_fold`): a lane that no valid buffer reached, or out of ``bounds``,
-    gives 0 and position 0 (a lane out of bounds holds 0 already when its loads gave 0, no ``other``, through
-    ``steps`` that keep 0); ``keep_dims`` keeps the stack dim as extent 1; with ``indices``, the values and
-    their positions."""
-    zeroed: tl.constexpr = other is None and _castpile_keeps_zero(steps)
+                     indices: tl.constexpr, OP: tl.constexpr):
+    """The result of a fold (:func:`_castpile_fold`) of the reduction ``OP``: a lane that no valid buffer reached,
+    or out of ``bounds``, gives 0 and position 0 (a lane out of bounds holds value 0 already when its loads gave 0,
+    no ``other``, through ``steps`` that keep 0, and ``OP`` is a sum, max or min; its position may be that of a
+    later buffer when ``ptr_mask`` left out the first); ``keep_dims`` keeps the stack dim as extent 1; with
+    ``indices``, the values and their positions."""
+    zeroed: tl.constexpr = (other is None and _castpile_keeps_zero(steps) and not _castpile_combines(OP)
+                            and not indices)
     live = seen
     if bounds is not None and not zeroed:
         live = live & bounds

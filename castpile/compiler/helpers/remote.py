@@ -10,7 +10,7 @@ import triton
 import triton.language as tl
 
 from .common import (
-    _castpile_cas, _castpile_entry_valid, _castpile_fits, _castpile_full, _castpile_holds, _castpile_lane_mask,
+    _castpile_cas, _castpile_entry_valid, _castpile_fits, _castpile_flag_options, _castpile_full, _castpile_holds, _castpile_lane_mask,
     _castpile_offsets, _castpile_positions, _castpile_prepend, _castpile_slice, _castpile_stack_shape,
     _castpile_wait_flags, _castpile_zeros,
 )
@@ -218,8 +218,8 @@ def _castpile_reduce_remote(src, count: tl.constexpr, smask, example, offs, boun
                             keep_dims: tl.constexpr = False, return_indices: tl.constexpr = False,
                             return_indices_tie_break_left: tl.constexpr = True,
                             cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
-                            volatile: tl.constexpr = False, align: tl.constexpr = None):
-    """``tl.sum``/``max``/``min`` over a table's buffers, one at a time (remote ones fetched by NVSHMEM gets), as
+                            volatile: tl.constexpr = False, align: tl.constexpr = None, combine_fn: tl.constexpr = None):
+    """A reduction ``OP`` (see :mod:`.reduction`) over a table's buffers, one at a time (remote ones fetched by NVSHMEM gets), as
     :func:`_castpile_reduce_loop` does."""
     offs = _castpile_offsets(offs)
     fill = 0 if other is None else other
@@ -235,8 +235,9 @@ def _castpile_reduce_remote(src, count: tl.constexpr, smask, example, offs, boun
                         cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
         else:
             x = _castpile_remote_get(addr, pe, example, table, offs, lanes, fill)
-        acc, at, seen = _castpile_fold(p, x, valid, acc, at, seen, OP, steps, operands, dtype, return_indices)
-    return _castpile_folded(acc, at, seen, bounds, other, steps, keep_dims, return_indices)
+        acc, at, seen = _castpile_fold(p, x, valid, acc, at, seen, OP, steps, operands, dtype, return_indices,
+                                        combine_fn)
+    return _castpile_folded(acc, at, seen, bounds, other, steps, keep_dims, return_indices, OP)
 
 
 @triton.jit
@@ -266,11 +267,14 @@ def _castpile_store_remote(src, count: tl.constexpr, smask, example, offs, bound
 
 @triton.jit
 def _castpile_signal_remote(src, count: tl.constexpr, smask, example, offs, bounds, table, value=1, wait_for=None,
-                            mask=None, sem: tl.constexpr = tl.constexpr("release"), scope: tl.constexpr = tl.constexpr("sys"),
-                            align: tl.constexpr = None):
+                            mask=None, op: tl.constexpr = tl.constexpr("set"), sem: tl.constexpr = tl.constexpr("release"),
+                            scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None,
+                            site: tl.constexpr = None):
     """``castpile.signal`` one buffer at a time.  A remote flag: earlier puts completed (``quiet``), then
     ``value`` put; with ``wait_for``, polled by gets until it holds ``wait_for``, then ``value`` put (no
-    remote compare-and-swap: correct when one signaller owns each flag, as in a barrier)."""
+    remote compare-and-swap: correct when one signaller owns each flag, as in a barrier).  ``op`` is
+    ``"set"`` only (checked when Triton compiles, an error naming the call's ``site``)."""
+    _castpile_flag_options(site, "signal", op, sem, scope, False, False, wait_for is not None, "set")
     offs = _castpile_offsets(offs)
     pos = _castpile_positions(src, count, offs)
     dtype = example.dtype.element_ty
@@ -306,9 +310,11 @@ def _castpile_signal_remote(src, count: tl.constexpr, smask, example, offs, boun
 @triton.jit
 def _castpile_wait_remote(src, count: tl.constexpr, smask, example, offs, bounds, table, value=1, reset=0, mask=None,
                           cmp: tl.constexpr = tl.constexpr("eq"), sem: tl.constexpr = tl.constexpr("acquire"),
-                          scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None):
+                          scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None,
+                          site: tl.constexpr = None):
     """``castpile.wait`` one buffer at a time; a remote flag is polled by gets until ``flag cmp value`` holds and
-    reset by a put (none when ``reset`` is ``None``)."""
+    reset by a put (none when ``reset`` is ``None``).  Its options are checked when Triton compiles it."""
+    _castpile_flag_options(site, "wait", cmp, sem, scope)
     offs = _castpile_offsets(offs)
     flat = _castpile_flat(offs)  # flat: a spin needs a 1-D tensor to reduce
     for p in tl.static_range(count):

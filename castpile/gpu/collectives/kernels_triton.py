@@ -398,27 +398,110 @@ def _castpile_anchored(ptrs, live):
         return tl.where(live, ptrs, anchor.to(ptrs.dtype))
 
 
-@triton.jit
-def _castpile_wait_flags(ptrs, value=1, reset=0, mask=None, cmp: tl.constexpr = tl.constexpr("eq"),
-                         sem: tl.constexpr = tl.constexpr("acquire"), scope: tl.constexpr = tl.constexpr("sys")):
-    """Spin until every flag at ``ptrs`` satisfies ``flag cmp value``, then set it to ``reset`` (``None``: leave it).
+@triton.constexpr_function
+def _castpile_flag_options(site, call, kind, sem, scope, decrement=False, reset_given=False, wait_for_given=False,
+                           ops="set add"):
+    """True when the compile-time options of ``castpile.<call>`` are allowed: ``kind`` (a wait's ``cmp=``, a
+    signal's ``op=``, one of ``ops``), ``sem=``, ``scope=``, for a counting wait (``decrement``) ``cmp="ge"`` and no
+    ``reset=`` (``reset_given``), for an add no ``wait_for=``; else an error naming the call's ``site``
+    (``"path:line"``) and what is allowed (a ``remote=`` signal's ``ops`` are ``"set"``)."""
+    allowed = {
+        "cmp": ("eq", "ne", "ge", "gt", "le", "lt"),
+        "op": tuple(ops.split()),
+        "sem": ("acquire", "release", "acq_rel", "relaxed"),
+        "scope": ("gpu", "cta", "sys"),
+    }
+    where = "" if site is None else f"{site}: error: "
+    for keyword, value in (("cmp" if call == "wait" else "op", kind), ("sem", sem), ("scope", scope)):
+        if value not in allowed[keyword] and (keyword == "cmp" or keyword == "op" or value is not None):
+            spelled = ", ".join(f'"{name}"' for name in allowed[keyword])
+            raise ValueError(f"{where}castpile.{call}: {keyword}= must be one of {spelled}, not {value!r}")
+    if decrement not in (True, False):
+        raise ValueError(f"{where}castpile.wait: decrement= must be True or False, not {decrement!r}")
+    if decrement and (kind != "ge" or reset_given):
+        raise ValueError(f'{where}castpile.wait(decrement=True) is a counting semaphore: it takes cmp="ge" only and '
+                         "no reset=")
+    if kind == "add" and wait_for_given:
+        raise ValueError(f'{where}castpile.signal: op="add" takes no wait_for= (an add never waits for a value)')
+    return True
 
-    A lane reads its flag with an atomic (``sem``, ``scope``) until the value it sees satisfies the
-    comparison, then resets it by a compare-and-swap from that value (a flag that moved in between is
-    read and tested again), and is masked off from then on.  The one spin loop of every wait.
+
+@triton.jit
+def _castpile_arrive(ptrs, targets, pending, seen, value, reset, cmp: tl.constexpr, sem: tl.constexpr,
+                     scope: tl.constexpr, decrement: tl.constexpr):
+    """The lanes of ``pending`` whose flag, as the last poll ``seen`` it, satisfies the wait and was taken.
+
+    Taken: reset to ``reset`` (``None``: left as it is), or with ``decrement`` (a counting semaphore, ``flag >=
+    value``) lowered by ``value``, each by one compare-and-swap from the value seen at ``targets``
+    (:func:`_castpile_anchored`), so that a flag that moved in between is polled again and no count is taken twice.
     """
     dtype = ptrs.dtype.element_ty
-    pending = _castpile_lane_mask(True, mask, ptrs)
-    targets = _castpile_anchored(ptrs, pending)
-    while _castpile_any(pending):
-        seen = tl.atomic_add(ptrs, tl.zeros(ptrs.shape, dtype), mask=pending, sem=sem, scope=scope)
+    if decrement:
+        arrived = pending & _castpile_holds(seen, "ge", value)
+        if _castpile_any(arrived):
+            fresh = seen - tl.cast(value, dtype)
+            old = tl.atomic_cas(targets, tl.where(arrived, seen, fresh), fresh, sem=sem, scope=scope)
+            arrived = arrived & (old == seen)
+    else:
         arrived = pending & _castpile_holds(seen, cmp, value)
         if reset is not None:
             if _castpile_any(arrived):  # polls that see nothing new touch the flags once, not twice
                 fresh = tl.cast(reset, dtype) + tl.zeros(ptrs.shape, dtype)
                 old = tl.atomic_cas(targets, tl.where(arrived, seen, fresh), fresh, sem=sem, scope=scope)
                 arrived = arrived & (old == seen)
+    return arrived
+
+
+@triton.jit
+def _castpile_wait_flags(ptrs, value=1, reset=0, mask=None, cmp: tl.constexpr = tl.constexpr("eq"),
+                         sem: tl.constexpr = tl.constexpr("acquire"), scope: tl.constexpr = tl.constexpr("sys"),
+                         decrement: tl.constexpr = False, keep: tl.constexpr = False, site: tl.constexpr = None,
+                         reset_given: tl.constexpr = False):
+    """Spin until every flag at ``ptrs`` satisfies ``flag cmp value``, then set it to ``reset`` (``None``: leave it);
+    with ``decrement``, until every flag is ``>= value``, then take ``value`` from it.  With ``keep``, the values
+    that satisfied the wait (0 where masked off).
+
+    A lane reads its flag with an atomic (``sem``, ``scope``) until the value it sees satisfies the
+    comparison and is taken (:func:`_castpile_arrive`), and is masked off from then on.  The one spin loop
+    of every wait; its options are checked when Triton compiles it, errors naming the call's ``site``.
+    """
+    _castpile_flag_options(site, "wait", cmp, sem, scope, decrement, reset_given)
+    dtype = ptrs.dtype.element_ty
+    pending = _castpile_lane_mask(True, mask, ptrs)
+    targets = _castpile_anchored(ptrs, pending)
+    if keep:
+        got = tl.zeros(ptrs.shape, dtype)
+    while _castpile_any(pending):
+        seen = tl.atomic_add(ptrs, tl.zeros(ptrs.shape, dtype), mask=pending, sem=sem, scope=scope)
+        arrived = _castpile_arrive(ptrs, targets, pending, seen, value, reset, cmp, sem, scope, decrement)
+        if keep:
+            got = tl.where(arrived, seen, got)
         pending = pending & ~arrived
+    if keep:
+        return got
+
+
+@triton.jit
+def _castpile_signal_lanes(ptrs, valid, example, value, wait_for, op: tl.constexpr, sem: tl.constexpr,
+                           scope: tl.constexpr, site: tl.constexpr):
+    """Set every flag at ``ptrs`` where ``valid`` to ``value`` (``op="add"``: add ``value`` to it).
+
+    ``op="add"``: one atomic add.  Otherwise, without ``wait_for``: one atomic exchange.  With it: a
+    compare-and-swap ``wait_for`` -> ``value``, retried on the lanes that have not succeeded yet
+    (lanes that succeeded are masked off and stop touching their flag; masked-off lanes swap a value for
+    itself at ``example``).  Its options are checked when Triton compiles it, errors naming the call's ``site``.
+    """
+    _castpile_flag_options(site, "signal", op, sem, scope, False, False, wait_for is not None)
+    dtype = ptrs.dtype.element_ty
+    if op == "add":
+        tl.atomic_add(ptrs, _castpile_full(value, ptrs, example), mask=valid, sem=sem, scope=scope)
+    elif wait_for is None:
+        tl.atomic_xchg(ptrs, tl.cast(value, dtype), mask=valid, sem=sem, scope=scope)
+    else:
+        pending = valid
+        while _castpile_any(pending):
+            old = _castpile_cas(ptrs, pending, example, wait_for, value, sem, scope)
+            pending = pending & (old != tl.cast(wait_for, dtype))
 
 
 @triton.jit
@@ -465,24 +548,11 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, ali
 @triton.jit
 def _castpile_signal(src, count: tl.constexpr, smask, example, offs, bounds, value=1, wait_for=None, mask=None,
                      op: tl.constexpr = tl.constexpr("set"), sem: tl.constexpr = tl.constexpr("release"),
-                     scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None):
-    """Set every addressed flag to ``value`` (``op="add"``: add ``value`` to it).
-
-    ``op="add"``: one atomic add.  Otherwise, without ``wait_for``: one atomic exchange.  With it: a
-    compare-and-swap ``wait_for`` -> ``value``, retried on the lanes that have not succeeded yet
-    (lanes that succeeded are masked off and stop touching their flag).
-    """
+                     scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None, site: tl.constexpr = None):
+    """``castpile.signal`` on a multicast access: every addressed flag set to ``value`` (``op="add"``: ``value``
+    added), by :func:`_castpile_signal_lanes`."""
     ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
-    dtype = example.dtype.element_ty
-    if op == "add":
-        tl.atomic_add(ptrs, _castpile_full(value, ptrs, example), mask=valid, sem=sem, scope=scope)
-    elif wait_for is None:
-        tl.atomic_xchg(ptrs, tl.cast(value, dtype), mask=valid, sem=sem, scope=scope)
-    else:
-        pending = valid
-        while _castpile_any(pending):
-            old = _castpile_cas(ptrs, pending, example, wait_for, value, sem, scope)
-            pending = pending & (old != tl.cast(wait_for, dtype))
+    _castpile_signal_lanes(ptrs, valid, example, value, wait_for, op, sem, scope, site)
 
 
 @triton.jit
@@ -529,8 +599,9 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
                           keep_dims: tl.constexpr = False, return_indices: tl.constexpr = False,
                           return_indices_tie_break_left: tl.constexpr = True,
                           cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
-                          volatile: tl.constexpr = False, align: tl.constexpr = None):
-    """``tl.sum``/``max``/``min`` over axis 0 of a table's access, one buffer at a time, without the P + I tensor.
+                          volatile: tl.constexpr = False, align: tl.constexpr = None, combine_fn: tl.constexpr = None):
+    """A reduction ``OP`` (see :mod:`.reduction`; ``combine_fn``: ``tl.reduce``'s) over axis 0 of a table's access,
+    one buffer at a time, without the P + I tensor.
 
     Each valid buffer's elements are loaded, taken through ``steps`` (:func:`_castpile_apply`) and the
     conversion the reduction makes, and folded in stack order; ``return_indices``: and the positions (a tie goes
@@ -545,8 +616,9 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
         peer, valid = _castpile_peer(src, smask, p, example, align)
         x = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=0 if other is None else other,
                     cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
-        acc, at, seen = _castpile_fold(p, x, valid, acc, at, seen, OP, steps, operands, dtype, return_indices)
-    return _castpile_folded(acc, at, seen, bounds, other, steps, keep_dims, return_indices)
+        acc, at, seen = _castpile_fold(p, x, valid, acc, at, seen, OP, steps, operands, dtype, return_indices,
+                                        combine_fn)
+    return _castpile_folded(acc, at, seen, bounds, other, steps, keep_dims, return_indices, OP)
 
 
 @triton.jit
@@ -570,7 +642,9 @@ def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, bounds,
 def _castpile_accumulator(dtype, OP, sum_dtype, indices):
     """The type Triton's ``tl.sum`` / ``max`` / ``min`` of ``dtype`` reduces in: ``tl.sum``'s ``dtype=``
     (``sum_dtype``), else int32 / uint32 for narrower integers; ``max`` / ``min``: float32 for bfloat16 and,
-    without ``return_indices``, float32 / int32 for any narrower type."""
+    without ``return_indices``, float32 / int32 for any narrower type; a combine function's: ``dtype``."""
+    if _castpile_combines(OP):
+        return dtype
     if OP == "sum":
         if sum_dtype is not None:
             return sum_dtype
@@ -584,6 +658,24 @@ def _castpile_accumulator(dtype, OP, sum_dtype, indices):
     if not indices and dtype.primitive_bitwidth < 32:
         return tl.float32 if dtype.is_floating() else tl.int32
     return dtype
+
+
+@triton.constexpr_function
+def _castpile_combines(OP):
+    """Whether the reduction ``OP`` folds with a combine function (:func:`_castpile_combine`), without an identity."""
+    return OP in ("reduce", "xor_sum", "reduce_or")
+
+
+@triton.jit
+def _castpile_combine(OP: tl.constexpr, combine_fn: tl.constexpr, a, b):
+    """``a`` and ``b`` combined as the reduction ``OP`` combines, elementwise: xor, or, or ``combine_fn(a, b)``."""
+    if OP == "xor_sum":
+        r = a ^ b
+    elif OP == "reduce_or":
+        r = a | b
+    else:
+        r = combine_fn(a, b)
+    return r
 
 
 @triton.constexpr_function
@@ -676,15 +768,17 @@ def _castpile_apply(v, steps: tl.constexpr, operands):
 
 @triton.jit
 def _castpile_fold(p: tl.constexpr, x, valid, acc, at, seen, OP: tl.constexpr, steps: tl.constexpr, operands,
-                   dtype: tl.constexpr, indices: tl.constexpr):
+                   dtype: tl.constexpr, indices: tl.constexpr, combine_fn: tl.constexpr = None):
     """Buffer ``p``'s loaded elements ``x``, taken through ``steps`` (:func:`_castpile_apply`) and the conversion
     the reduction makes (``dtype``: ``tl.sum``'s), folded into ``acc``, the reduction of the buffers before it;
     ``at``: the position each lane's max / min comes from (``indices``; the first on a tie); ``seen``: the lanes
-    some valid buffer reached.  ``valid`` says whether buffer ``p`` is; ``p == 0`` starts the fold.  A table's
-    reductions make this step per buffer, however they reach it."""
+    some valid buffer reached.  ``valid`` says whether buffer ``p`` is; ``p == 0`` starts the fold.  A
+    reduction with a combine function (``combine_fn``: ``tl.reduce``'s) has no identity: a lane's first valid
+    buffer starts it.  A table's reductions make this step per buffer, however they reach it."""
     v = _castpile_apply(x, steps, operands)
     v = v.to(_castpile_accumulator(v.dtype, OP, dtype, indices))
-    v = tl.where(valid, v, _castpile_identity(v.dtype, OP))
+    if not _castpile_combines(OP):
+        v = tl.where(valid, v, _castpile_identity(v.dtype, OP))
     if p == 0:
         if OP == "sum":  # from zero, as a hand-written loop sums (a sum of -0.0 gives 0.0): Triton schedules it better
             acc = tl.zeros(v.shape, v.dtype) + v
@@ -692,6 +786,9 @@ def _castpile_fold(p: tl.constexpr, x, valid, acc, at, seen, OP: tl.constexpr, s
             acc = v
         at = tl.zeros(v.shape, tl.int32)
         seen = _castpile_lane_mask(valid, None, v)
+    elif _castpile_combines(OP):
+        acc = tl.where(valid, tl.where(seen, _castpile_combine(OP, combine_fn, acc, v), v), acc)
+        seen = seen | valid
     elif indices:
         if OP == "max":
             better = v > acc
@@ -714,12 +811,14 @@ def _castpile_fold(p: tl.constexpr, x, valid, acc, at, seen, OP: tl.constexpr, s
 
 @triton.jit
 def _castpile_folded(acc, at, seen, bounds, other, steps: tl.constexpr, keep_dims: tl.constexpr,
-                     indices: tl.constexpr):
-    """The result of a fold (:func:`_castpile_fold`): a lane that no valid buffer reached, or out of ``bounds``,
-    gives 0 and position 0 (a lane out of bounds holds 0 already when its loads gave 0, no ``other``, through
-    ``steps`` that keep 0); ``keep_dims`` keeps the stack dim as extent 1; with ``indices``, the values and
-    their positions."""
-    zeroed: tl.constexpr = other is None and _castpile_keeps_zero(steps)
+                     indices: tl.constexpr, OP: tl.constexpr):
+    """The result of a fold (:func:`_castpile_fold`) of the reduction ``OP``: a lane that no valid buffer reached,
+    or out of ``bounds``, gives 0 and position 0 (a lane out of bounds holds value 0 already when its loads gave 0,
+    no ``other``, through ``steps`` that keep 0, and ``OP`` is a sum, max or min; its position may be that of a
+    later buffer when ``ptr_mask`` left out the first); ``keep_dims`` keeps the stack dim as extent 1; with
+    ``indices``, the values and their positions."""
+    zeroed: tl.constexpr = (other is None and _castpile_keeps_zero(steps) and not _castpile_combines(OP)
+                            and not indices)
     live = seen
     if bounds is not None and not zeroed:
         live = live & bounds

@@ -296,27 +296,110 @@ def _castpile_anchored(ptrs, live):
         return tl.where(live, ptrs, anchor.to(ptrs.dtype))
 
 
-@triton.jit
-def _castpile_wait_flags(ptrs, value=1, reset=0, mask=None, cmp: tl.constexpr = tl.constexpr("eq"),
-                         sem: tl.constexpr = tl.constexpr("acquire"), scope: tl.constexpr = tl.constexpr("sys")):
-    """Spin until every flag at ``ptrs`` satisfies ``flag cmp value``, then set it to ``reset`` (``None``: leave it).
+@triton.constexpr_function
+def _castpile_flag_options(site, call, kind, sem, scope, decrement=False, reset_given=False, wait_for_given=False,
+                           ops="set add"):
+    """True when the compile-time options of ``castpile.<call>`` are allowed: ``kind`` (a wait's ``cmp=``, a
+    signal's ``op=``, one of ``ops``), ``sem=``, ``scope=``, for a counting wait (``decrement``) ``cmp="ge"`` and no
+    ``reset=`` (``reset_given``), for an add no ``wait_for=``; else an error naming the call's ``site``
+    (``"path:line"``) and what is allowed (a ``remote=`` signal's ``ops`` are ``"set"``)."""
+    allowed = {
+        "cmp": ("eq", "ne", "ge", "gt", "le", "lt"),
+        "op": tuple(ops.split()),
+        "sem": ("acquire", "release", "acq_rel", "relaxed"),
+        "scope": ("gpu", "cta", "sys"),
+    }
+    where = "" if site is None else f"{site}: error: "
+    for keyword, value in (("cmp" if call == "wait" else "op", kind), ("sem", sem), ("scope", scope)):
+        if value not in allowed[keyword] and (keyword == "cmp" or keyword == "op" or value is not None):
+            spelled = ", ".join(f'"{name}"' for name in allowed[keyword])
+            raise ValueError(f"{where}castpile.{call}: {keyword}= must be one of {spelled}, not {value!r}")
+    if decrement not in (True, False):
+        raise ValueError(f"{where}castpile.wait: decrement= must be True or False, not {decrement!r}")
+    if decrement and (kind != "ge" or reset_given):
+        raise ValueError(f'{where}castpile.wait(decrement=True) is a counting semaphore: it takes cmp="ge" only and '
+                         "no reset=")
+    if kind == "add" and wait_for_given:
+        raise ValueError(f'{where}castpile.signal: op="add" takes no wait_for= (an add never waits for a value)')
+    return True
 
-    A lane reads its flag with an atomic (``sem``, ``scope``) until the value it sees satisfies the
-    comparison, then resets it by a compare-and-swap from that value (a flag that moved in between is
-    read and tested again), and is masked off from then on.  The one spin loop of every wait.
+
+@triton.jit
+def _castpile_arrive(ptrs, targets, pending, seen, value, reset, cmp: tl.constexpr, sem: tl.constexpr,
+                     scope: tl.constexpr, decrement: tl.constexpr):
+    """The lanes of ``pending`` whose flag, as the last poll ``seen`` it, satisfies the wait and was taken.
+
+    Taken: reset to ``reset`` (``None``: left as it is), or with ``decrement`` (a counting semaphore, ``flag >=
+    value``) lowered by ``value``, each by one compare-and-swap from the value seen at ``targets``
+    (:func:`_castpile_anchored`), so that a flag that moved in between is polled again and no count is taken twice.
     """
     dtype = ptrs.dtype.element_ty
-    pending = _castpile_lane_mask(True, mask, ptrs)
-    targets = _castpile_anchored(ptrs, pending)
-    while _castpile_any(pending):
-        seen = tl.atomic_add(ptrs, tl.zeros(ptrs.shape, dtype), mask=pending, sem=sem, scope=scope)
+    if decrement:
+        arrived = pending & _castpile_holds(seen, "ge", value)
+        if _castpile_any(arrived):
+            fresh = seen - tl.cast(value, dtype)
+            old = tl.atomic_cas(targets, tl.where(arrived, seen, fresh), fresh, sem=sem, scope=scope)
+            arrived = arrived & (old == seen)
+    else:
         arrived = pending & _castpile_holds(seen, cmp, value)
         if reset is not None:
             if _castpile_any(arrived):  # polls that see nothing new touch the flags once, not twice
                 fresh = tl.cast(reset, dtype) + tl.zeros(ptrs.shape, dtype)
                 old = tl.atomic_cas(targets, tl.where(arrived, seen, fresh), fresh, sem=sem, scope=scope)
                 arrived = arrived & (old == seen)
+    return arrived
+
+
+@triton.jit
+def _castpile_wait_flags(ptrs, value=1, reset=0, mask=None, cmp: tl.constexpr = tl.constexpr("eq"),
+                         sem: tl.constexpr = tl.constexpr("acquire"), scope: tl.constexpr = tl.constexpr("sys"),
+                         decrement: tl.constexpr = False, keep: tl.constexpr = False, site: tl.constexpr = None,
+                         reset_given: tl.constexpr = False):
+    """Spin until every flag at ``ptrs`` satisfies ``flag cmp value``, then set it to ``reset`` (``None``: leave it);
+    with ``decrement``, until every flag is ``>= value``, then take ``value`` from it.  With ``keep``, the values
+    that satisfied the wait (0 where masked off).
+
+    A lane reads its flag with an atomic (``sem``, ``scope``) until the value it sees satisfies the
+    comparison and is taken (:func:`_castpile_arrive`), and is masked off from then on.  The one spin loop
+    of every wait; its options are checked when Triton compiles it, errors naming the call's ``site``.
+    """
+    _castpile_flag_options(site, "wait", cmp, sem, scope, decrement, reset_given)
+    dtype = ptrs.dtype.element_ty
+    pending = _castpile_lane_mask(True, mask, ptrs)
+    targets = _castpile_anchored(ptrs, pending)
+    if keep:
+        got = tl.zeros(ptrs.shape, dtype)
+    while _castpile_any(pending):
+        seen = tl.atomic_add(ptrs, tl.zeros(ptrs.shape, dtype), mask=pending, sem=sem, scope=scope)
+        arrived = _castpile_arrive(ptrs, targets, pending, seen, value, reset, cmp, sem, scope, decrement)
+        if keep:
+            got = tl.where(arrived, seen, got)
         pending = pending & ~arrived
+    if keep:
+        return got
+
+
+@triton.jit
+def _castpile_signal_lanes(ptrs, valid, example, value, wait_for, op: tl.constexpr, sem: tl.constexpr,
+                           scope: tl.constexpr, site: tl.constexpr):
+    """Set every flag at ``ptrs`` where ``valid`` to ``value`` (``op="add"``: add ``value`` to it).
+
+    ``op="add"``: one atomic add.  Otherwise, without ``wait_for``: one atomic exchange.  With it: a
+    compare-and-swap ``wait_for`` -> ``value``, retried on the lanes that have not succeeded yet
+    (lanes that succeeded are masked off and stop touching their flag; masked-off lanes swap a value for
+    itself at ``example``).  Its options are checked when Triton compiles it, errors naming the call's ``site``.
+    """
+    _castpile_flag_options(site, "signal", op, sem, scope, False, False, wait_for is not None)
+    dtype = ptrs.dtype.element_ty
+    if op == "add":
+        tl.atomic_add(ptrs, _castpile_full(value, ptrs, example), mask=valid, sem=sem, scope=scope)
+    elif wait_for is None:
+        tl.atomic_xchg(ptrs, tl.cast(value, dtype), mask=valid, sem=sem, scope=scope)
+    else:
+        pending = valid
+        while _castpile_any(pending):
+            old = _castpile_cas(ptrs, pending, example, wait_for, value, sem, scope)
+            pending = pending & (old != tl.cast(wait_for, dtype))
 
 
 @triton.jit
@@ -363,24 +446,11 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, ali
 @triton.jit
 def _castpile_signal(src, count: tl.constexpr, smask, example, offs, bounds, value=1, wait_for=None, mask=None,
                      op: tl.constexpr = tl.constexpr("set"), sem: tl.constexpr = tl.constexpr("release"),
-                     scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None):
-    """Set every addressed flag to ``value`` (``op="add"``: add ``value`` to it).
-
-    ``op="add"``: one atomic add.  Otherwise, without ``wait_for``: one atomic exchange.  With it: a
-    compare-and-swap ``wait_for`` -> ``value``, retried on the lanes that have not succeeded yet
-    (lanes that succeeded are masked off and stop touching their flag).
-    """
+                     scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None, site: tl.constexpr = None):
+    """``castpile.signal`` on a multicast access: every addressed flag set to ``value`` (``op="add"``: ``value``
+    added), by :func:`_castpile_signal_lanes`."""
     ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
-    dtype = example.dtype.element_ty
-    if op == "add":
-        tl.atomic_add(ptrs, _castpile_full(value, ptrs, example), mask=valid, sem=sem, scope=scope)
-    elif wait_for is None:
-        tl.atomic_xchg(ptrs, tl.cast(value, dtype), mask=valid, sem=sem, scope=scope)
-    else:
-        pending = valid
-        while _castpile_any(pending):
-            old = _castpile_cas(ptrs, pending, example, wait_for, value, sem, scope)
-            pending = pending & (old != tl.cast(wait_for, dtype))
+    _castpile_signal_lanes(ptrs, valid, example, value, wait_for, op, sem, scope, site)
 
 
 @triton.jit

@@ -1,0 +1,188 @@
+"""Stack reductions of language v1.3: every reduction over axis 0 of an access, whatever its combine function
+(``tl.reduce`` with a ``@triton.jit`` function of the module, ``tl.xor_sum``, ``tl.reduce_or``, ``tl.argmax``,
+``tl.argmin``), folds the valid buffers only; with none the result is 0.
+
+The kernels (tests/kernels_reductions_v13.py) run in the interpreter under both strategies over W = 1..8 host
+tensors standing in for W GPUs, with a ``ptr_mask`` bit set choosing the valid buffers (all of them, all but
+rank 0, none, every other one), against torch references over the chosen buffers; with ``remote="nvshmem"`` on
+the simulated NVSHMEM; and compiled for sm_90 (tests/test_compile_sm90.py lists them).
+"""
+
+from functools import reduce
+from pathlib import Path
+
+import pytest
+import torch
+
+import castpile
+from testkit import address_table, import_file, transpiled
+from testkit.remote import on_rank, remote_source, symmetric
+
+KERNELS = Path(__file__).with_name("kernels_reductions_v13.py")
+WORLDS = range(1, 9)
+N, B = 13, 16  # lanes N..B-1 are out of bounds
+
+
+@pytest.fixture(scope="module", params=castpile.STRATEGIES)
+def k(request, tmp_path_factory):
+    out = tmp_path_factory.mktemp(request.param) / f"kernels_reductions_v13_{request.param}.py"
+    out.write_bytes(castpile.transpile(KERNELS.read_bytes(), str(KERNELS), strategy=request.param))
+    return import_file(out)
+
+
+def choices(w):
+    """The ``ptr_mask`` bit sets a test runs: every buffer, all but rank 0, none, every other one."""
+    every = (1 << w) - 1
+    return sorted({every, every & ~1, 0, every & 0x55})
+
+
+def chosen(w, bits):
+    return [j for j in range(w) if bits >> j & 1]
+
+
+def in_bounds(ref):
+    """``ref`` (N lanes) widened to B lanes, the lanes out of bounds holding 0."""
+    return torch.cat([ref, torch.zeros(B - N, dtype=ref.dtype)])
+
+
+def folded(bufs, valid, combine, dtype):
+    """``combine`` folded over the valid buffers in stack order, 0 where there is none (N lanes)."""
+    if not valid:
+        return torch.zeros(N, dtype=dtype)
+    return reduce(combine, [bufs[j] for j in valid]).to(dtype)
+
+
+def bitwise_references(bufs, valid):
+    """What ``bitwise`` writes, row by row."""
+    this_and = in_bounds(folded(bufs, valid, torch.bitwise_and, torch.int32))
+    this_or = in_bounds(folded(bufs, valid, torch.bitwise_or, torch.int32))
+    this_xor = in_bounds(folded(bufs, valid, torch.bitwise_xor, torch.int32))
+    return [this_and, this_or, this_xor, this_or, this_and, this_xor, this_and, this_and, this_xor, this_or, this_or]
+
+
+def int_buffers(w, seed):
+    """int32 buffers whose bits differ from buffer to buffer, most bits set (an and over them is rarely 0)."""
+    g = torch.Generator().manual_seed(seed)
+    return [(~(1 << torch.randint(0, 31, (N,), generator=g))).to(torch.int32) for _ in range(w)]
+
+
+@pytest.mark.parametrize("w", WORLDS)
+def test_bitwise_reductions_fold_the_valid_buffers_only(k, w):
+    bufs = int_buffers(w, seed=w)
+    for bits in choices(w):
+        out = torch.full((11 * B,), 99, dtype=torch.int32)
+        k.bitwise[(1,)](out, address_table(bufs), bits, N, w, B)
+        for row, ref in enumerate(bitwise_references(bufs, chosen(w, bits))):
+            assert torch.equal(out.view(11, B)[row], ref), (bits, row)
+
+
+def test_an_and_over_three_buffers_is_not_zeroed_by_the_padded_one(k):
+    """W = 3 pads the stack to 4: the padded buffer would take part as 0 and zero every lane."""
+    bufs = [torch.full((N,), 0b0111, dtype=torch.int32), torch.full((N,), 0b1110, dtype=torch.int32)]
+    bufs.append(torch.full((N,), 0b0110, dtype=torch.int32))
+    out = torch.full((11 * B,), 99, dtype=torch.int32)
+    k.bitwise[(1,)](out, address_table(bufs), 0b111, N, 3, B)
+    for row in (0, 4, 6, 7):
+        assert torch.equal(out.view(11, B)[row], in_bounds(torch.full((N,), 0b0110, dtype=torch.int32))), row
+
+
+def float_buffers(w, seed):
+    """Integer-valued float32 buffers, different in every buffer."""
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randint(-40, 40, (N,), generator=g).float() + 100 * j for j in range(w)]
+
+
+@pytest.mark.parametrize("w", WORLDS)
+def test_a_combine_function_folds_the_valid_buffers_in_stack_order(k, w):
+    bufs = float_buffers(w, seed=w)
+    for bits in choices(w):
+        out = torch.full((6 * B,), 99.0)
+        k.ordered[(1,)](out, address_table(bufs), bits, N, w, B)
+        valid = chosen(w, bits)
+        lanes = torch.arange(N)
+        masked = [torch.where(lanes < N - 2, b, torch.full_like(b, -5.0)) for b in bufs]
+        first = in_bounds(folded(bufs, valid, lambda a, b: a, torch.float32))
+        last = in_bounds(folded([(b.int() * 2).float() for b in bufs], valid, lambda a, b: b, torch.float32))
+        last_masked = in_bounds(folded(masked, valid, lambda a, b: b, torch.float32))
+        for row, ref in enumerate([first, last, last_masked] * 2):
+            assert torch.equal(out.view(6, B)[row], ref), (bits, row)
+
+
+def first_extremum(stack, valid, op):
+    """Per lane, the first of the valid positions that holds their max (min); 0 with none (N lanes)."""
+    if not valid:
+        return torch.zeros(N)
+    part = stack[valid]
+    best = part.max(0).values if op == "max" else part.min(0).values
+    return torch.tensor([float(valid[(part[:, q] == best[q]).nonzero()[0, 0]]) for q in range(N)])
+
+
+@pytest.mark.parametrize("w", WORLDS)
+def test_argmax_and_argmin_see_the_valid_buffers_only(k, w):
+    """Even lanes hold negative values, odd lanes positive ones: a padded entry's 0 would win argmax on the even
+    lanes and argmin on the odd ones; few values, so ties go to the first valid position."""
+    g = torch.Generator().manual_seed(w)
+    sign = torch.where(torch.arange(N) % 2 == 0, -1.0, 1.0)
+    bufs = [sign * (1 + torch.randint(0, 3, (N,), generator=g).float()) for _ in range(w)]
+    stack = torch.stack(bufs)
+    for bits in choices(w):
+        out = torch.full((6 * B,), 99.0)
+        k.positions[(1,)](out, address_table(bufs), bits, N, w, B)
+        valid = chosen(w, bits)
+        top, bottom = in_bounds(first_extremum(stack, valid, "max")), in_bounds(first_extremum(stack, valid, "min"))
+        for row, ref in enumerate([top, bottom, top, top, bottom, bottom]):
+            assert torch.equal(out.view(6, B)[row], ref), (bits, row)
+
+
+@pytest.mark.parametrize("rows,columns", [(1, 2), (2, 2), (4, 2)])
+def test_a_2d_tile_reduces_its_first_dim_over_the_valid_entries(k, rows, columns):
+    bufs = int_buffers(rows * columns, seed=rows)
+    for bits in (0, (1 << rows * columns) - 1, 0b10110110 & ((1 << rows * columns) - 1)):
+        out = torch.full((2 * columns * B,), 99, dtype=torch.int32)
+        k.tile_rows[(1,)](out, address_table(bufs), bits, N, rows, columns, B)
+        for c in range(columns):
+            valid = [r * columns + c for r in range(rows) if bits >> (r * columns + c) & 1]
+            this_and = in_bounds(folded(bufs, valid, torch.bitwise_and, torch.int32))
+            this_xor = in_bounds(folded(bufs, valid, torch.bitwise_xor, torch.int32))
+            assert torch.equal(out.view(2, columns, B)[0, c], this_and), (bits, c)
+            assert torch.equal(out.view(2, columns, B)[1, c], this_xor), (bits, c)
+
+
+def table_references(bufs, valid):
+    """What ``table_only`` writes, row by row."""
+    stack = torch.stack(bufs)
+    this_and = folded(bufs, valid, torch.bitwise_and, torch.int32)
+    this_xor = folded(bufs, valid, torch.bitwise_xor, torch.int32)
+    this_or = folded(bufs, valid, torch.bitwise_or, torch.int32)
+    last = folded([b * 2 for b in bufs], valid, lambda a, b: b, torch.int32)
+    top = first_extremum(stack, valid, "max").to(torch.int32)
+    return [in_bounds(ref) for ref in (this_and, this_xor, this_or, last, top)]
+
+
+@pytest.mark.parametrize("w", WORLDS)
+def test_table_reductions(k, w):
+    bufs = int_buffers(w, seed=w)
+    for bits in choices(w):
+        out = torch.full((5 * B,), 99, dtype=torch.int32)
+        k.table_only[(1,)](out, address_table(bufs), bits, N, w, B)
+        for row, ref in enumerate(table_references(bufs, chosen(w, bits))):
+            assert torch.equal(out.view(5, B)[row], ref), (bits, row)
+
+
+@pytest.mark.parametrize("w,lws,rank", [(2, 1, 0), (3, 1, 2), (5, 2, 1)])
+def test_table_reductions_over_remote_peers(tmp_path, w, lws, rank):
+    """``table_only`` with ``remote="nvshmem"``: some or every peer fetched by (simulated) NVSHMEM gets, rank 0
+    left out by the mask."""
+    kernels = transpiled(tmp_path, remote_source(KERNELS), "kernels_reductions_v13_remote")
+    bufs = int_buffers(w, seed=w)
+    s = symmetric(w, lws, N, torch.int32, bufs)
+    bits = ((1 << w) - 1) & ~1
+
+    def body():
+        out = torch.full((5 * B,), 99, dtype=torch.int32)
+        kernels.table_only[(1,)](out, s[rank].remote_ptrs, bits, N, w, B)
+        return out
+
+    out = on_rank(body)
+    for row, ref in enumerate(table_references(bufs, chosen(w, bits))):
+        assert torch.equal(out.view(5, B)[row], ref), row
