@@ -169,7 +169,7 @@ def signal(
     mask: Any = None,
     op: str = "set",
 ) -> None:
-    """Set every flag that the multicast access ``ptrs`` addresses to ``value``.
+    """Set every flag that the multicast access (or plain Triton pointer, since v1.3) ``ptrs`` addresses to ``value``.
 
     An atomic exchange per flag; with ``wait_for``, a compare-and-swap ``wait_for`` -> ``value``
     retried until it succeeds, so back-to-back barriers lose no signal.  ``op="add"`` adds
@@ -197,16 +197,20 @@ def wait(
     scope: str = "sys",
     reset: Any = 0,
     mask: Any = None,
-) -> None:
-    """Spin until every flag at ``ptrs`` compares ``cmp`` to ``value``, then set it to ``reset``.
+    decrement: bool = False,
+) -> Any:
+    """Spin until every flag at ``ptrs`` compares ``cmp`` to ``value``, then set it to ``reset``; the values seen.
 
     ``ptrs`` is a multicast access or a plain Triton pointer (tensor or scalar); ``cmp`` one of
     ``"eq" "ne" "ge" "gt" "le" "lt"``; ``reset=None`` leaves the flags as they are (epoch-valued
-    flags).  Lanes that saw their flag stop touching it; ``mask`` turns lanes off.  See
+    flags); ``decrement=True`` is a counting semaphore: wait until each flag is ``>= value``, then
+    take ``value`` from it.  Lanes that saw their flag stop touching it; ``mask`` turns lanes off.
+    Returns the flags' values that satisfied the wait (shape P + I for an access).  See
     docs/language.md::
 
         castpile.wait(pad + tl.arange(0, WORLD))                   # every flag 1, then reset to 0
         castpile.wait(epoch_ptr, value=step, cmp="ge", reset=None)  # a monotonic counter
+        castpile.wait(sem_ptr, value=1, decrement=True)            # take one count
 
     Only has meaning in a kernel that castpile has transpiled; called otherwise, it raises a
     ``RuntimeError`` that says how to transpile.

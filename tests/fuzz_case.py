@@ -51,7 +51,7 @@ CALL_PARAMS = {
     "atomic": ("val", "mask", "sem", "scope"),
     "cas": ("cmp", "val", "sem", "scope"),
     "signal": ("value", "wait_for", "sem", "scope", "mask", "op"),
-    "wait": ("value", "cmp", "sem", "scope", "reset", "mask"),
+    "wait": ("value", "cmp", "sem", "scope", "reset", "mask", "decrement"),
 }
 EXTRAS = {
     "tl_load": ("eviction_policy", "cache_modifier", "volatile"),
@@ -102,7 +102,20 @@ FEATURES = {
     'they are); castpile.signal with op="set" or op="add" (v1.2)',
     "continued": "statements continued inside brackets (with comments), joined with ';'",
     "backslashes": "statements continued with a backslash: bufs[i] += \\ and the value on the next line",
+    "keyword_spellings": "compile-time keyword values (sem=, scope=, op=, cmp=, decrement=, eviction_policy=, "
+    "cache_modifier=, volatile=) as a literal, a constexpr parameter, a conditional of constexprs, a constexpr "
+    "global, a module's attribute or a local annotated tl.constexpr (v1.3)",
+    "heads": "castpile's names called through parentheses, (cp.wait)(...), or bound by global + import in a "
+    "set-up function (v1.3)",
+    "counting_waits": "castpile.wait(..., value=n, decrement=True): flags preset to n or more, n taken (v1.3)",
+    "wait_values": "v = castpile.wait(...): the values the wait saw, stored and checked, 0 where masked off (v1.3)",
+    "plain_signals": "castpile.signal on a plain pointer (flag + pid, or a vector) (v1.3)",
 }
+# How a compile-time keyword value can be spelled (feature keyword_spellings, v1.3)
+KEYWORD_SPELLINGS = ("literal", "parameter", "conditional", "global", "attribute", "local")
+# The keyword slots whose values are compile-time, and another allowed value of each (a conditional's other branch)
+COMPILE_TIME_SLOTS = ("sem", "scope", "op", "cmp", "decrement", "eviction_policy", "cache_modifier", "volatile")
+HEADS = ("name", "paren", "global")  # how castpile's names are reached (feature heads)
 
 
 def p2(n: int) -> int:
@@ -155,6 +168,9 @@ class Case:
     reset: int | None = None  # wait: ``reset=`` (None: the default, 0)
     wait_cmp: str | None = None  # wait: ``cmp=`` (None: the default, "eq")
     reset_none: bool = False  # wait: ``reset=None`` written (the flags are left as they are)
+    decrement: bool = False  # wait: ``decrement=True`` (a counting semaphore: cmp "ge", no reset)
+    surplus: int = 0  # wait with decrement: how far above ``value=`` the flags are preset
+    wait_value: bool = False  # wait: ``x = wait(...)``, the values seen stored into ``res``
     data: dict = field(default_factory=dict, repr=False)
     # -- the binding
     rank: int = 0  # peer, peer0d: the table entry of the one buffer
@@ -194,6 +210,9 @@ class Case:
     breaks: tuple[int, ...] = ()  # line breaks at these break points of the binding and access (modulo their count)
     backslashes: bool = False  # break points include backslash continuations, not only breaks inside brackets
     joined: bool = False  # the access joined to the statement before it with ``;``
+    # -- v1.3
+    spellings: dict = field(default_factory=dict)  # compile-time keyword slot -> KEYWORD_SPELLINGS (else literal)
+    head: str = "name"  # HEADS: castpile's names called as imported, in parentheses, or bound by ``global``
 
     @property
     def nbuf(self) -> int:
@@ -216,7 +235,7 @@ class Case:
     @property
     def returns(self) -> bool:
         """The kernel stores the access's P + I result."""
-        return self.context in ("load", "tl_load", "atomic", "cas")
+        return self.context in ("load", "tl_load", "atomic", "cas") or (self.context == "wait" and self.wait_value)
 
     @property
     def result_shape(self) -> tuple[int, ...]:
@@ -263,7 +282,12 @@ def v1_call(case: Case, kind: str) -> tuple[tuple[str, ...], int]:
     if kind == "signal":
         given = (("value", case.signal_value), ("wait_for", case.wait_for), ("op", case.signal_op))
         return tuple(s for s, v in given if v is not None) + mask, 0
-    given = (("value", case.flag), ("cmp", case.wait_cmp), ("reset", True if case.reset_none else case.reset))
+    given = (
+        ("value", case.flag),
+        ("cmp", case.wait_cmp),
+        ("reset", True if case.reset_none else case.reset),
+        ("decrement", case.decrement or None),
+    )
     return tuple(s for s, v in given if v is not None) + mask, 0
 
 

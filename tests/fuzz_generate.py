@@ -17,7 +17,9 @@ from fuzz_case import (
     DTYPES,
     EXTRAS,
     FLAG_CONTEXTS,
+    HEADS,
     IMPORTS,
+    KEYWORD_SPELLINGS,
     MASKED_SLOTS,
     REDUCED,
     REDUCED_MORE,
@@ -50,6 +52,7 @@ def _call_slots(draw, case: Case, on) -> None:
         present |= {"value"} if case.flag is not None else set()
         present |= {"cmp"} if case.wait_cmp is not None else set()
         present |= {"reset"} if case.reset is not None or case.reset_none else set()
+        present |= {"decrement"} if case.decrement else set()
     if on("keyword_orders") and kind in SEMS:
         if draw(st.booleans()):
             case.sem = draw(st.sampled_from(SEMS[kind]))
@@ -107,7 +110,7 @@ def cases(draw, contexts=tuple(CONTEXTS), features=frozenset()) -> Case:
     tiles = ["slice", "slice_lo", "slice_named", "tile1", "tile2"]
     if context != "reduce":
         tiles += (["peer"] if on("peer_index") else []) + (["peer0d"] if on("peer_tile") else [])
-    if on("scalar_flags") and context == "wait":
+    if (on("scalar_flags") and context == "wait") or (on("plain_signals") and context == "signal"):
         tiles += ["plain"]
     tile = draw(st.sampled_from(tiles))
     world = draw(st.integers(1, 8))
@@ -218,6 +221,12 @@ def cases(draw, contexts=tuple(CONTEXTS), features=frozenset()) -> Case:
         if on("flag_ops"):
             case.wait_cmp = draw(st.sampled_from([None, *WAIT_HOLDS]))
             case.reset_none = case.reset is None and draw(st.booleans())
+        if on("counting_waits") and draw(st.booleans()):  # a counting semaphore: n or more there, n taken
+            case.flag = draw(st.sampled_from([None, 5, 2]))
+            case.decrement, case.reset, case.reset_none = True, None, False
+            case.wait_cmp = draw(st.sampled_from([None, "ge"]))
+            case.surplus = draw(st.sampled_from([0, 1, 3]))
+        case.wait_value = on("wait_values") and draw(st.booleans())
     elif context == "signal":
         case.signal_value = draw(st.sampled_from([7, None])) if on("keyword_orders") else 7
         if on("signal_wait_for") and draw(st.booleans()):
@@ -249,6 +258,15 @@ def cases(draw, contexts=tuple(CONTEXTS), features=frozenset()) -> Case:
         case.jit = draw(st.sampled_from(["triton.jit"] + (["jit"] if on("triton_names") else [])))
     if on("enclosing"):
         case.enclosing = draw(st.booleans())
+    if on("keyword_spellings") and _is_call(case):
+        compile_time = {"sem", "scope", "decrement", "eviction_policy", "cache_modifier", "volatile"}
+        compile_time |= {"wait": {"cmp"}, "signal": {"op"}}.get(context, set())
+        case.spellings = {
+            slot: draw(st.sampled_from(KEYWORD_SPELLINGS)) for slot in call_form(case)[0] if slot in compile_time
+        }
+    if on("heads"):
+        heads = [h for h in HEADS if h != "global" or (case.importer in ("from", "from_as") and not case.enclosing)]
+        case.head = draw(st.sampled_from(heads))
     if on("continued") or on("backslashes"):
         case.breaks = tuple(draw(st.lists(st.integers(0, 40), max_size=3)))
         case.backslashes = on("backslashes")

@@ -9,7 +9,10 @@ dim (a scalar, or ``c + arange`` / ``c - arange`` along one axis of I, so indice
 broadcast), the access context and how its source is spelled.  The contexts are
 every access of the contract: loads, stores, augmented stores, atomics,
 ``atomic_cas``, ``signal``, stack reductions with every keyword and ``wait`` on
-flags already set.  The spellings are what :data:`FEATURES` lists: names the
+flags already set; and v1.3's: counting waits (``decrement=True``: the flags preset to ``value=`` or
+more, which the wait takes from each), waits whose values (``x = wait(...)``: the flags seen, 0 where
+masked off) are stored and checked, signals on plain pointers, compile-time keyword values in every
+spelling and castpile's names through parentheses or ``global``.  The spellings are what :data:`FEATURES` lists: names the
 binding used rebound after it, every way to name triton and castpile, arguments
 by position or keyword in any order, ``tl.atomic_add(ctr, 1)`` in any argument,
 constexpr and scalar masks, statements continued across lines.  :func:`cases`
@@ -148,7 +151,7 @@ def make_data(case: Case) -> dict:
     if case.context == "wait" or case.wait_for is not None:
         offs, bounds, user = _lanes(case, mk)
         if case.context == "wait":
-            preset = case.flag_value + k.get("value", 0) + WAIT_HOLDS[case.wait_cmp or "eq"]
+            preset = case.flag_value + k.get("value", 0) + WAIT_HOLDS[case.wait_cmp or "eq"] + case.surplus
         else:
             preset = case.wait_for + k.get("wait_for", 0)
         for buf in bufs:
@@ -270,7 +273,8 @@ def expected(case: Case, data: dict) -> Expected:
     v = (v + k.get(slot, 0)).to(dt).reshape(len(case.entries), -1)
     other = case.other + k.get("other", 0) if case.context == "tl_load" else 0
     res = torch.full(full, other, dtype=dt).reshape(len(case.entries), -1)
-    defined = torch.full_like(res, case.context in ("load", "tl_load"), dtype=torch.bool)
+    # a wait's values are defined everywhere: what it saw, 0 at lanes and entries masked off (v1.3)
+    defined = torch.full_like(res, case.context in ("load", "tl_load", "wait"), dtype=torch.bool)
     cmp = case.cmp + k.get("cmp", 0)
     adds = (case.context == "atomic" and case.op != "xchg") or (case.context == "signal" and case.signal_op == "add")
     lanes = flat_inb.nonzero().reshape(-1)
@@ -319,6 +323,8 @@ def _stored(case: Case, old: torch.Tensor, v: torch.Tensor, cmp: int, k: dict[st
     if c == "signal":
         value = 1 if case.signal_value is None else case.signal_value
         return (old if case.signal_op == "add" else torch.zeros_like(old)) + value + k.get("value", 0)
+    if c == "wait" and case.decrement:  # a counting semaphore takes value= from each flag it saw
+        return old - (case.flag_value + k.get("value", 0))
     if c == "wait" and not case.reset_none:
         return torch.full_like(old, case.reset_value + k.get("reset", 0))
     return None

@@ -15,7 +15,7 @@ import torch
 import castpile
 from castpile.gpu import sim
 from fuzz_model import Case, expected, make_data
-from fuzz_source import source
+from fuzz_source import keyword_constexprs, source
 from testkit import import_file
 
 WAIT_TIMEOUT = 30.0  # seconds: a wait that returns takes well under one
@@ -56,6 +56,7 @@ def run(case: Case, strategy: str, directory: Path) -> tuple[dict, bytes]:
             case.lo,
             case.rank,
             case.mask_on,
+            **keyword_constexprs(case),
         )
         return data
 

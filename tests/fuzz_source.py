@@ -8,6 +8,7 @@ mask, the constexprs ``LO``, ``R``, ``EVEN``); tests/fuzz_run.py passes them.
 
 from __future__ import annotations
 
+import ast
 import math
 import re
 
@@ -16,6 +17,20 @@ from fuzz_model import FLAG_CONTEXTS, IMPORTS, TRITON_NAMES, Case, call_form, ha
 SAME_SIZE = {"float32": "int32", "bfloat16": "int16", "int32": "float32"}  # a rebound example: other bits, same size
 TRITON_TYPES = {"float32": "*fp32", "bfloat16": "*bf16", "int32": "*i32"}
 EXTRA_VALUES = {"eviction_policy": '"evict_last"', "cache_modifier": '".cg"', "volatile": "True"}
+# A conditional's other branch, never taken: another allowed value of the keyword (feature keyword_spellings)
+OTHER_VALUES = {
+    '"relaxed"': '"acq_rel"',
+    '"acq_rel"': '"relaxed"',
+    '"release"': '"relaxed"',
+    '"acquire"': '"relaxed"',
+    '"gpu"': '"sys"',
+    '"sys"': '"gpu"',
+    '"set"': '"add"',
+    '"add"': '"set"',
+    "True": "False",
+    '"evict_last"': '"evict_first"',
+    '".cg"': '".cg"',
+}
 EFFECT = "tl.atomic_add(ctr, 1)"  # an argument with a side effect: its value is how many ran before it
 
 
@@ -78,7 +93,7 @@ def _binding(case: Case, body: list[str]) -> str | None:
     args = [example, tile] + [
         texts[k] if i < case.binding_positional else f"{k}={texts[k]}" for i, k in enumerate(order)
     ]
-    statement = f"{case.bound_name} = {mcl}({', '.join(args)})"
+    statement = f"{case.bound_name} = {_head(case, mcl)}({', '.join(args)})"
     body.append(statement)
     poison = poison_slot(case)
     rebinding = {
@@ -93,6 +108,49 @@ def _binding(case: Case, body: list[str]) -> str | None:
     for name in case.rebound:
         body.extend(rebinding[name])
     return statement
+
+
+def _head(case: Case, name: str) -> str:
+    """How a castpile name is called: as imported, or in parentheses (feature heads)."""
+    return f"({name})" if case.head == "paren" else name
+
+
+def _value_name(text: str) -> str:
+    """The name of a literal's value in tests/fuzz_options.py (and of a constexpr global): ``"relaxed"`` -> V_relaxed."""
+    return "V_" + re.sub(r"\W", "", text)
+
+
+def _spelled(case: Case, slot: str, text: str) -> str:
+    """A compile-time keyword's value ``text`` (a literal) written as the case spells ``slot`` (v1.3)."""
+    spelling = case.spellings.get(slot, "literal")
+    if spelling == "parameter":
+        return f"K_{slot}"
+    if spelling == "conditional":
+        other = OTHER_VALUES.get(text, '"eq"' if text != '"eq"' else '"ne"')
+        return f"{text} if EVEN else {other}" if case.mask_on else f"{other} if EVEN else {text}"
+    if spelling == "global":
+        return _value_name(text)
+    if spelling == "attribute":
+        return f"fuzz_options.{_value_name(text)}"
+    if spelling == "local":
+        return f"l_{slot}"
+    return text
+
+
+def _compile_time_texts(case: Case) -> dict[str, str]:
+    """Each compile-time keyword slot of the call, its literal text."""
+    texts = {"sem": f'"{case.sem}"', "scope": f'"{case.scope}"', "decrement": "True", **EXTRA_VALUES}
+    if case.context == "wait":
+        texts["cmp"] = f'"{case.wait_cmp}"'
+    if case.context == "signal":
+        texts["op"] = f'"{case.signal_op}"'
+    return {slot: texts[slot] for slot in case.spellings}
+
+
+def keyword_constexprs(case: Case) -> dict:
+    """The constexpr parameters ``K_<slot>`` of the compile-time keywords spelled as parameters, and their values."""
+    texts = _compile_time_texts(case)
+    return {f"K_{s}": ast.literal_eval(texts[s]) for s, how in case.spellings.items() if how == "parameter"}
 
 
 def _index_names(case: Case, body: list[str]) -> list[str]:
@@ -205,6 +263,9 @@ def _access(case: Case, body: list[str]) -> str:
         texts["value"] = _with_effect(case, "value", str(case.flag))
         texts["cmp"] = f'"{case.wait_cmp}"'
         texts["reset"] = "None" if case.reset_none else _with_effect(case, "reset", str(case.reset))
+        texts["decrement"] = "True"
+    for slot, text in _compile_time_texts(case).items():
+        texts[slot] = _spelled(case, slot, text)
     if c == "load":
         return f"x = {idx}"
     if c == "store":
@@ -227,8 +288,8 @@ def _access(case: Case, body: list[str]) -> str:
         "tl_store": "tl.store",
         "atomic": f"tl.atomic_{case.op}",
         "cas": "tl.atomic_cas",
-        "signal": signal,
-        "wait": wait,
+        "signal": _head(case, signal),
+        "wait": _head(case, wait),
     }
     call = _call(functions[c], idx, case, texts)
     return f"x = {call}" if case.returns else call
@@ -272,15 +333,13 @@ def source(case: Case) -> str:
     body: list[str] = []
     binding = _binding(case, body)
     access = _access(case, body)
-    if case.context == "wait" and case.tile == "plain" and case.importer in ("from", "from_as"):
-        import_line = "from castpile import wait" + (" as wt" if case.importer == "from_as" else "")
-    else:
-        import_line = IMPORTS[case.importer][0]
-        if case.importer in ("from", "from_as") and case.context in FLAG_CONTEXTS:
-            name = "signal" if case.context == "signal" else "wait"
-            import_line += f", {name}" + (
-                {"signal": " as sg", "wait": " as wt"}[name] if case.importer == "from_as" else ""
-            )
+    import_line = _import_line(case)
+    spelled = set(case.spellings.values())
+    body[:0] = [
+        f"l_{slot}: tl.constexpr = {text}"
+        for slot, text in _compile_time_texts(case).items()
+        if case.spellings[slot] == "local"
+    ]
     statements = [*body, access]
     if case.joined and body:
         statements = [*body[:-1], f"{body[-1]}; {access}"]
@@ -299,18 +358,47 @@ def source(case: Case) -> str:
         "example, table, res, resi, vals, mk, pm, ctr, n0, n1, n2, s0, s1, s2, t0, t1, t2, r, ms, "
         "LO: tl.constexpr, R: tl.constexpr, EVEN: tl.constexpr"
     )
+    params += "".join(f", {name}: tl.constexpr" for name in keyword_constexprs(case))
     triton_lines, _ = TRITON_NAMES[case.triton_names]
     if case.jit == "jit":
         triton_lines = [*triton_lines, "from triton import jit"]
     decorator = "@triton.jit" if case.jit == "triton.jit" else "@jit"
     kernel = [decorator, f"def kernel({params}):"] + ["    " + line for line in statements]
+    module = ["import fuzz_options"] if "attribute" in spelled else []
+    module += sorted(
+        {
+            f"{_value_name(text)} = tl.constexpr({text})"
+            for slot, text in _compile_time_texts(case).items()
+            if case.spellings[slot] == "global"
+        }
+    )
     if case.enclosing:
         kernel = ["def make_kernel():", f"    {import_line}", ""] + ["    " + line for line in kernel]
         kernel += ["    return kernel", "", "", "kernel = make_kernel()"]
-        lines = [*triton_lines, "", "", *kernel]
+        lines = [*triton_lines, *module, "", "", *kernel]
+    elif case.head == "global":  # castpile's names bound by ``global`` and an import in a set-up function
+        bound = ", ".join(
+            name.split(" as ")[-1] for name in import_line.removeprefix("from castpile import ").split(", ")
+        )
+        setup = ["def setup():", f"    global {bound}", f"    {import_line}", "", "", "setup()"]
+        lines = [*triton_lines, *module, "", "", *setup, "", "", *kernel]
     else:
-        lines = [*triton_lines, import_line, "", "", *kernel]
+        lines = [*triton_lines, import_line, *module, "", "", *kernel]
     return _spell_triton(case, "\n".join(lines) + "\n")
+
+
+def _import_line(case: Case) -> str:
+    """The import of castpile's names the kernel calls (the word castpile only there, with every import but
+    ``import castpile``)."""
+    if case.context == "wait" and case.tile == "plain" and case.importer in ("from", "from_as"):
+        return "from castpile import wait" + (" as wt" if case.importer == "from_as" else "")
+    import_line = IMPORTS[case.importer][0]
+    if case.importer in ("from", "from_as") and case.context in FLAG_CONTEXTS:
+        name = "signal" if case.context == "signal" else "wait"
+        import_line += f", {name}" + (
+            {"signal": " as sg", "wait": " as wt"}[name] if case.importer == "from_as" else ""
+        )
+    return import_line
 
 
 def _spell_triton(case: Case, text: str) -> str:
@@ -340,8 +428,9 @@ def signature(case: Case) -> dict[str, str]:
         "LO": "constexpr",
         "R": "constexpr",
         "EVEN": "constexpr",
+        **dict.fromkeys(keyword_constexprs(case), "constexpr"),
     }
 
 
 def constexprs(case: Case) -> dict:
-    return {"LO": case.lo, "R": case.rank, "EVEN": case.mask_on}
+    return {"LO": case.lo, "R": case.rank, "EVEN": case.mask_on, **keyword_constexprs(case)}

@@ -41,6 +41,7 @@ SIGNATURES = {  # written from the language contract, parameter by parameter
         ("scope", "sys"),
         ("reset", 0),
         ("mask", None),
+        ("decrement", False),  # v1.3: after v1.2's parameters, so their positions stand
     ],
 }
 

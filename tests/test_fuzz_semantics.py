@@ -1,7 +1,8 @@
 """Semantic fuzzing: generated multicast kernels, transpiled with both strategies and run in the
 Triton interpreter (tests/fuzz_run.py), must do what the independent torch model in
 tests/fuzz_model.py says; every third of them, every regression and every hand-chosen case
-must also compile for sm_90 (one child process of tests/compile_sm90.py each).
+must also compile for sm_90 (one child process of tests/compile_sm90.py each).  Language v1.3's forms get
+a run of their own (``test_generated_v13_forms_...``: ``V13_EXAMPLES`` per context, every second compiled).
 
 CI runs ``CASTPILE_FUZZ_EXAMPLES`` examples (default 500), derandomized and shared equally
 among the access contexts (so each gets its own run of the generator), with every spelling
@@ -120,6 +121,47 @@ def test_a_sample_of_the_generated_kernels_compiles_for_sm90(tmp_path):
         for n, case in enumerate(_sample(GENERATED[context])):
             strategy = castpile.STRATEGIES[n % len(castpile.STRATEGIES)]
             named[f"{context}{n}_{strategy}"] = (case, strategy)
+    results = _compile(named, tmp_path)
+    failures = [f"{name}:\n{source(named[name][0])}{r.error}" for name, r in results.items() if not r.ok]
+    assert not failures, "\n\n".join(failures)
+
+
+V13_CONTEXTS = ("wait", "signal", "tl_load", "tl_store", "atomic", "cas")
+V13_FEATURES = frozenset(
+    {"keyword_spellings", "heads", "counting_waits", "wait_values", "plain_signals"}
+    | {"keyword_orders", "flag_ops", "scalar_flags", "mask_forms", "castpile_names", "signal_wait_for"}
+)
+V13_EXAMPLES = int(os.environ.get("CASTPILE_FUZZ_V13_EXAMPLES", "8"))  # per context
+V13_COMPILED_EVERY = 2  # every second of them is compiled for sm_90 too
+
+
+def test_generated_v13_forms_match_the_model_and_every_second_compiles_for_sm90(tmp_path):
+    """Language v1.3's forms drawn often (the main run draws them among every other feature): compile-time
+    keywords in every spelling, heads through parentheses and ``global``, counting waits, waits whose values
+    are checked against the model, signals on plain pointers; each run under both strategies, and every
+    ``V13_COMPILED_EVERY``-th compiled for sm_90 (strategies alternating), so that no form passes only in the
+    interpreter."""
+    named = {}
+    for context in V13_CONTEXTS:
+        seen = []
+
+        @settings(
+            max_examples=V13_EXAMPLES,
+            derandomize=True,
+            database=None,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        )
+        @given(case=cases(contexts=[context], features=V13_FEATURES & enabled_features()))
+        def generated(case):
+            for strategy in castpile.STRATEGIES:
+                check(case, strategy, tmp_path)
+            seen.append(case)
+
+        generated()
+        for n, case in enumerate(seen[V13_COMPILED_EVERY - 1 :: V13_COMPILED_EVERY]):
+            strategy = castpile.STRATEGIES[n % len(castpile.STRATEGIES)]
+            named[f"v13-{context}{n}_{strategy}"] = (case, strategy)
     results = _compile(named, tmp_path)
     failures = [f"{name}:\n{source(named[name][0])}{r.error}" for name, r in results.items() if not r.ok]
     assert not failures, "\n\n".join(failures)
@@ -293,6 +335,104 @@ REGRESSIONS = {
     ),
     "I22-backslash-aug": (_case(context="aug", op="+", shape=None, breaks=(3,), backslashes=True), "loop"),
     "I22-enclosing-kernel-continued": (_case(enclosing=True, breaks=(1,)), "loop"),
+    # Language v1.3's forms (issue 32, part 4), one smallest case each.
+    "v13-counting-wait": (
+        _case(context="wait", flag=2, decrement=True, surplus=3, call_args=("value", "decrement"), positional=1),
+        "loop",
+    ),
+    "v13-counting-wait-values-plain": (
+        _case(
+            tile="plain",
+            ptile=(),
+            entries=[0],
+            shape=None,
+            context="wait",
+            flag=5,
+            decrement=True,
+            surplus=1,
+            wait_value=True,
+            importer="from_as",
+        ),
+        "gather",
+    ),
+    "v13-wait-values-masked-tile": (
+        _case(
+            tile="tile1",
+            ptile=(4,),
+            entries=[0, None, 1, 2],
+            shape=(6,),
+            indices=[Index(-1, 8, 0)],
+            context="wait",
+            wait_value=True,
+            use_mask=True,
+            wait_cmp="ge",
+            reset_none=True,
+        ),
+        "gather",
+    ),
+    "v13-wait-value-scalar-flag": (
+        _case(
+            tile="plain",
+            ptile=(),
+            entries=[0],
+            shape=None,
+            indices=[Index(2, pid=True)],
+            irank=0,
+            context="wait",
+            wait_value=True,
+        ),
+        "loop",
+    ),
+    "v13-signal-plain-vector": (
+        _case(tile="plain", ptile=(), entries=[0], shape=None, context="signal", signal_op="add"),
+        "gather",
+    ),
+    "v13-signal-plain-scalar-wait-for": (
+        _case(
+            tile="plain", ptile=(), entries=[0], shape=None, indices=[Index(1)], irank=0, context="signal", wait_for=0
+        ),
+        "loop",
+    ),
+    **{
+        f"v13-keyword-{spelling}": (
+            _case(
+                context="wait",
+                wait_cmp="ge",
+                reset_none=True,
+                sem="relaxed",
+                call_args=("value", "cmp", "sem", "reset"),
+                flag=5,
+                spellings={"cmp": spelling, "sem": spelling},
+            ),
+            strategy,
+        )
+        for spelling, strategy in [
+            ("parameter", "loop"),
+            ("conditional", "gather"),
+            ("global", "loop"),
+            ("attribute", "gather"),
+            ("local", "loop"),
+        ]
+    },
+    "v13-keyword-parameter-atomic-and-load": (
+        _case(
+            context="atomic",
+            op="add",
+            sem="acq_rel",
+            scope="gpu",
+            call_args=("val", "sem", "scope"),
+            positional=1,
+            spellings={"sem": "parameter", "scope": "attribute"},
+        ),
+        "gather",
+    ),
+    "v13-keyword-signal-op": (
+        _case(context="signal", signal_op="add", call_args=("value", "op"), spellings={"op": "conditional"}),
+        "loop",
+    ),
+    "v13-head-paren": (_case(context="signal", head="paren", importer="alias"), "gather"),
+    "v13-head-global": (_case(context="wait", head="global", importer="from_as"), "loop"),
+    "v13-head-global-store": (_case(context="store", head="global", importer="from"), "gather"),
 }
 
 OVERLAPPING = dict(
