@@ -51,11 +51,11 @@ def test_two_signals_in_a_row_with_wait_for_are_both_received(strategy, scalar, 
 
 # -- the checks fail when signal or wait is broken -----------------------------------------
 
-SIGNAL_DOES_NOTHING = ("_castpile_signal", '    """Set every', '    return\n    """Set every')
-SIGNAL_IGNORES_WAIT_FOR = ("_castpile_signal", "if wait_for is None:", "if True:")
+SIGNAL_DOES_NOTHING = ("_castpile_signal_lanes", '    """Set every', '    return\n    """Set every')
+SIGNAL_IGNORES_WAIT_FOR = ("_castpile_signal_lanes", "elif wait_for is None:", "elif True:")
 WAIT_DOES_NOTHING = ("_castpile_wait_flags", '    """Spin until', '    return\n    """Spin until')
 WAIT_DOES_NOT_WAIT = (
-    "_castpile_wait_flags",
+    "_castpile_arrive",
     "arrived = pending & _castpile_holds(seen, cmp, value)",
     "arrived = pending",
 )

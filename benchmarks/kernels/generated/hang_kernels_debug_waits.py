@@ -305,8 +305,8 @@ def _castpile_wait_flags_until(ptrs, value=1, reset=0, mask=None, cmp: tl.conste
                                sem: tl.constexpr = tl.constexpr("acquire"), scope: tl.constexpr = tl.constexpr("sys"),
                                decrement: tl.constexpr = False, keep: tl.constexpr = False, site: tl.constexpr = None,
                                reset_given: tl.constexpr = False, deadline_ns: tl.constexpr = None):
-    """Spin until every flag at ``ptrs`` satisfies the wait and take it, as a normal-mode wait does
-    (:func:`_castpile_wait_flags`); give up ``deadline_ns`` after the spin starts, recording the lanes still pending
+    """Spin until every flag at ``ptrs`` satisfies the wait and take it (reset or decrement), as a normal-mode
+    wait does; give up ``deadline_ns`` after the spin starts, recording the lanes still pending
     (the values of a wait that gave up hold 0 there)."""
     _castpile_flag_options(site, "wait", cmp, sem, scope, decrement, reset_given)
     dtype = ptrs.dtype.element_ty
