@@ -67,3 +67,50 @@ def options_from_parameters(flags, table, rank, OP: tl.constexpr, CMP: tl.conste
     pads = multicast_like(flags, table[:W], shape=(W,))
     castpile.signal(pads[rank], op=OP, sem=SEM, scope=SCOPE)
     castpile.wait(flags + tl.arange(0, W), 1, cmp=CMP, sem="acquire" if SEM == "release" else SEM, scope=SCOPE)
+
+
+@triton.jit
+def wait_maybe_counting(flag, seen, value, D: tl.constexpr):
+    """A wait whose ``decrement=`` is a constexpr: with ``D`` a counting wait for ``value``, else a wait until the
+    flag equals ``value`` (the default comparison), then reset to 0; what it saw into ``seen[0]``."""
+    v = castpile.wait(flag, value, decrement=D)
+    tl.store(seen, v)
+
+
+@triton.jit
+def counting_with_eq(flag, D: tl.constexpr):
+    """A wait with ``cmp="eq"`` written and a constexpr ``decrement=``: an error naming this line when ``D``."""
+    castpile.wait(flag, 1, cmp="eq", decrement=D)
+
+
+@triton.jit
+def raise_root(pad, pad_ptrs, n):
+    """Add ``n`` to rank 0's counting semaphore (flag 0 of its pad)."""
+    at_root = multicast_like(pad, pad_ptrs[0], shape=(1,))
+    castpile.signal(at_root[0], n, op="add")
+
+
+@triton.jit
+def take_from_root(pad, pad_ptrs, seen, takes):
+    """``takes`` times take 1 from rank 0's counting semaphore, recording in ``seen`` what each take saw there."""
+    at_root = multicast_like(pad, pad_ptrs[0], shape=(1,))
+    t = 0
+    while t < takes:  # a while loop: Triton 3.6's interpreter cannot loop to a run-time range bound
+        v = castpile.wait(at_root[0], 1, decrement=True)
+        tl.store(seen + t, v)
+        t += 1
+
+
+@triton.jit
+def _bump(counter):
+    """The counter's value, then one more there: an argument with a side effect."""
+    return tl.atomic_add(counter, 1)
+
+
+@triton.jit
+def seen_in_written_order(flags, counters, seen):
+    """A wait whose value is used, its mask and value written out of the helper's order, each with a side effect:
+    the mask's bump happens first (counter 0), then the value's (counter 1)."""
+    two = tl.arange(0, 2)
+    v = castpile.wait(flags + two, mask=_bump(counters) < 5, value=_bump(counters + 1) + two * 0)
+    tl.store(seen + two, v)

@@ -281,7 +281,7 @@ def halves(w: int, n: int) -> list[torch.Tensor]:
 
 
 @pytest.mark.parametrize("strategy", castpile.STRATEGIES)
-@pytest.mark.parametrize("w", [2, 4])
+@pytest.mark.parametrize("w", [2, 3, 4])
 def test_a_constexpr_dtype_is_the_dtype_written_there(tmp_path, strategy, w):
     module = transpiled(tmp_path, DTYPES, f"dtypes_{strategy}", strategy=strategy)
     n, block = 5, 8
@@ -297,10 +297,11 @@ def test_a_constexpr_dtype_is_the_dtype_written_there(tmp_path, strategy, w):
         launch(res, address_table(bufs))
         assert torch.equal(res, want)
         assert all(torch.equal(b, written) for b in bufs)
-    bufs = halves(w, n)
-    res = torch.full((block,), 99.0)
-    module.tile_by_param[(1,)](res, address_table(bufs), n, tl.float16, w, block)
-    assert torch.equal(res, want)
+    if w & (w - 1) == 0:  # a tensor tile of tl.arange(0, W): W a power of two
+        bufs = halves(w, n)
+        res = torch.full((block,), 99.0)
+        module.tile_by_param[(1,)](res, address_table(bufs), n, tl.float16, w, block)
+        assert torch.equal(res, want)
 
 
 @pytest.mark.sm90
@@ -313,6 +314,27 @@ def test_a_constexpr_dtype_compiles_for_sm90(tmp_path, strategy):
         Job(path, kernel, signature(DTYPES, kernel, types), {"W": 4, "BLOCK": 8})
         for kernel in ("launch_f16", "by_name")
     ]
+    results = compile_for_sm90(jobs, tmp_path)
+    failures = {name: r.error for name, r in results.items() if not r.ok}
+    assert not failures, "\n\n".join(f"{name}:\n{error}" for name, error in failures.items())
+
+
+@pytest.mark.parametrize("strategy", castpile.STRATEGIES)
+def test_the_kernels_run_above_compile_for_sm90(tmp_path, strategy):
+    # the global-bound wait and the helper with an element mask run in the interpreter above: compiled here
+    sources = {
+        "global_wait": (GLOBAL.format(binds="from castpile import wait") + "\n\nsetup()\n", {"flags": "*i32"}, {}),
+        "helper_mask": (
+            helper_source("m = tl.arange(0, S) < 3", extent="BLOCK"),
+            {"res": "*fp32", "table": "*i64"},
+            {"W": 3, "WP": 4, "BLOCK": 8},
+        ),
+    }
+    jobs = []
+    for name, (source, types, constexprs) in sources.items():
+        path = tmp_path / f"{name}_{strategy}.py"
+        path.write_bytes(castpile.transpile(source.encode(), str(path), strategy=strategy))
+        jobs.append(Job(path, "k", signature(source, "k", types), constexprs, name=name))
     results = compile_for_sm90(jobs, tmp_path)
     failures = {name: r.error for name, r in results.items() if not r.ok}
     assert not failures, "\n\n".join(f"{name}:\n{error}" for name, error in failures.items())

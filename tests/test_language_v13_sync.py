@@ -11,6 +11,7 @@ which the interpreter runs.
 """
 
 import ast
+import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ import torch
 import castpile
 from castpile.gpu import sim
 from compile_sm90 import Job, compile_for_sm90, signature
-from testkit import address_table, import_file, padded
+from testkit import address_table, import_file, padded, transpiled_module
 from testkit.diagnostics import diagnostics_of
 
 KERNELS = Path(__file__).with_name("kernels_v13_sync.py")
@@ -28,9 +29,7 @@ KERNELS = Path(__file__).with_name("kernels_v13_sync.py")
 @pytest.fixture(scope="module", params=castpile.STRATEGIES)
 def k(request, tmp_path_factory):
     """The transpiled kernels module for one strategy."""
-    out = tmp_path_factory.mktemp(request.param) / f"kernels_v13_sync_{request.param}.py"
-    out.write_bytes(castpile.transpile(KERNELS.read_bytes(), str(KERNELS), strategy=request.param))
-    return import_file(out)
+    return transpiled_module(KERNELS, request.param, tmp_path_factory.mktemp(request.param))
 
 
 def in_one_rank(body):
@@ -87,6 +86,56 @@ def test_a_one_peer_wait_returns_a_scalar_and_takes_its_count(k):
 
     out, flag = in_one_rank(body)
     assert out.item() == 6 and flag.item() == 2 and flags[0].item() == 3
+
+
+@pytest.mark.parametrize("raised", [1, 3])
+def test_a_constexpr_decrement_that_is_false_leaves_the_wait_as_it_was(k, raised):
+    def body(counting):
+        flag = torch.tensor([raised], dtype=torch.int32)
+        seen = torch.full((1,), -1, dtype=torch.int32)
+        k.wait_maybe_counting[(1,)](flag, seen, 1, counting)
+        return flag.item(), seen.item()
+
+    assert in_one_rank(lambda: body(True)) == (raised - 1, raised)  # took one count
+    if raised == 1:  # flag == 1: the default comparison holds, and the default reset sets the flag to 0
+        assert in_one_rank(lambda: body(False)) == (0, 1)
+    else:  # flag 3 != 1: a wait with the default comparison ("eq") never returns
+        with pytest.raises(sim.RankTimeout):
+            sim.run(lambda rank: body(False), 1, timeout=4)
+
+
+@pytest.mark.parametrize(("world", "late"), [(3, 0), (4, 3), (8, 0), (8, 5)])
+def test_ranks_that_take_from_one_semaphore_at_once_take_each_count_once(k, world, late):
+    takes = 3
+    pads = sim.symmetric_scratch(world, (1,), torch.int32)
+
+    def body(rank):
+        if rank == late:
+            time.sleep(0.3)
+        pad = pads[rank]
+        if rank == 0:
+            k.raise_root[(1,)](pad.tensor, pad.ptrs, (world - 1) * takes)
+            return None
+        seen = torch.full((takes,), -1, dtype=torch.int32)
+        k.take_from_root[(1,)](pad.tensor, pad.ptrs, seen, takes)
+        return seen
+
+    outs = sim.run(body, world, timeout=120)
+    seen = sorted(v for out in outs[1:] for v in out.tolist())
+    # each take swapped the count it saw for one less: every count from (W - 1) * takes down to 1 was seen once
+    assert seen == list(range(1, (world - 1) * takes + 1)), seen
+    assert pads[0].tensor.item() == 0
+
+
+def test_a_used_wait_evaluates_its_values_in_the_order_written(k):
+    def body():
+        flags = torch.tensor([3, 3], dtype=torch.int32)
+        counters = torch.tensor([0, 3], dtype=torch.int32)  # the value's bump gives 3: the flags' value
+        seen = torch.full((2,), -1, dtype=torch.int32)
+        k.seen_in_written_order[(1,)](flags, counters, seen)
+        return flags.tolist(), counters.tolist(), seen.tolist()
+
+    assert in_one_rank(body) == ([0, 0], [1, 4], [3, 3])
 
 
 # -- signals on plain pointers ---------------------------------------------------------------------------
@@ -149,6 +198,57 @@ def test_an_option_outside_its_set_is_an_error_naming_the_call(k, option, bad, a
     line = next(n for n, text in enumerate(lines, 1) if "castpile.signal(pads[rank]" in text)
     site = f"{KERNELS}:{line + 1 if option == 'CMP' else line}"  # the first call to take the value
     assert site in message and bad in message and allowed in message, message
+
+
+# how counting_with_eq's wait is written: a constexpr decrement= with cmp= or reset=, or a literal one with a cmp=
+# that is no literal; D chooses between a wait that is correct (D False) and one that is not (D True)
+COUNTING_WRITTEN = {
+    "cmp": 'cmp="eq", decrement=D)',
+    "reset": "reset=0, decrement=D)",
+    "cmp from a conditional": 'cmp="eq" if D else "ge", decrement=True)',
+}
+
+
+@pytest.mark.parametrize("written", sorted(COUNTING_WRITTEN))
+def test_a_counting_wait_with_another_cmp_or_a_reset_is_an_error_naming_the_call(tmp_path, written):
+    call = COUNTING_WRITTEN[written]
+    source = KERNELS.read_text().replace('cmp="eq", decrement=D)', call)
+    path = tmp_path / "counting_with_eq.py"
+    path.write_bytes(castpile.transpile(source.encode(), str(path)))
+    module = import_file(path)
+    line = next(n for n, text in enumerate(source.splitlines(), 1) if call in text)
+
+    def body():
+        flag = torch.ones(1, dtype=torch.int32)
+        module.counting_with_eq[(1,)](flag, False)  # no decrement: cmp= and reset= are the wait's own
+        assert flag.item() == 0
+        try:
+            module.counting_with_eq[(1,)](flag, True)
+        except Exception as error:
+            return str(error)
+        return "no error"
+
+    message = in_one_rank(body)
+    assert f"{path}:{line}: error: castpile.wait(decrement=True) is a counting semaphore" in message, message
+
+
+def test_the_helpers_check_the_option_values_the_contract_allows():
+    from castpile.compiler.contract import FLAG_OPTIONS
+    from castpile.compiler.helpers.common import _castpile_flag_options as check
+
+    for call, options in FLAG_OPTIONS.items():
+        kind = "cmp" if call == "wait" else "op"
+        for keyword, values in options.items():
+            for value in values:
+                given = {kind: "eq" if call == "wait" else "set", "sem": "relaxed", "scope": "gpu"} | {keyword: value}
+                assert check("k.py:1", call, given[kind], given["sem"], given["scope"])
+            given = {kind: "eq" if call == "wait" else "set", "sem": "relaxed", "scope": "gpu"} | {keyword: "bogus"}
+            with pytest.raises(ValueError) as refused:
+                check("k.py:1", call, given[kind], given["sem"], given["scope"])
+            spelled = ", ".join(f'"{v}"' for v in values)
+            assert f"k.py:1: error: castpile.{call}: {keyword}= must be one of {spelled}, not 'bogus'" == str(
+                refused.value
+            )
 
 
 # -- located errors ----------------------------------------------------------------------------------------
@@ -279,7 +379,14 @@ COMPILES = {
     "take_counts": [{"FORM": 0}, {"FORM": 1}],
     "seen_stack": [{"W": w, "WP": padded(w), "BLOCK": 4, "RESET": reset} for w in (1, 3) for reset in (False, True)],
     "seen_one_peer": [{}],
-    "local_flags": [{"BLOCK": 8, "OP": op, "CMP": cmp} for op, cmp in [("set", "eq"), ("add", "ge")]],
+    "local_flags": [
+        {"BLOCK": 8, "OP": op, "CMP": cmp} for op, cmp in [("set", "eq"), ("add", "ge"), ("add", "eq"), ("set", "le")]
+    ],
+    "wait_maybe_counting": [{"D": True}, {"D": False}],
+    "counting_with_eq": [{"D": False}],
+    "raise_root": [{}],
+    "seen_in_written_order": [{}],
+    "take_from_root": [{}],  # with D, the error the test above expects
     "options_from_parameters": [
         {"OP": op, "CMP": cmp, "SEM": sem, "SCOPE": scope, "W": 2}
         for op, cmp, sem, scope in [("add", "ge", "release", "sys"), ("set", "eq", "relaxed", "gpu")]
@@ -287,9 +394,13 @@ COMPILES = {
 }
 
 
+CALLED_ONLY = {"_bump"}  # jit functions that return a value: no kernels, compiled through their callers
+
+
 def test_every_kernel_of_the_file_has_compiles():
     tree = ast.parse(KERNELS.read_text())
-    assert sorted(COMPILES) == sorted(node.name for node in tree.body if isinstance(node, ast.FunctionDef))
+    functions = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    assert sorted(COMPILES) == sorted(functions - CALLED_ONLY)
 
 
 @pytest.mark.parametrize("mode", ["loop", "gather", "debug"])
@@ -299,7 +410,16 @@ def test_every_kernel_compiles_for_sm90(tmp_path, mode):
     strategy = "loop" if mode == "debug" else mode
     module.write_bytes(castpile.transpile(KERNELS.read_bytes(), str(KERNELS), strategy=strategy, **options))
     source = KERNELS.read_text()
-    types = {"flag": "*i32", "flags": "*i32", "seen": "*i32", "out": "*i32", "table": "*i64"}
+    types = {
+        "flag": "*i32",
+        "flags": "*i32",
+        "seen": "*i32",
+        "out": "*i32",
+        "table": "*i64",
+        "pad": "*i32",
+        "pad_ptrs": "*i64",
+        "counters": "*i32",
+    }
     jobs = [
         Job(module, kernel, signature(source, kernel, types), constexprs, name=f"{kernel} {constexprs}")
         for kernel, variants in COMPILES.items()

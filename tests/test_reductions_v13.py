@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import castpile
-from testkit import address_table, import_file, transpiled
+from testkit import address_table, transpiled, transpiled_module
 from testkit.remote import on_rank, remote_source, symmetric
 
 KERNELS = Path(__file__).with_name("kernels_reductions_v13.py")
@@ -25,9 +25,8 @@ N, B = 13, 16  # lanes N..B-1 are out of bounds
 
 @pytest.fixture(scope="module", params=castpile.STRATEGIES)
 def k(request, tmp_path_factory):
-    out = tmp_path_factory.mktemp(request.param) / f"kernels_reductions_v13_{request.param}.py"
-    out.write_bytes(castpile.transpile(KERNELS.read_bytes(), str(KERNELS), strategy=request.param))
-    return import_file(out)
+    """The transpiled kernels module for one strategy."""
+    return transpiled_module(KERNELS, request.param, tmp_path_factory.mktemp(request.param))
 
 
 def choices(w):

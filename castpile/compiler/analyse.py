@@ -239,7 +239,8 @@ class _ModuleAnalyser(TargetChecks):
         if "wait_for" in positions:
             self.plan.error(node.args[positions["wait_for"]].value, diagnostics.ADD_WITH_WAIT_FOR)
             return False
-        if access is not None and remote:
+        if remote:
+            assert access is not None  # remote: a remote= binding's access
             self.plan.error(node.args[positions["op"]].value, diagnostics.REMOTE_SIGNAL_ADD, name=access.binding.name)
             return False
         return True

@@ -9,7 +9,7 @@ Multicast parameter.  The names are the helpers' own
 whose words already start with the prefix gets the helpers renamed.
 """
 
-from .contract import ATOMICS, VALUE_PARAMS
+from .contract import ATOMICS
 
 HELPER_PREFIX = "_castpile_"
 SITE_WORD = "site"  # after the prefix: stands for a store's or a wait's "path:line" until emit knows the line
@@ -61,10 +61,9 @@ TYPED = "_castpile_typed"  # the example pointer of a binding whose example is a
 SLICE_MASK = "_castpile_slice_mask"  # a table slice's ptr_mask, checked, at the binding
 REMOTE_KERNEL = "_castpile_remote_kernel"  # wraps a kernel with remote= bindings for NVSHMEM
 
-# The user's arguments that carry values, in the order the helpers take them; each is
-# passed by position (Triton evaluates keyword arguments before positional ones), the
-# others (constexpr options) by keyword.
-VALUE_ARGUMENTS = VALUE_PARAMS
+# The user's arguments that carry values (contract.VALUE_PARAMS) go to the helpers by position, in
+# that order (Triton evaluates keyword arguments before positional ones), with these defaults where
+# one before the last given is left out; the others (constexpr options) go by keyword.
 DEFAULTS = {"mask": "None", "other": "None", "value": "1", "wait_for": "None", "reset": "0"}
 OPTIONS = {
     "load": ("cache_modifier", "eviction_policy", "volatile"),

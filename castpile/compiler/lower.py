@@ -43,10 +43,9 @@ from .calling import (
     SITE_WORD,
     SPAN,
     TRAILING,
-    VALUE_ARGUMENTS,
     WAIT_FLAGS,
 )
-from .contract import ATOMICS
+from .contract import ATOMICS, VALUE_PARAMS
 from .lower_bindings import BindingLowering, StackText
 from .lower_passing import PassedLowering
 from .plan import (
@@ -347,7 +346,7 @@ class Lowerer:
         names, then the helper's call.
         """
         op, access = use.op, use.access
-        names = VALUE_ARGUMENTS[op]
+        names = VALUE_PARAMS[op]
         given = self._arguments(use.node, use.positions)
         options = {key: given.get(key) for key in OPTIONS[op]}
         statements: list[str] = []
@@ -396,15 +395,15 @@ class Lowerer:
 
     def _flag_checks(self, use: CallOn) -> dict[str, str | None]:
         """The keywords a signal's or wait's helper takes beside the user's: ``keep=True`` where a wait's value is
-        used; ``cmp="ge"`` for a counting wait that names none; the call's ``site`` where Triton's compile checks option values (:attr:`CallOn.checked`), and
-        ``reset_given=True`` where a ``decrement=`` that is not a literal comes with a ``reset=``."""
+        used; the call's ``site`` where Triton's compile checks option values (:attr:`CallOn.checked`), and for a
+        wait with ``decrement=``, ``written``: whether ``cmp=`` and ``reset=`` are written (a counting wait takes
+        neither; a comparison left out is not ``"ge"`` to the helper)."""
         keywords: dict[str, str | None] = {"keep": "True" if use.op == "wait" and use.result_used else None}
-        if "decrement" in use.positions and "cmp" not in use.positions:
-            keywords["cmp"] = '"ge"'  # a counting wait's comparison
         if use.checked:
             keywords["site"] = self.site
-            if "decrement" in use.checked and "reset" in use.positions:
-                keywords["reset_given"] = "True"
+            written = [keyword for keyword in ("cmp", "reset") if keyword in use.positions]
+            if "decrement" in use.positions and written:
+                keywords["written"] = f'"{" ".join(written)}"'
         return keywords
 
     def _spin(self, helper: str, spins: bool) -> tuple[str, dict[str, str]]:

@@ -272,12 +272,13 @@ def _castpile_anchored(ptrs, live):
 
 
 @triton.constexpr_function
-def _castpile_flag_options(site, call, kind, sem, scope, decrement=False, reset_given=False, wait_for_given=False,
+def _castpile_flag_options(site, call, kind, sem, scope, decrement=False, written="", wait_for_given=False,
                            ops="set add"):
     """True when the compile-time options of ``castpile.<call>`` are allowed: ``kind`` (a wait's ``cmp=``, a
-    signal's ``op=``, one of ``ops``), ``sem=``, ``scope=``, for a counting wait (``decrement``) ``cmp="ge"`` and no
-    ``reset=`` (``reset_given``), for an add no ``wait_for=``; else an error naming the call's ``site``
-    (``"path:line"``) and what is allowed (a ``remote=`` signal's ``ops`` are ``"set"``)."""
+    signal's ``op=``, one of ``ops``), ``sem=`` and ``scope=`` (or ``None``: Triton's default), a counting wait
+    (``decrement``) without ``reset=`` or another ``cmp=`` than ``"ge"`` among the keywords ``written`` (names,
+    space-separated), an add without ``wait_for=``; else an error naming the call's ``site`` (``"path:line"``) and
+    what is allowed (a ``remote=`` signal's ``ops`` are ``"set"``)."""
     allowed = {
         "cmp": ("eq", "ne", "ge", "gt", "le", "lt"),
         "op": tuple(ops.split()),
@@ -286,12 +287,14 @@ def _castpile_flag_options(site, call, kind, sem, scope, decrement=False, reset_
     }
     where = "" if site is None else f"{site}: error: "
     for keyword, value in (("cmp" if call == "wait" else "op", kind), ("sem", sem), ("scope", scope)):
-        if value not in allowed[keyword] and (keyword == "cmp" or keyword == "op" or value is not None):
+        if value is None and keyword in ("sem", "scope"):
+            continue
+        if value not in allowed[keyword]:
             spelled = ", ".join(f'"{name}"' for name in allowed[keyword])
             raise ValueError(f"{where}castpile.{call}: {keyword}= must be one of {spelled}, not {value!r}")
     if decrement not in (True, False):
         raise ValueError(f"{where}castpile.wait: decrement= must be True or False, not {decrement!r}")
-    if decrement and (kind != "ge" or reset_given):
+    if decrement and ("reset" in written.split() or ("cmp" in written.split() and kind != "ge")):
         raise ValueError(f'{where}castpile.wait(decrement=True) is a counting semaphore: it takes cmp="ge" only and '
                          "no reset=")
     if kind == "add" and wait_for_given:
@@ -329,7 +332,7 @@ def _castpile_arrive(ptrs, targets, pending, seen, value, reset, cmp: tl.constex
 def _castpile_wait_flags(ptrs, value=1, reset=0, mask=None, cmp: tl.constexpr = tl.constexpr("eq"),
                          sem: tl.constexpr = tl.constexpr("acquire"), scope: tl.constexpr = tl.constexpr("sys"),
                          decrement: tl.constexpr = False, keep: tl.constexpr = False, site: tl.constexpr = None,
-                         reset_given: tl.constexpr = False):
+                         written: tl.constexpr = tl.constexpr("")):
     """Spin until every flag at ``ptrs`` satisfies ``flag cmp value``, then set it to ``reset`` (``None``: leave it);
     with ``decrement``, until every flag is ``>= value``, then take ``value`` from it.  With ``keep``, the values
     that satisfied the wait (0 where masked off).
@@ -338,7 +341,7 @@ def _castpile_wait_flags(ptrs, value=1, reset=0, mask=None, cmp: tl.constexpr = 
     comparison and is taken (:func:`_castpile_arrive`), and is masked off from then on.  The one spin loop
     of every wait; its options are checked when Triton compiles it, errors naming the call's ``site``.
     """
-    _castpile_flag_options(site, "wait", cmp, sem, scope, decrement, reset_given)
+    _castpile_flag_options(site, "wait", cmp, sem, scope, decrement, written)
     dtype = ptrs.dtype.element_ty
     pending = _castpile_lane_mask(True, mask, ptrs)
     targets = _castpile_anchored(ptrs, pending)

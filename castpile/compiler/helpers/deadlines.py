@@ -119,11 +119,11 @@ def _castpile_give_up(ptrs, pending, seen, value, cmp: tl.constexpr, site: tl.co
 def _castpile_wait_flags_until(ptrs, value=1, reset=0, mask=None, cmp: tl.constexpr = tl.constexpr("eq"),
                                sem: tl.constexpr = tl.constexpr("acquire"), scope: tl.constexpr = tl.constexpr("sys"),
                                decrement: tl.constexpr = False, keep: tl.constexpr = False, site: tl.constexpr = None,
-                               reset_given: tl.constexpr = False, deadline_ns: tl.constexpr = None):
+                               written: tl.constexpr = tl.constexpr(""), deadline_ns: tl.constexpr = None):
     """Spin until every flag at ``ptrs`` satisfies the wait and take it (reset or decrement), as a normal-mode
     wait does; give up ``deadline_ns`` after the spin starts, recording the lanes still pending
     (the values of a wait that gave up hold 0 there)."""
-    _castpile_flag_options(site, "wait", cmp, sem, scope, decrement, reset_given)
+    _castpile_flag_options(site, "wait", cmp, sem, scope, decrement, written)
     dtype = ptrs.dtype.element_ty
     pending = _castpile_lane_mask(True, mask, ptrs)
     targets = _castpile_anchored(ptrs, pending)
@@ -150,10 +150,10 @@ def _castpile_wait_until(src, count: tl.constexpr, smask, example, offs, bounds,
                          cmp: tl.constexpr = tl.constexpr("eq"), sem: tl.constexpr = tl.constexpr("acquire"),
                          scope: tl.constexpr = tl.constexpr("sys"), decrement: tl.constexpr = False,
                          keep: tl.constexpr = False, align: tl.constexpr = None, site: tl.constexpr = None,
-                         reset_given: tl.constexpr = False, deadline_ns: tl.constexpr = None):
+                         written: tl.constexpr = tl.constexpr(""), deadline_ns: tl.constexpr = None):
     """``castpile.wait`` on a multicast access, giving up at its deadline."""
     ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
-    return _castpile_wait_flags_until(ptrs, value, reset, valid, cmp, sem, scope, decrement, keep, site, reset_given,
+    return _castpile_wait_flags_until(ptrs, value, reset, valid, cmp, sem, scope, decrement, keep, site, written,
                                       deadline_ns)
 
 

@@ -182,7 +182,7 @@ def _castpile_wait(src, count: tl.constexpr, smask, example, offs, bounds, value
                    cmp: tl.constexpr = tl.constexpr("eq"), sem: tl.constexpr = tl.constexpr("acquire"),
                    scope: tl.constexpr = tl.constexpr("sys"), decrement: tl.constexpr = False,
                    keep: tl.constexpr = False, align: tl.constexpr = None, site: tl.constexpr = None,
-                   reset_given: tl.constexpr = False):
+                   written: tl.constexpr = tl.constexpr("")):
     """``castpile.wait`` on a multicast access; with ``keep``, the values that satisfied it, shape P + I."""
     ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
-    return _castpile_wait_flags(ptrs, value, reset, valid, cmp, sem, scope, decrement, keep, site, reset_given)
+    return _castpile_wait_flags(ptrs, value, reset, valid, cmp, sem, scope, decrement, keep, site, written)
