@@ -185,3 +185,44 @@ def test_table_reductions_over_remote_peers(tmp_path, w, lws, rank):
     out = on_rank(body)
     for row, ref in enumerate(table_references(bufs, chosen(w, bits))):
         assert torch.equal(out.view(5, B)[row], ref), row
+
+
+MULTI = """\
+import triton
+import triton.language as tl
+import castpile
+
+
+@triton.jit
+def pick(a, i, b, j):
+    return a, i
+
+
+@triton.jit
+def k(out, table, W: tl.constexpr, B: tl.constexpr):
+    bufs = castpile.multicast_like(out, table[:W], shape=(B,))
+    offs = tl.arange(0, B)
+    v, at = {call}
+    tl.store(out + offs, v)
+"""
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "tl.reduce((bufs[offs], offs + tl.zeros((W, B), tl.int32)), 0, pick)",
+        "tl.reduce((tl.load(bufs[offs]), offs + tl.zeros((W, B), tl.int32)), axis=0, combine_fn=pick)",
+    ],
+)
+def test_a_multi_operand_reduce_over_the_stack_is_a_located_error(call):
+    from testkit.diagnostics import diagnostics_of
+
+    source = MULTI.format(call=call)
+    line = source.splitlines().index(f"    v, at = {call}") + 1
+    [(got_line, got_col, code, params)] = diagnostics_of(source)
+    assert (got_line, got_col, code, params) == (line, 13, "E419", {"name": "bufs"})
+
+
+def test_a_multi_operand_reduce_over_an_element_dim_is_left_to_triton():
+    source = MULTI.format(call="tl.reduce((bufs[offs], offs + tl.zeros((W, B), tl.int32)), 1, pick)")
+    assert "_castpile_load" in castpile.transpile(source, "k.py").decode()

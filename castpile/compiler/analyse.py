@@ -285,6 +285,7 @@ class _ModuleAnalyser(TargetChecks):
         given = {name: node.args[k].value for name, k in positions.items()}
         operand = self._stack_operand(cst.ensure_type(node.func, cst.Attribute).value if method else given.get("input"))
         if operand is None:
+            self._multi_operand_reduce(node, op, given)
             return
         for problem, problem_params in problems:
             self.plan.error(node, problem, call=f"tl.{op} of a multicast access", **problem_params)
@@ -304,6 +305,18 @@ class _ModuleAnalyser(TargetChecks):
         impure = self._impure_arguments(load, load_positions) & frozenset(VALUE_PARAMS["load"]) if load else frozenset()
         options = {name: given[name] for name in params if name in given and name not in ("input", "axis")}
         self.plan.uses[node] = Reduction(node, op, access, steps, options, load, load_positions, impure)
+
+    def _multi_operand_reduce(self, node: cst.Call, op: str, given: dict[str, cst.BaseExpression]) -> None:
+        """A ``tl.reduce((X, Y, ...), 0, fn)`` with an operand that is an access (or its load, through elementwise
+        steps) reduces the stack dim with its padded and ``ptr_mask``-false buffers: reported at the reduction."""
+        operands = given.get("input")
+        if op != "reduce" or not isinstance(operands, cst.Tuple) or literal_int(given.get("axis")) != 0:
+            return
+        for element in operands.elements:
+            operand = self._stack_operand(element.value)
+            if operand is not None and operand[0].binding.peer is None:
+                self.plan.error(node, diagnostics.MULTI_OPERAND_REDUCE, name=operand[0].binding.name)
+                return
 
     def _stack_operand(
         self, node: cst.BaseExpression | None

@@ -276,6 +276,13 @@ REMOTE_WAIT_FORM = Message(
     "which torch's NVSHMEM Triton device functions do not offer for the binding's flag type",
     "use a binding without remote= for peers in one NVLink domain, or wait without it",
 )
+MULTI_OPERAND_REDUCE = Message(
+    "E419",
+    "tl.reduce over axis 0 of '{name}' with several operands: castpile folds a stack's valid buffers only for a "
+    "reduction of one operand, and a tuple's padded or ptr_mask-false buffers would take part",
+    "reduce the access alone (tl.reduce(bufs[idx], 0, fn)), or tl.max/tl.min(..., return_indices=True) for "
+    "the positions",
+)
 
 # ---- E5xx names ------------------------------------------------------------------------------------
 OUTSIDE_JIT = Message("E501", "{call} is only valid inside a @triton.jit function")
