@@ -9,7 +9,8 @@
 Reads a result file whose ``rows`` each carry the x value (``--x``, default
 ``bytes``; a row's ``label``, if any, names its tick), ``graph_us`` and/or
 ``eager_us`` (method -> microseconds), and draws one panel per timing mode, log-log.
-``--select KEY=VALUE`` keeps the rows whose KEY is VALUE (files that mix operations).
+``--select KEY=VALUE`` keeps the rows whose KEY is VALUE (files that mix operations; repeat it to keep the rows
+that match every one).
 """
 
 import argparse
@@ -65,11 +66,13 @@ def main(argv=None):
     parser.add_argument("--title", default=None)
     parser.add_argument("--x", default="bytes", help="the rows' key for the x axis")
     parser.add_argument("--xlabel", default=None, help="the x axis' label (default: '<x> per rank')")
-    parser.add_argument("--select", default=None, help="KEY=VALUE: plot only the rows whose KEY is VALUE")
+    parser.add_argument(
+        "--select", action="append", default=[], help="KEY=VALUE: plot only the rows whose KEY is VALUE (repeatable)"
+    )
     args = parser.parse_args(argv)
     result = json.loads(args.result.read_text())
-    if args.select:
-        key, _, value = args.select.partition("=")
+    for selected in args.select:
+        key, _, value = selected.partition("=")
         result["rows"] = [r for r in result["rows"] if str(r.get(key)) == value]
         if not result["rows"]:
             parser.error(f"no row has {key} = {value}")

@@ -21,6 +21,8 @@ GENERATED = [
     ("castpile/gpu/collectives/kernels.py", "castpile/gpu/collectives/kernels_triton.py", "loop"),
     ("benchmarks/kernels/stack_kernels.py", "benchmarks/kernels/generated/stack_kernels_loop.py", "loop"),
     ("benchmarks/kernels/stack_kernels.py", "benchmarks/kernels/generated/stack_kernels_gather.py", "gather"),
+    ("benchmarks/kernels/row_bodies.py", "benchmarks/kernels/generated/row_bodies_loop.py", "loop"),
+    ("benchmarks/kernels/row_bodies.py", "benchmarks/kernels/generated/row_bodies_gather.py", "gather"),
     ("benchmarks/kernels/nvshmem_kernels.py", "benchmarks/kernels/generated/nvshmem_kernels_loop.py", "loop"),
     ("benchmarks/kernels/hang_kernels.py", "benchmarks/kernels/generated/hang_kernels_debug_waits.py", "loop", 2.0),
     ("castpile/gpu/fused/moe_kernels.py", "castpile/gpu/fused/moe_kernels_triton.py", "gather"),
