@@ -1,4 +1,4 @@
-"""``python -m castpile``: the command line (see :mod:`castpile.cli`).
+"""``python -m castpile`` and the ``castpile`` command (:func:`main`): the command line (see :mod:`castpile.cli`).
 
 ``SRC -o OUT`` (or ``-o OUT SRC``) with a regular file SRC that never mentions
 castpile is a copy, done here before :mod:`castpile.cli` is even compiled.  Only
@@ -15,8 +15,7 @@ import stat
 import sys
 
 from .files import MAX_SOURCE_BYTES, write_outputs
-from .options import mentions_castpile
-from .plain_args import plain_form
+from .plain_args import mentions_castpile, plain_form
 
 
 def _copied(argv: list[str]) -> bool:
@@ -47,17 +46,18 @@ def _copied(argv: list[str]) -> bool:
     return True
 
 
-def _main() -> int:
+def main() -> int:
+    """The ``castpile`` command: the plain copy above when it applies, else :func:`castpile.cli.main`."""
     argv = sys.argv[1:]
     try:
         if _copied(argv):
             return 0
     except KeyboardInterrupt:
         return 130
-    from .cli import main
+    from .cli import main as full_run
 
-    return main(argv)
+    return full_run(argv)
 
 
 if __name__ == "__main__":
-    sys.exit(_main())
+    sys.exit(main())

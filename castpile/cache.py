@@ -26,11 +26,18 @@ What guards the entries:
 Entries are written 0600 to a temporary file ``.castpile-tmp-<entry>.<pid>.<n>.tmp``
 and renamed into place.  :func:`info` and :func:`clear` see only entries and such
 temporary files, never another file in the directory.  Nothing here imports libcst.
+
+The cache is bounded: once a new entry is stored, the least recently used entries go
+until the entries hold at most ``$CASTPILE_CACHE_MAX_MB`` MiB (:data:`DEFAULT_MAX_MB`
+unless set; 0: no bound), the new one always kept (:func:`prune`).  Loading an entry
+marks it used (its mtime).  A notebook cell's key names the cell without the kernel's
+process id (:func:`stable_path`), so a restarted kernel finds the entries of the last one.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -48,6 +55,9 @@ from typing import Any
 from .files import write_atomically
 
 ENV_VAR = "CASTPILE_CACHE_DIR"
+MAX_MB_VAR = "CASTPILE_CACHE_MAX_MB"
+DEFAULT_MAX_MB = 256
+"""The bound on the entries' total size, in MiB, when :data:`MAX_MB_VAR` is not set."""
 MAX_NAME_BYTES = 100
 """Longest module name, in UTF-8 bytes, kept whole in an entry's file name."""
 _TRAILER = b"# castpile-cache "
@@ -57,8 +67,14 @@ _TMP_PREFIX = ".castpile-tmp-"
 # castpile.files.write_atomically names its temporary file <prefix><target name>.<pid>.<n>.tmp
 _TMP_RE = re.compile(re.escape(_TMP_PREFIX) + r"(?P<entry>.+)\.[0-9]+\.[0-9]+\.tmp")
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+# ipykernel names a cell <tmp>/ipykernel_<pid>/<hash of its text>.py, IPython <ipython-input-<n>-<hash of its text>>
+_CELL_NAMES = (
+    re.compile(r".*[/\\]ipykernel_[0-9]+[/\\](?P<cell>[0-9]+\.py)", re.S),
+    re.compile(r"<ipython-input-[0-9]+-(?P<cell>[0-9a-f]+)>", re.S),
+)
 _fingerprint: bytes | None = None
 _failed = False  # transpiled_file has warned that the cache failed
+_warned_bound = False  # prune has warned about a bad $CASTPILE_CACHE_MAX_MB
 
 
 class CacheWarning(UserWarning):
@@ -221,11 +237,19 @@ def load(path: Path, key: str) -> bytes | None:
         if not _trusted_file(os.fstat(f.fileno())):
             return None
         data = f.read()
-    cut = data.rfind(b"\n", 0, len(data) - 1) + 1
-    body, fields = data[:cut], _sealed_fields(data[cut:])
-    if fields is None or fields[:2] != [key, hashlib.sha256(body).hexdigest()] or not data.endswith(b"\n"):
-        return None
+        cut = data.rfind(b"\n", 0, len(data) - 1) + 1
+        body, fields = data[:cut], _sealed_fields(data[cut:])
+        if fields is None or fields[:2] != [key, hashlib.sha256(body).hexdigest()] or not data.endswith(b"\n"):
+            return None
+        _mark_used(f.fileno())
     return data
+
+
+def _mark_used(fd: int) -> None:
+    """Give the open entry ``fd`` the time of now, which :func:`prune` keeps longest (none where it cannot)."""
+    if os.utime in os.supports_fd:
+        with contextlib.suppress(OSError):  # a read-only file system: the entry still loads
+            os.utime(fd)
 
 
 def store(path: Path, key: str, body: bytes, source: str | None = None) -> bytes:
@@ -252,22 +276,130 @@ def cached(
     its path and sealed bytes, ``build()`` (the transpiled bytes) stored first on a miss.  Any
     ``OSError`` (an unsafe or unwritable directory, a blocked entry) propagates: see :func:`warn_failure`."""
     directory = prepare_dir(directory)
-    key = entry_key(source, source_path, options)
+    key = entry_key(source, stable_path(source_path), options)
     entry = entry_path(directory, module, key)
     data = load(entry, key)
-    if data is None:
-        data = store(entry, key, build(), source_path)
+    if data is not None:
+        recorded = _recorded_in(data)
+        if recorded is not None and recorded != source_path:  # the same notebook cell, in an earlier kernel
+            body = _resited(data[: data.rfind(b"\n", 0, len(data) - 1) + 1], recorded, source_path)
+            try:
+                data = store(entry, key, body, source_path)
+            except OSError:  # a cache that loads but cannot be written: this kernel's names, in memory
+                data = _seal(key, body, source_path)
+        return os.fspath(entry), data
+    data = store(entry, key, build(), source_path)
+    prune(directory, _bound(), keep=entry)
     return os.fspath(entry), data
 
 
-def warn_failure(directory: Path, module: str, failure: OSError, stacklevel: int) -> None:
-    """Warn (:class:`CacheWarning`) that the cache failed and ``module`` was transpiled in memory."""
+def stable_path(source_path: str) -> str:
+    """The path an entry's key covers: ``source_path``, but a notebook cell's name without what changes when its
+    kernel restarts (ipykernel's ``<tmp>/ipykernel_<pid>/<hash>.py``, IPython's ``<ipython-input-<n>-<hash>>``:
+    the hash is of the cell's text, which the key covers too)::
+
+        >>> stable_path("/tmp/ipykernel_4242/3123.py"), stable_path("/src/k.py")
+        ('<notebook cell 3123.py>', '/src/k.py')
+    """
+    for pattern in _CELL_NAMES:
+        match = pattern.fullmatch(source_path)
+        if match:
+            return f"<notebook cell {match['cell']}>"
+    return source_path
+
+
+def _resited(body: bytes, recorded: str, current: str) -> bytes:
+    """``body``, transpiled from the path ``recorded``, naming ``current`` instead: the only place a transpiled text
+    names its path is the ``"path:line"`` literal of each site (a store's, a wait's)."""
+    return body.replace(ascii(f"{recorded}:")[:-1].encode(), ascii(f"{current}:")[:-1].encode())
+
+
+def max_bytes(environ=None) -> int | None:
+    """The bound on the entries' total size: ``$CASTPILE_CACHE_MAX_MB`` MiB, else :data:`DEFAULT_MAX_MB`; None for
+    ``0`` (no bound).  ``ValueError`` naming the variable for anything but a number of MiB, 0 or more."""
+    text = (os.environ if environ is None else environ).get(MAX_MB_VAR, "").strip()
+    if not text:
+        return DEFAULT_MAX_MB * 2**20
+    try:
+        mib = float(text)
+    except ValueError:
+        mib = -1.0
+    if not mib >= 0 or mib == float("inf"):
+        raise ValueError(
+            f"{MAX_MB_VAR}={text!r} is not a number of MiB: give the most the compile cache may hold, "
+            f"as in {MAX_MB_VAR}={DEFAULT_MAX_MB}, or 0 for no bound"
+        )
+    return None if mib == 0 else int(mib * 2**20)
+
+
+def describe_bound(limit: int | None) -> str:
+    """What ``castpile cache info`` says of the bound ``limit`` (bytes; None: none)."""
+    if limit is None:
+        return f"none ({MAX_MB_VAR}=0: entries are never removed but by `castpile cache clear`)"
+    mib = limit / 2**20
+    shown = f"{mib:g} MiB" if mib >= 1 else f"{limit} bytes"
+    return f"{shown} ({MAX_MB_VAR}, default {DEFAULT_MAX_MB}): beyond it the least recently used entries go"
+
+
+def _bound() -> int | None:
+    """:func:`max_bytes`, where a bad value warns (once, :class:`CacheWarning`) and keeps to the default."""
+    global _warned_bound
+    try:
+        return max_bytes()
+    except ValueError as exc:
+        if not _warned_bound:
+            _warned_bound = True
+            warnings.warn(f"{exc}; keeping to {DEFAULT_MAX_MB} MiB", CacheWarning, stacklevel=_user_stacklevel())
+        return DEFAULT_MAX_MB * 2**20
+
+
+def prune(directory: Path, limit: int | None, keep: Path | None = None) -> int:
+    """Remove the least recently used entries (the oldest mtime: written or loaded longest ago) until the rest hold
+    at most ``limit`` bytes (None: no bound), never ``keep``; return how many went.  Entries another process
+    removes meanwhile are skipped."""
+    if limit is None:
+        return 0
+    try:
+        listed = _files(directory)
+    except OSError:  # pruning is housekeeping: the entry just stored is there all the same
+        return 0
+    sized = []
+    for e in listed:
+        if not _is_entry_name(e.name):
+            continue
+        try:
+            st = e.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        sized.append((st.st_mtime_ns, e.path, st.st_size))
+    total = sum(size for _, _, size in sized)
+    removed = 0
+    for _, path, size in sorted(sized):
+        if total <= limit:
+            break
+        if keep is not None and path == os.fspath(keep):
+            continue
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            continue
+        else:
+            removed += 1
+        total -= size
+    return removed
+
+
+def warn_failure(directory: Path, module: str, failure: OSError) -> None:
+    """Warn (:class:`CacheWarning`) that the cache failed and ``module`` was transpiled in memory, at the user's line
+    that led here (an import, a decorator: the first frame that is neither castpile's nor importlib's)."""
     warnings.warn(
         f"castpile cannot use its compile cache {directory} ({failure}); {module} was "
         f"transpiled in memory, as every module the cache cannot hold will be, on every import "
         f"(pass install_import_hook a cache_dir, or set {ENV_VAR}, that you can write)",
         CacheWarning,
-        stacklevel=stacklevel + 1,
+        stacklevel=_user_stacklevel(),
     )
 
 
@@ -288,20 +420,29 @@ def transpiled_file(
     except OSError as failure:
         if not _failed:
             _failed = True
-            warn_failure(cache_dir(), module, failure, stacklevel=_first_frame_outside_castpile())
+            warn_failure(cache_dir(), module, failure)
         filename, data = in_memory, build()
     text = importlib.util.decode_source(data)
     linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
     return filename, text
 
 
-def _first_frame_outside_castpile() -> int:
-    """The ``stacklevel`` (the caller: 1) of the first frame whose code is not castpile's."""
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that makes the caller's ``warnings.warn`` name the first frame that is neither castpile's
+    nor importlib's: the user's import, decorator or call.  ``warnings`` does not count importlib's frames (it
+    skips them, as here), so they are not counted."""
     package = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    frame: types.FrameType | None = sys._getframe(1)
+
+    def internal(frame: types.FrameType) -> bool:  # what warnings itself skips
+        name = frame.f_code.co_filename
+        return "importlib" in name and "_bootstrap" in name
+
+    frame: types.FrameType | None = sys._getframe(1)  # the caller: level 1
     level = 1
-    while frame is not None and frame.f_code.co_filename.startswith(package):
-        frame, level = frame.f_back, level + 1
+    while frame is not None and (frame.f_code.co_filename.startswith(package) or internal(frame)):
+        frame = frame.f_back
+        if frame is not None and not internal(frame):
+            level += 1
     return level
 
 
@@ -328,7 +469,7 @@ def _files(directory: Path) -> list[os.DirEntry]:
             return [
                 e for e in it if e.is_file(follow_symlinks=False) and (_is_entry_name(e.name) or _is_temp_name(e.name))
             ]
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no directory there, nor where it would be made
         return []
 
 
@@ -344,7 +485,7 @@ def info(directory: Path) -> dict:
 
 def entries(directory: Path) -> list[dict]:
     """Every entry: its ``module``, the ``source`` file it was transpiled from (None where the entry does
-    not record it), ``bytes`` and ``age_s`` (seconds since it was written); by module, newest first."""
+    not record it), ``bytes`` and ``age_s`` (seconds since it was written or last loaded); by module, newest first."""
     now = time.time()
     listed = []
     for e in _files(directory):
@@ -363,6 +504,18 @@ def entries(directory: Path) -> list[dict]:
     return sorted(listed, key=lambda entry: (entry["module"], entry["age_s"]))
 
 
+def _recorded_in(data: bytes) -> str | None:
+    """The source path the trailer of the entry ``data`` records, or None."""
+    return _source_field(_sealed_fields(data.rstrip(b"\n").rpartition(b"\n")[2]))
+
+
+def _source_field(fields: list[str] | None) -> str | None:
+    try:
+        return json.loads(fields[2]) if fields and len(fields) == 3 else None
+    except ValueError:
+        return None
+
+
 def _recorded_source(path: str) -> str | None:
     """The source path an entry's trailer records, or None."""
     try:
@@ -374,10 +527,7 @@ def _recorded_source(path: str) -> str | None:
             fields = _sealed_fields(f.read().rstrip(b"\n").rpartition(b"\n")[2])
     except OSError:
         return None
-    try:
-        return json.loads(fields[2]) if fields and len(fields) == 3 else None
-    except ValueError:
-        return None
+    return _source_field(fields)
 
 
 def _age(seconds: float) -> str:
@@ -399,9 +549,34 @@ def clear(directory: Path) -> int:
     return removed
 
 
+def unusable(directory: Path) -> str | None:
+    """Why the hook could not write ``directory`` (where it is safe: :func:`refusal` says the rest), or None: a
+    directory it cannot write, or none that it could create (a read-only home, a parent it cannot write or that is
+    no directory)."""
+    if os.path.isdir(directory):
+        if not os.access(directory, os.W_OK | os.X_OK):
+            mode = stat.S_IMODE(os.stat(directory).st_mode)
+            return f"cannot write {directory} (mode {mode:o}, or a read-only file system)"
+        return None
+    parent = directory.parent
+    while not os.path.lexists(parent) and parent != parent.parent:
+        parent = parent.parent
+    if not os.path.isdir(parent):
+        return f"cannot create {directory}: {parent} is not a directory"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"cannot create {directory}: cannot write {parent} (its permissions, or a read-only file system)"
+    return None
+
+
 def cache_main(argv: list[str]) -> int:
-    """``castpile cache info|clear [--dir DIR]``: print and return an exit code."""
-    parser = argparse.ArgumentParser(prog="castpile cache", description="Inspect or empty the castpile compile cache.")
+    """``castpile cache info|clear [--dir DIR]``: print and return an exit code (2 for a DIR that is no directory, or
+    that cannot be read or emptied, and for a bad ``$CASTPILE_CACHE_MAX_MB``)."""
+    parser = argparse.ArgumentParser(
+        prog="castpile cache",
+        description="Inspect or empty the castpile compile cache.",
+        epilog=f"The cache holds at most ${MAX_MB_VAR} MiB of entries (default {DEFAULT_MAX_MB}; 0: no bound): "
+        "storing a new entry removes the least recently used beyond it.",
+    )
     parser.add_argument("action", choices=("info", "clear"))
     parser.add_argument("--dir", help=f"cache directory (default: ${ENV_VAR}, else the user cache dir)")
     try:
@@ -409,22 +584,54 @@ def cache_main(argv: list[str]) -> int:
     except SystemExit as e:
         return int(e.code or 0)
     directory = cache_dir(args.dir)
-    if args.action == "info":
-        for k, v in info(directory).items():
-            print(f"{k}: {v}")
-        try:
-            why = refusal(directory)
-        except OSError:
-            why = None  # no directory yet: the hook creates it, 0700
-        if why:
-            print(f"refused: the import hook will not use it: {why}")
-        for entry in entries(directory):
-            source = entry["source"] or "(not recorded)"
-            print(f"  {entry['module']}  {source}  {entry['bytes']} bytes  {_age(entry['age_s'])} old")
-    else:
-        n = clear(directory)
-        print(f"removed {n} entr{'y' if n == 1 else 'ies'} from {directory}")
+    try:
+        if os.path.lexists(directory) and not os.path.isdir(directory):
+            raise _CacheError(f"{directory}: is not a directory; give --dir (or set {ENV_VAR}) a directory")
+        if args.action == "clear":
+            n = clear(directory)
+            print(f"removed {n} entr{'y' if n == 1 else 'ies'} from {directory}")
+        else:
+            _print_info(directory)
+    except _CacheError as exc:
+        print(f"castpile cache: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"castpile cache: error: {exc.filename or directory}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     return 0
+
+
+class _CacheError(Exception):
+    """A ``castpile cache`` error: the message, exit 2."""
+
+
+def _print_info(directory: Path) -> None:
+    try:
+        bound = describe_bound(max_bytes())
+    except ValueError as exc:
+        raise _CacheError(str(exc)) from None
+    listed = entries(directory)
+    for k, v in info(directory).items():
+        print(f"{k}: {v}")
+    print(f"bound: {bound}")
+    try:
+        why = refusal(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        why = None  # no directory yet: the hook creates it, 0700, or says why it cannot
+    if why:
+        print(f"refused: the import hook will not use it: {why}")
+    else:
+        why = unusable(directory)
+        if why:
+            print(
+                f"unusable: the import hook cannot store entries here: {why}; it transpiles every module in "
+                f"memory, on every import (set {ENV_VAR} to a directory you can write)"
+            )
+        elif not os.path.isdir(directory):
+            print("not created yet: the import hook creates it, 0700, with its first entry")
+    for entry in listed:
+        source = entry["source"] or "(not recorded)"
+        print(f"  {entry['module']}  {source}  {entry['bytes']} bytes  {_age(entry['age_s'])} old")
 
 
 if __name__ == "__main__":

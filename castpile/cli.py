@@ -1,7 +1,8 @@
 """The command line: ``castpile SRC [-o OUT] [--diff | --check] [--strategy loop|gather] [--debug-waits SECONDS]``,
 and its subcommands.
 
-``castpile run SCRIPT [ARGS...]`` runs a script (:mod:`castpile.runner`); ``castpile show
+``castpile run SCRIPT [ARGS...]`` runs a script, a zipapp or a directory (``castpile run -m MODULE`` a module), as
+``python`` would but transpiled (:mod:`castpile.runner`); ``castpile show
 MODULE_OR_FILE [--diff]`` prints what castpile makes of a module or file; ``castpile cache
 info|clear`` manages the import hook's cache (:mod:`castpile.cache`).  A first argument
 ``run``, ``show`` or ``cache`` is always the subcommand: a file of that name is ``./run``.
@@ -29,23 +30,28 @@ import sys
 from collections.abc import Sequence
 
 from .files import MAX_SOURCE_BYTES, write_outputs
-from .options import DEBUG_WAITS_ENV, STRATEGIES, VERSION, check_debug_waits, debug_waits_from_env
+from .options import DEBUG_WAITS_ENV, STRATEGIES, VERSION, check_debug_waits, debug_waits_from_env, mentions_castpile
 from .plain_args import plain_form
 
 # Only what every run needs is imported here: a file without castpile should cost
 # about what copying it costs.  ``castpile SRC [-o OUT]`` is recognised without
 # argparse (castpile/plain_args.py), and a SRC that never mentions castpile is written
-# back as it is without importing the transpiler; argparse, the transpiler and its
-# errors, libcst, sympy, difflib and traceback load on demand.  ``python -m castpile``
-# copies such a file before this module is even compiled (castpile/__main__.py).
+# back as it is without importing the transpiler (castpile.compiler: not even its
+# package); argparse, the transpiler and its errors, libcst, sympy, difflib and
+# traceback load on demand.  The ``castpile`` command and ``python -m castpile`` copy
+# such a file before this module is even compiled (castpile/__main__.py).
 
 
 _EPILOG = """\
 subcommands:
   castpile run [--strategy S] SCRIPT [ARGS...]   run SCRIPT as __main__, transpiled, with the
                                                  import hook on for the modules in its directory
+                                                 (SCRIPT: a .py file, a zipapp or a directory)
+  castpile run [--strategy S] -m MODULE [ARGS...]
+                                                 run MODULE as python -m does, transpiled
   castpile show MODULE_OR_FILE [--diff]          print the transpiled source (or the diff)
-  castpile cache info | clear [--dir DIR]        list or empty the import hook's cache
+  castpile cache info | clear [--dir DIR]        list (with its bound, $CASTPILE_CACHE_MAX_MB) or
+                                                 empty the import hook's cache
   (a file named run, show or cache: write ./run)
 
 exit status:
@@ -55,7 +61,7 @@ exit status:
   3  internal error: a bug in castpile, please report it
   castpile run exits with the script's status: sys.exit's code, 1 for an uncaught
   exception or a castpile diagnostic, 130 on Ctrl-C (2 when SCRIPT cannot be read,
-  3 when castpile fails on it)
+  3 when castpile fails on it; 2 when MODULE cannot be found)
 """
 
 
@@ -171,6 +177,9 @@ def _run(
     for src, target in zip(sources, targets):
         data = _read(src)
         name = "<stdin>" if src == "-" else src
+        if not mentions_castpile(data):  # what the compiler would give back, without loading it
+            results.append((name, data, data, target))
+            continue
         from .compiler import transpile_source
         from .compiler.errors import TranspileError
 
@@ -243,8 +252,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except _Internal as exc:
+        from .reporting import report_internal_error
+
         return report_internal_error(exc.args[0], exc.__cause__ or exc)  # raised from the failure it reports
     except Exception as exc:
+        from .reporting import report_internal_error
+
         return report_internal_error(", ".join(sources), exc)
     return _print(printed, status)
 
@@ -338,16 +351,3 @@ def _print(data: bytes, status: int) -> int:
     except KeyboardInterrupt:
         return 130
     return status
-
-
-def report_internal_error(where: str, exc: BaseException) -> int:
-    """Report a castpile bug (never the user's fault): exit 3, nothing written."""
-    import traceback
-
-    print(
-        f"castpile: internal error while transpiling {where}: this is a bug in castpile; nothing was written. "
-        "Please report it at the castpile issue tracker with the input file and this trace:",
-        file=sys.stderr,
-    )
-    traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
-    return 3

@@ -41,12 +41,17 @@ import importlib.util
 import sys
 import zipimport
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import cache
 from .cache import CacheWarning
 from .compiler.errors import TranspileError
 from .options import check_strategy, debug_waits_from_env, mentions_castpile
+
+if TYPE_CHECKING:
+    from os import PathLike
+
+    from .options import Strategy
 
 __all__ = ["CacheWarning", "ImportHook", "TranspileImportError", "hooked_options", "install_import_hook"]
 
@@ -121,6 +126,9 @@ class _Loader(importlib.abc.InspectLoader):
             self.error = TranspileImportError(e)
             code = compile("raise __loader__.error\n", "<frozen importlib._bootstrap>", "exec", dont_inherit=True)
             return code.replace(co_name="_call_with_frames_removed")
+        from .tracebacks import install
+
+        install()  # the module's errors name the user's file and line, not the entry's
         return compile(data, entry, "exec", dont_inherit=True)
 
     def get_source(self, fullname):
@@ -206,7 +214,7 @@ class ImportHook(importlib.abc.MetaPathFinder):
         """Warn, the first time only, that the cache failed and modules are transpiled in memory."""
         if not self._cache_failed:
             self._cache_failed = True
-            cache.warn_failure(self.cache_dir, module, failure, stacklevel=2)
+            cache.warn_failure(self.cache_dir, module, failure)  # at the user's import line
 
     def uninstall(self) -> None:
         """Remove the hook; modules already imported stay as they are."""
@@ -222,7 +230,9 @@ class ImportHook(importlib.abc.MetaPathFinder):
         return f"ImportHook(packages={self.packages!r}, cache_dir={str(self.cache_dir)!r}, options={self.options!r})"
 
 
-def install_import_hook(*packages: str, cache_dir=None, strategy: str = "loop") -> ImportHook:
+def install_import_hook(
+    *packages: str, cache_dir: str | PathLike[str] | None = None, strategy: Strategy = "loop"
+) -> ImportHook:
     """Transpile modules named ``pkg`` or ``pkg.*`` on import, caching the output.
 
     ``cache_dir`` defaults to ``$CASTPILE_CACHE_DIR``, else the user cache dir; it is

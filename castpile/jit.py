@@ -30,13 +30,19 @@ from __future__ import annotations
 import functools
 import sys
 import types
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from .options import APPENDED_MARK, HELPERS_TITLE, WRAPS_TITLE, debug_waits_from_env
 
 if TYPE_CHECKING:  # imported by jit() on first use, for the whole module (see there)
     import ast
     import linecache
+    from collections.abc import Iterable
+
+    from triton.runtime.jit import JITFunction
+
+_Kernel = TypeVar("_Kernel", bound=Callable[..., Any])
 
 _OPTIONS = {"strategy": "loop"}
 _transpiled: dict[str, tuple[str, str, ast.Module]] = {}
@@ -45,8 +51,28 @@ _helpers: dict[str, object] = {}
 """A helper statement's text -> the one object defined for it in this process."""
 
 
-def jit(fn=None, /, **options):
-    """Transpile the kernel ``fn`` and return ``triton.jit(transpiled, **options)``; see the module docstring."""
+@overload
+def jit(fn: _Kernel, /) -> JITFunction[_Kernel]: ...
+
+
+@overload
+def jit(
+    *,
+    version: Any = None,
+    repr: Callable[..., Any] | None = None,
+    launch_metadata: Callable[..., Any] | None = None,
+    do_not_specialize: Iterable[int | str] | None = None,
+    do_not_specialize_on_alignment: Iterable[int | str] | None = None,
+    debug: bool | None = None,
+    noinline: bool | None = None,
+) -> Callable[[_Kernel], JITFunction[_Kernel]]: ...
+
+
+def jit(fn: Any = None, /, **options: Any) -> Any:
+    """Transpile the kernel ``fn`` and return ``triton.jit(transpiled, **options)``; see the module docstring.
+
+    Typed as ``triton.jit`` is (both call forms, its keywords): ``kernel[grid](...)`` is checked against the
+    kernel's parameters, and a keyword ``triton.jit`` does not take is an error for type checkers."""
     if fn is None:
         return lambda kernel: jit(kernel, **options)
     global ast, linecache
@@ -82,12 +108,35 @@ def _user_source(fn) -> tuple[str, str]:
             "put @castpile.jit directly above the def"
         )
     path = fn.__code__.co_filename
-    text = "".join(linecache.getlines(path, fn.__globals__))
+    text = "".join(linecache.getlines(path, fn.__globals__)) or _magic_cell_text(path, fn)
     if not text:
         from .compiler import diagnostics
 
         raise _error(path, fn.__code__.co_firstlineno, diagnostics.JIT_NO_SOURCE, function=fn.__name__)
     return path, text
+
+
+def _magic_cell_text(path: str, fn) -> str:
+    """The text of the IPython cell being run, when a cell magic (``%%time``) runs its body under ``path``, a name
+    that linecache does not hold (``<timed exec>``): the body as IPython transforms it, with ``fn``'s def at the line
+    its code gives; registered in linecache under ``path`` (for diagnostics and tracebacks); "" otherwise."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None or not (path.startswith("<") and path.endswith(">")):
+        return ""
+    try:
+        cell = shell.history_manager.input_hist_raw[-1]
+    except (AttributeError, IndexError):
+        return ""
+    if not cell.startswith("%%"):
+        return ""
+    body = shell.transform_cell(cell.split("\n", 1)[1] if "\n" in cell else "")
+    lines = body.splitlines(keepends=True)
+    line = fn.__code__.co_firstlineno
+    if not 0 < line <= len(lines) or not (lines[line - 1].lstrip().startswith(("@", "def "))):
+        return ""
+    linecache.cache[path] = (len(body), None, lines, path)
+    return body
 
 
 @functools.lru_cache(maxsize=16)
@@ -131,7 +180,10 @@ def _prepared(fn, options):
         from .compiler import diagnostics
 
         raise _error(path, kernel.lineno, diagnostics.JIT_NOT_AT_DEF, function=fn.__name__)
+    own_lines = len(text.splitlines())
     text += _namespace_imports(fn.__globals__, _bound_names(tree), text)
+    borrowed = _namespace_helpers(fn, tree, kernel)
+    text += "".join(f"\n\n{helper_text}" for helper_text in borrowed.values())
     span = (kernel.decorator_list[0].lineno, kernel.end_lineno)
     filename, transpiled, tree = _transpile(fn, path, text, span, options)
     left = _helpers_left_to_triton(fn, path, source, tree, kernel)
@@ -139,7 +191,9 @@ def _prepared(fn, options):
         from .compiler.errors import TranspileError
 
         raise TranspileError(left)
+    _rebind_borrowed(fn, borrowed, tree, own_lines, filename)
     function = _function(_kernel_def(tree, fn), fn, filename)
+    function.__castpile_user_def__ = _def_text(text, kernel)  # for later cells' kernels (_namespace_helpers)
     helpers, wraps = _appended(tree, transpiled)
     namespace = _define_helpers(helpers, transpiled, filename, fn.__globals__)
     mine = [s for s in wraps if isinstance(s, ast.Assign) and s.targets[0].id == fn.__name__]
@@ -185,6 +239,96 @@ def _helpers_left_to_triton(fn, path: str, source: ast.Module, transpiled: ast.M
     return left
 
 
+def _def_text(text: str, node: ast.FunctionDef) -> str:
+    """The lines of the ``def`` ``node`` in ``text``, its decorators first, dedented."""
+    import textwrap
+
+    start, end = _lines_of(node)
+    return textwrap.dedent("".join(text.splitlines(keepends=True)[start - 1 : end]))
+
+
+def _jit_functions() -> tuple[Any, ...]:
+    """What ``@triton.jit`` gives, compiled and interpreted."""
+    from triton.runtime import JITFunction
+    from triton.runtime.interpreter import InterpretedFunction
+
+    return (JITFunction, InterpretedFunction)
+
+
+def _namespace_helpers(fn, tree: ast.Module, kernel: ast.FunctionDef) -> dict[str, str]:
+    """The helpers that the kernel calls by a name its source does not bind, found in its globals (a function of
+    an earlier notebook cell, or of another file) and that take a multicast tensor, name -> the user's text of their
+    ``def``: appended to the kernel's text, castpile lowers their calls as Python resolves them (a helper's lowered
+    parameters depend on what its callers pass it, so the kernel gets the helper as lowered for its own calls)."""
+    from . import cache
+
+    defined = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    bound = _bound_names(tree)
+    found: dict[str, str] = {}
+    frontier: list[ast.AST] = [kernel]
+    while frontier:
+        for node in ast.walk(frontier.pop()):
+            if not isinstance(node, ast.Name) or node.id in found:
+                continue
+            if node.id in defined and node.id != fn.__name__:
+                frontier.append(defined.pop(node.id))
+                continue
+            value: Any = fn.__globals__.get(node.id)
+            if node.id in bound or not isinstance(value, _jit_functions()):
+                continue
+            helper_text = getattr(value.fn, "__castpile_user_def__", None)
+            code = value.fn.__code__
+            if helper_text is None and cache.source_of(code.co_filename) is None:
+                _check_transpiled(value, kernel.name)  # a @triton.jit function of the user's: E704 if it uses castpile
+            if helper_text is None or "Multicast" not in helper_text or value.fn.__name__ != node.id:
+                continue
+            found[node.id] = helper_text
+            frontier.append(ast.parse(helper_text))
+    return found
+
+
+def _check_transpiled(helper, kernel: str) -> None:
+    """Raise E704 at ``helper``'s ``def`` (in its own file or cell) where it is a ``@triton.jit`` function that uses
+    castpile, which Triton would run untranspiled."""
+    from . import options
+
+    lines = linecache.getlines(helper.fn.__code__.co_filename, helper.fn.__globals__)
+    first = helper.fn.__code__.co_firstlineno
+    try:
+        node = _kernel_def(ast.parse("".join(lines)), helper.fn) if lines else None
+    except SyntaxError:
+        node = None
+    if node is None:
+        return
+    written = _def_text("".join(lines), node)
+    if not ("Multicast" in written or options.mentions_castpile(written.encode())):
+        return
+    from .compiler import diagnostics
+    from .compiler.errors import TranspileError
+
+    path = helper.fn.__code__.co_filename
+    message = diagnostics.JIT_HELPER_LEFT_TO_TRITON
+    raise TranspileError(_error(path, node.lineno or first, message, function=node.name, kernel=kernel).diagnostics)
+
+
+def _rebind_borrowed(fn, borrowed: dict[str, str], tree: ast.Module, own_lines: int, filename: str) -> None:
+    """Bind each helper of ``borrowed`` in the kernel's globals to the helper as lowered for this text's calls (its
+    ``def`` in ``tree`` after the kernel's own ``own_lines``), where that differs from the one bound there: the
+    parameters a Multicast parameter becomes depend on what the callers pass (a ``shape=``, ``remote=``)."""
+    import triton
+
+    scope = fn.__globals__
+    for node in tree.body:
+        if not (isinstance(node, ast.FunctionDef) and node.name in borrowed and node.lineno > own_lines):
+            continue
+        current = scope[node.name]
+        if [a.arg for a in node.args.args] == list(current.fn.__code__.co_varnames[: current.fn.__code__.co_argcount]):
+            continue  # lowered as the one bound already (or untranspiled with the same parameters: not castpile's)
+        function = _function(node, current.fn, filename)
+        setattr(function, "__castpile_user_def__", borrowed[node.name])  # noqa: B010 (FunctionType declares no such name)
+        scope[node.name] = triton.jit(function)
+
+
 def _bound_names(tree: ast.Module) -> set[str]:
     """Every name that ``tree`` binds somewhere (assigned, imported, defined)."""
     names = set()
@@ -204,7 +348,7 @@ def _namespace_imports(scope: dict, bound: set[str], text: str) -> str:
     castpile reads them as the kernel will; appended after the last line, where they move no line."""
     package = sys.modules[__package__]  # castpile itself, loaded already: this module is one of its names
 
-    markers = {id(getattr(package, name)): name for name in ("multicast_like", "signal", "wait")}
+    markers = {id(getattr(package, name)): name for name in ("Multicast", "multicast_like", "signal", "wait")}
     lines = []
     for name, value in scope.items():
         if name in bound or not isinstance(name, str) or not name.isidentifier():
@@ -289,6 +433,9 @@ def _transpile_whole(fn, path: str, text: str, options: dict) -> tuple[str, str,
             module, path, source, options, build, in_memory=cache.in_memory_name(path, "castpile.jit")
         )
         _transpiled[key] = (filename, transpiled, ast.parse(transpiled, filename))
+        from .tracebacks import install
+
+        install()  # the kernel's errors name the user's file and line, not the entry's
     return _transpiled[key]
 
 
@@ -356,3 +503,15 @@ def _define_helpers(statements: list[ast.stmt], text: str, filename: str, scope:
             _helpers[segment] = namespace[name]
         scope[name] = namespace[name] = _helpers[segment]
     return namespace
+
+
+class _Module(types.ModuleType):
+    """This module, where importing it by name (``import castpile.jit``, before anything has read the attribute
+    ``castpile.jit``, which :mod:`castpile` binds to the decorator on first use) has made ``castpile.jit`` the
+    module: calling it is calling the decorator, so ``@castpile.jit`` works either way."""
+
+    def __call__(self, fn=None, /, **options):
+        return jit(fn, **options)
+
+
+sys.modules[__name__].__class__ = _Module

@@ -12,6 +12,8 @@ strategy where it enters, with :func:`check_strategy`::
     ValueError: unknown strategy 'bogus': choose one of loop, gather
 """
 
+from .plain_args import mentions_castpile as mentions_castpile  # defined there: the plain copy needs it alone
+
 VERSION = "0.3.0"
 
 APPENDED_MARK = "# ---- castpile "
@@ -28,6 +30,13 @@ def appended_header(title: str) -> str:
 
 STRATEGIES = ("loop", "gather")
 """How accesses are lowered: a loop over the buffers, or one gather of P + I pointers."""
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the plain copy loads this module)
+if TYPE_CHECKING:
+    from typing import Literal
+
+    Strategy = Literal["loop", "gather"]
+    """The type of a ``strategy=`` argument: one of :data:`STRATEGIES` (type checkers reject any other string)."""
 
 
 def check_strategy(strategy: str) -> str:
@@ -102,22 +111,3 @@ def debug_waits_from_env(environ=None) -> dict[str, float]:
 
     text = (os.environ if environ is None else environ).get(DEBUG_WAITS_ENV, "")
     return {"debug_waits": check_debug_waits(text)} if text.strip() else {}
-
-
-def mentions_castpile(source: bytes) -> bool:
-    """Whether ``source`` may use castpile; a file that does not is copied through as it is.
-
-    The one test every front end uses to skip the compiler (it loads libcst and sympy), so it
-    must never change a diagnosis.  Without the word castpile, what analysis can report is a
-    call in a jit function (whose decorator spells ``jit``) through a head that no import
-    reaches: ``multicast_like``, ``signal`` or ``wait`` by name (``(wait)(x)`` too) or as the
-    attribute of an unbound name (``cp.signal(x)``).  A file that has those words goes to the
-    compiler; one that does not is copied.
-    """
-    if b"castpile" in source or b"multicast_like" in source:
-        return True
-    if b"jit" not in source or (b"signal" not in source and b"wait" not in source):
-        return False
-    import re
-
-    return re.search(rb"\b(?:signal|wait)\b", source) is not None

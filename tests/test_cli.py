@@ -4,6 +4,7 @@ import ast
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -127,7 +128,7 @@ def module_main(argv, monkeypatch, capsysbinary):
     from castpile import __main__
 
     monkeypatch.setattr(sys, "argv", ["castpile", *map(str, argv)])
-    code = __main__._main()
+    code = __main__.main()
     out, err = capsysbinary.readouterr()
     return code, out, err.decode()
 
@@ -355,6 +356,47 @@ def test_plain_copy_imports_neither_argparse_nor_the_transpiler(plain, tmp_path)
     proc = subprocess.run([sys.executable, "-c", probe, str(plain), "-o", str(out)], capture_output=True, timeout=60)
     assert proc.returncode == 0, proc.stderr.decode()
     assert proc.stdout == b"\n" and out.read_bytes() == PLAIN
+
+
+# What a copy of a file without castpile may import beyond the standard library modules that castpile.files uses:
+# castpile's package and the two modules of the copy (not castpile.options, castpile.jit nor typing); through
+# castpile.cli, that module and the options too (no compiler, not even castpile.compiler's package).
+COPY_PROBE = """\
+import runpy, sys
+import __future__, contextlib, itertools, signal, stat  # __future__: a table of flags, what `from __future__ import` reads
+before = set(sys.modules)
+sys.argv = ["castpile", *sys.argv[2:]]
+if sys.argv[1:] and __import__("os").environ.get("HOW") == "cli":
+    from castpile.cli import main
+    code = main(sys.argv[1:])
+else:
+    try:
+        runpy.run_module("castpile", run_name="__main__", alter_sys=True)
+    except SystemExit as exc:
+        code = exc.code
+print(code, *sorted(set(sys.modules) - before))
+"""
+COPY_MODULES = ["castpile", "castpile.files", "castpile.plain_args"]
+
+
+@pytest.mark.parametrize("how", ["python -m castpile", "cli"])
+def test_a_file_without_castpile_imports_only_what_copying_it_needs(plain, tmp_path, how):
+    out = tmp_path / "out.py"
+    env = {**os.environ, "HOW": how, "PYTHONPATH": str(Path(cli.__file__).parents[1])}
+    env.pop("TRITON_INTERPRET", None)  # interpreter mode loads castpile's hint for Triton's interpreter too
+    command = [sys.executable, "-c", COPY_PROBE, "x", str(plain), "-o", str(out)]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 0, proc.stderr
+    via_cli = ["castpile.cli", "castpile.options", "collections.abc"]
+    loaded = COPY_MODULES if how != "cli" else sorted([*COPY_MODULES, *via_cli])
+    assert proc.stdout.split() == ["0", *loaded] and out.read_bytes() == PLAIN
+
+
+def test_the_castpile_command_is_the_plain_copy_first():
+    import tomllib
+
+    scripts = tomllib.loads((Path(cli.__file__).parents[1] / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"castpile": "castpile.__main__:main"}
 
 
 def test_import_castpile_stays_light_and_keeps_its_names():

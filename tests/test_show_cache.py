@@ -122,7 +122,8 @@ def test_cache_info_lists_each_entry(tmp_path, capsys):
     lines = out.splitlines()
     assert code == 0 and lines[:2] == [f"dir: {directory}", "entries: 2"]
     size_a, size_b = old.stat().st_size, next(directory.glob("pkg.b-*.py")).stat().st_size
-    assert lines[3:] == [
+    assert lines[3].startswith("bound: 256 MiB (CASTPILE_CACHE_MAX_MB, default 256)")
+    assert lines[4:] == [
         f"  pkg.a  /src/pkg/a.py  {size_a} bytes  2 h old",
         f"  pkg.b  /src/pkg/b é.py  {size_b} bytes  0 s old",
     ]
@@ -157,7 +158,7 @@ def test_cache_info_says_when_another_user_owns_the_directory(tmp_path, capsys):
 def test_an_entry_without_a_recorded_source_is_listed_as_such(tmp_path, capsys):
     directory = cache.prepare_dir(tmp_path / "c")
     cache.store(cache.entry_path(directory, "old", "ab" * 32), "ab" * 32, b"x = 1\n")
-    assert run(["cache", "info", "--dir", directory], capsys)[1].splitlines()[3].startswith("  old  (not recorded)  ")
+    assert run(["cache", "info", "--dir", directory], capsys)[1].splitlines()[4].startswith("  old  (not recorded)  ")
 
 
 def test_the_recorded_source_is_read_without_waiting_on_a_fifo(tmp_path):

@@ -25,11 +25,10 @@ def test_samples_exist():
 
 @pytest.mark.parametrize("strategy", castpile.STRATEGIES)
 @pytest.mark.parametrize("name", NAMES)
-def test_snapshot(name, strategy, monkeypatch):
-    # From the repository root, by relative path: a store's site names the path it was given, and a snapshot must
-    # not depend on where the checkout lies.
-    monkeypatch.chdir(SAMPLES.parent)
-    assert_transpiles_to(Path("samples", f"{name}.py"), SNAPSHOTS / f"{name}.{strategy}.txt", strategy=strategy)
+def test_snapshot(name, strategy):
+    # A store's site names the sample by its path from pytest's rootdir (the repository), samples/NAME.py: a
+    # snapshot does not depend on where the checkout lies, nor on the directory pytest runs from.
+    assert_transpiles_to(f"../samples/{name}.py", f"../samples/snapshots/{name}.{strategy}.txt", strategy=strategy)
 
 
 def test_no_stale_snapshots():

@@ -118,3 +118,70 @@ def test_the_plugin_lists_its_option(pytester):
 def test_the_plugin_is_registered_as_an_entry_point():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert project["entry-points"]["pytest11"] == {"castpile": "castpile.pytest_plugin"}
+
+
+PROJECT_TEST = """
+from castpile.testing import assert_transpiles_to
+
+def test_kernel_snapshot():
+    assert_transpiles_to("../kernels/spread.py", "snapshots/spread.loop.txt")
+"""
+
+
+def project(root: Path) -> Path:
+    """A user's project: ``kernels/spread.py``, and ``tests/test_spread.py`` that checks its snapshot by relative
+    paths, from the test file."""
+    (root / "kernels").mkdir(parents=True)
+    (root / "kernels" / "spread.py").write_text(KERNEL)
+    (root / "tests").mkdir()
+    (root / "tests" / "test_spread.py").write_text(PROJECT_TEST)
+    (root / "pytest.ini").write_text("[pytest]\n")  # the rootdir
+    return root
+
+
+@pytest.mark.parametrize("run_from", [".", "tests", "kernels"])
+def test_relative_paths_are_the_test_files_and_the_snapshot_names_the_kernel_from_the_rootdir(
+    pytester, monkeypatch, run_from
+):
+    root = project(pytester.path)
+    monkeypatch.chdir(root / run_from)
+    updated = pytester.runpytest(*LOAD_PLUGIN, "--castpile-update-snapshots", str(root / "tests"))
+    updated.assert_outcomes(passed=1)
+    snapshot = root / "tests" / "snapshots" / "spread.loop.txt"
+    assert "site='kernels/spread.py:10'" in snapshot.read_text().splitlines()[9]  # the store's line, from the rootdir
+    pytester.runpytest(*LOAD_PLUGIN, str(root / "tests")).assert_outcomes(passed=1)
+
+
+def test_a_snapshot_is_the_same_on_another_machine(pytester, monkeypatch, tmp_path_factory):
+    first = project(pytester.path / "here")
+    monkeypatch.chdir(first)
+    pytester.runpytest(*LOAD_PLUGIN, "--castpile-update-snapshots", "tests").assert_outcomes(passed=1)
+    snapshot = (first / "tests" / "snapshots" / "spread.loop.txt").read_bytes()
+    second = project(tmp_path_factory.mktemp("elsewhere") / "checkout")  # another checkout, another place
+    (second / "tests" / "snapshots").mkdir()
+    (second / "tests" / "snapshots" / "spread.loop.txt").write_bytes(snapshot)
+    monkeypatch.chdir(second / "tests")
+    pytester.runpytest(*LOAD_PLUGIN, ".").assert_outcomes(passed=1)
+    assert str(first) not in snapshot.decode() and b"site='kernels/spread.py:10'" in snapshot
+
+
+def test_a_missing_kernel_fails_naming_it_and_where_it_was_looked_for(pytester):
+    root = project(pytester.path)
+    (root / "tests" / "test_spread.py").write_text(PROJECT_TEST.replace("../kernels/spread.py", "kernels/spread.py"))
+    failed = pytester.runpytest(*LOAD_PLUGIN, "tests")  # from the rootdir, where kernels/spread.py does exist
+    failed.assert_outcomes(failed=1)
+    message = (
+        f"E *AssertionError: kernels/spread.py: cannot read the kernel file {root / 'tests' / 'kernels' / 'spread.py'}:"
+        f" No such file or directory (relative paths are the calling test file's: {root / 'tests'});"
+        f" {root / 'kernels' / 'spread.py'} exists: pass '../kernels/spread.py'"
+    )
+    failed.stdout.fnmatch_lines([message])
+    assert "castpile/testing.py" not in failed.stdout.str()
+
+
+def test_a_snapshot_that_cannot_be_written_fails_naming_it(tmp_path, monkeypatch):
+    source = write(tmp_path / "kernel.py", KERNEL)
+    (tmp_path / "taken").mkdir()
+    monkeypatch.setenv(testing.UPDATE_VAR, "1")
+    with pytest.raises(AssertionError, match=r"taken: cannot write the snapshot .*taken: Is a directory$"):
+        assert_transpiles_to(source, tmp_path / "taken")
