@@ -57,8 +57,30 @@ MODULE_TIERS = {
     "test_hook": "subprocess",
     "test_hook_cache": "subprocess",
     "test_hook_processes": "subprocess",
+    "test_notebooks": "subprocess",
+    "test_tracebacks": "subprocess",
+    "test_typing_user": "subprocess",
     "test_fuzz_semantics": "fuzz",
     "test_fuzz_mutation": "fuzz",
+}
+#: Modules whose simulated runs are race-checked (``CASTPILE_SIM_RACES=1``, docs/races.md): the library's
+#: collectives and fused ops, the samples, and the suite's multi-rank kernels.  A test that races on purpose (to
+#: show the numbers a missing barrier gets wrong), or that times a hang, passes ``races=False``.
+RACE_CHECKED = {
+    "test_collectives",
+    "test_rmsnorm",
+    "test_moe",
+    "test_tp_gemm",
+    "test_samples_run",
+    "test_samples_v13",
+    "test_signal_wait",
+    "test_flags",
+    "test_language_v12_peers",
+    "test_language_v12_params",
+    "test_language_v13_sync",
+    "test_sim_wide",
+    "test_torch_ops",
+    "test_torch_ops_moe",
 }
 BODY_TIERS = {"compile_for_sm90(": "sm90", "sys.executable": "subprocess", "sim.run(": "sim"}
 COMPILE_TEST = re.compile(r"sm90|compile_for_the_gpu|compiles_for")
@@ -80,3 +102,10 @@ def pytest_collection_modifyitems(items):
             item.add_marker("sm90")
         for marker in body_tiers(item.function):
             item.add_marker(marker)
+
+
+@pytest.fixture(autouse=True)
+def _race_checked(request, monkeypatch):
+    """Turn the simulator's race checker on for the tests of :data:`RACE_CHECKED`."""
+    if request.module.__name__.rpartition(".")[2] in RACE_CHECKED:
+        monkeypatch.setenv("CASTPILE_SIM_RACES", "1")

@@ -78,9 +78,9 @@ def test_a_signal_that_does_nothing_fails_the_checks(strategy, tmp_path):
 def test_a_wait_that_does_nothing_fails_the_checks(strategy, tmp_path):
     k = kernels(strategy, tmp_path, WAIT_DOES_NOTHING)
     with pytest.raises(AssertionError, match="after the waits, rank 0's flags are \\[1, 1, 0"):
-        check_flags_rise_then_fall(k, 2, wait_for=False, access=True)
+        check_flags_rise_then_fall(k, 2, wait_for=False, access=True, races=False)
     with pytest.raises(AssertionError, match=r"rank 0 read .*nan.*, not every rank's row"):
-        check_waiting_ranks_read_what_was_written(k, 3, wait_for=True, access=False, give_up_s=FOREVER)
+        check_waiting_ranks_read_what_was_written(k, 3, wait_for=True, access=False, give_up_s=FOREVER, races=False)
 
 
 @pytest.mark.parametrize("strategy", castpile.STRATEGIES)
@@ -88,7 +88,7 @@ def test_a_wait_that_does_not_wait_fails_the_ordering_check(strategy, tmp_path):
     """It lowers the flags at once: flags alone cannot tell, the data read too early does."""
     k = kernels(strategy, tmp_path, WAIT_DOES_NOT_WAIT)
     with pytest.raises(AssertionError, match=r"rank 0 read .*nan.*, not every rank's row"):
-        check_waiting_ranks_read_what_was_written(k, 3, wait_for=False, access=True, give_up_s=FOREVER)
+        check_waiting_ranks_read_what_was_written(k, 3, wait_for=False, access=True, give_up_s=FOREVER, races=False)
 
 
 @pytest.mark.parametrize("strategy", castpile.STRATEGIES)
@@ -96,7 +96,7 @@ def test_a_wait_that_does_not_wait_fails_the_ordering_check(strategy, tmp_path):
 def test_a_signal_that_ignores_wait_for_loses_the_second_signal(strategy, scalar, tmp_path):
     k = kernels(strategy, tmp_path, SIGNAL_IGNORES_WAIT_FOR)
     with pytest.raises(sim.RankTimeout) as hung:
-        check_two_signals_in_a_row_both_arrive(k, give_up_s=FOREVER, timeout=HANG, scalar=scalar)
+        check_two_signals_in_a_row_both_arrive(k, give_up_s=FOREVER, timeout=HANG, scalar=scalar, races=False)
     assert hung.value.hung == [0]
 
 

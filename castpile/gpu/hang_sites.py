@@ -19,6 +19,8 @@ import signal
 import sysconfig
 from pathlib import Path
 
+import numpy as np
+
 #: Prefix of the helpers castpile copies into transpiled modules.
 HELPER_PREFIX = "_castpile_"
 #: Helpers that spin, by name prefix, and what the user wrote to get them.
@@ -27,7 +29,7 @@ SPINNERS = {"_castpile_wait": "castpile.wait", "_castpile_signal": "castpile.sig
 REPORT_SIGNAL = signal.SIGUSR1
 
 
-def _library_dirs() -> tuple[str, ...]:
+def library_dirs() -> tuple[str, ...]:
     """Directories whose frames are never the user's: Python's own, triton's, torch's, numpy's, this module's."""
     import numpy
     import torch
@@ -40,7 +42,7 @@ def _library_dirs() -> tuple[str, ...]:
     return tuple(sorted(d + os.sep for d in dirs))
 
 
-def _path(frame) -> str:
+def frame_path(frame) -> str:
     """The file the user wrote for ``frame``: its module's ``__file__`` (the hook's cache entry maps back there)."""
     path = frame.f_globals.get("__file__")
     return path if isinstance(path, str) and path.endswith(".py") else frame.f_code.co_filename
@@ -55,6 +57,43 @@ def _stack(frame) -> list:
     return frames
 
 
+def _internal(frame, library: tuple[str, ...]) -> bool:
+    return frame.f_code.co_name.startswith(HELPER_PREFIX) or frame.f_code.co_filename.startswith(library)
+
+
+def user_frame(frame, library: tuple[str, ...], skip: str = ""):
+    """The innermost of ``frame`` and its callers that is the user's: in no castpile helper, library or ``skip`` file."""
+    for f in _stack(frame):
+        if f.f_code.co_filename not in (__file__, skip) and not _internal(f, library):
+            return f
+    return None
+
+
+def _data(value):
+    """The numpy data of an interpreter value (a ``tl.tensor``, its handle, or a Python number)."""
+    value = getattr(value, "handle", value)
+    return getattr(value, "data", value)
+
+
+def _flag_values(frame) -> str:
+    """``": waits for flag CMP VALUE; saw [...]"`` for the frame of the wait helper that spins, else ``""``."""
+    if not frame.f_code.co_name.startswith("_castpile_wait"):
+        return ""
+    names = frame.f_locals
+    if "seen" not in names or "pending" not in names:
+        return ""
+    try:
+        seen, pending = _data(names["seen"]), _data(names["pending"])
+        shown = [v.item() for v in np.asarray(seen)[np.broadcast_to(np.asarray(pending, bool), np.shape(seen))]]
+        cmp = _data(names.get("cmp", "eq"))
+        cmp = "ge" if bool(_data(names.get("decrement", False))) else getattr(cmp, "value", cmp)
+        wanted = np.asarray(_data(names.get("value", 1))).ravel().tolist()
+    except Exception:  # a frame that is not as expected gives no values, never a failure
+        return ""
+    wanted_text = wanted[0] if len(set(wanted)) == 1 else wanted
+    return f": waits for flag {cmp} {wanted_text}; saw {shown[:16]}{' ...' if len(shown) > 16 else ''}"
+
+
 def describe(frame, library: tuple[str, ...] | None = None) -> str:
     """Where the code at ``frame`` is, in words for :class:`castpile.gpu.sim.RankTimeout`.
 
@@ -63,29 +102,27 @@ def describe(frame, library: tuple[str, ...] | None = None) -> str:
     in no castpile wait``, the innermost frame outside Python's, triton's, torch's and numpy's
     code and this module.
     """
-    library = _library_dirs() if library is None else library
+    library = library_dirs() if library is None else library
     here = __file__
     frames = [f for f in _stack(frame) if f.f_code.co_filename != here]
-
-    def internal(f) -> bool:
-        return f.f_code.co_name.startswith(HELPER_PREFIX) or f.f_code.co_filename.startswith(library)
-
     spinning = None
+    values = ""
     for f in frames:
         name = f.f_code.co_name
         spinner = next((words for prefix, words in SPINNERS.items() if name.startswith(prefix)), None)
         if spinner is not None:
             spinning = spinner
-        if not internal(f):
+            values = values or _flag_values(f)
+        if not _internal(f, library):
             if spinning is not None:
-                return f"spins in {spinning} at {_path(f)}:{f.f_lineno} (kernel {name})"
-            return f"was at {_path(f)}:{f.f_lineno} (in {name}), in no castpile wait"
+                return f"spins in {spinning} at {frame_path(f)}:{f.f_lineno} (kernel {name}){values}"
+            return f"was at {frame_path(f)}:{f.f_lineno} (in {name}), in no castpile wait"
     return "was in library code alone (no frame of its own code on the stack)"
 
 
 def install_reporter(fd: int) -> None:
     """Answer :data:`REPORT_SIGNAL` by writing one line, :func:`describe` of the interrupted frame, to ``fd``."""
-    library = _library_dirs()
+    library = library_dirs()
 
     def report(signum, frame):
         try:

@@ -29,19 +29,24 @@ import mmap
 import os
 import pickle
 import select
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 import traceback
 import warnings
+import weakref
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 import triton
 
-from . import hang_sites
+from . import hang_sites, race_record
 from .backends import node_reachability, remote_table, table_reachability
+from .races import RaceError, Region, check as check_races
 from .symmetric import (
     Allocation,
     LowLatencyScratch,
@@ -83,19 +88,32 @@ class RankTimeout(RuntimeError):
     ``hung`` lists them; ``sites`` maps each to where it was when time ran out
     (:func:`castpile.gpu.hang_sites.describe`'s words: the ``path:line`` of the
     ``castpile.wait`` it spins in, or of the innermost line of the rank's own code);
-    ``threads``, the parent's threads at the fork, if it had any.
+    ``threads``, the parent's threads at the fork, if it had any; ``deadlock``, whether they were killed at once,
+    every one spinning in a wait with no flag changing, rather than at the timeout.
     """
 
     def __init__(
-        self, hung: list[int], timeout: float, sites: dict[int, str] | None = None, threads: list[str] | None = None
+        self,
+        hung: list[int],
+        timeout: float,
+        sites: dict[int, str] | None = None,
+        threads: list[str] | None = None,
+        deadlock: bool = False,
     ):
         self.hung = hung
         self.sites = dict(sites or {})
+        self.deadlock = deadlock
         lines = [
             f"  rank {r} {self.sites.get(r, 'did not say where it was (it did not answer in time)')}" for r in hung
         ]
+        ended = (
+            f"deadlocked (every one spins in a wait and no flag changes) and were killed before the {timeout:g} s "
+            "timeout"
+            if deadlock
+            else f"did not finish within {timeout:g} s and were killed"
+        )
         message = (
-            f"ranks {hung} did not finish within {timeout:g} s and were killed; a rank that "
+            f"ranks {hung} {ended}; a rank that "
             "waits for a signal no peer sends (a missing or mismatched barrier, different grids "
             "on different ranks) hangs like this"
         )
@@ -112,13 +130,25 @@ class ForkWithThreadsWarning(RuntimeWarning):
 
 def _forked_threads(names: list[str]) -> str:
     """What the threads ``names``, alive in the parent at the fork, mean for its ranks, and how to avoid them."""
-    return (
+    text = (
         f"the parent process had threads {names} when it forked the ranks; a forked rank has none of them, "
         "and it hangs when it waits for one of them or for a lock one of them held (torch.compile's "
         "inductor backend, used in the parent, starts such a thread; a rank's torch.compile then waits on "
         "it forever): start no threads before sim.run (torch.compile only inside the ranks), or set "
         "TORCHINDUCTOR_COMPILE_THREADS=1 before importing torch"
     )
+    if "ipykernel" in sys.modules:
+        text += (
+            "; in a notebook, ipykernel's own threads (its heartbeat, IOPub and control threads) are always there "
+            "and no rank waits for them, so this matters only after torch.compile ran in the notebook itself: "
+            "then restart the kernel and, in its first cell, set os.environ['TORCHINDUCTOR_COMPILE_THREADS'] = '1' "
+            "before importing torch (this warning is given once per set of threads)"
+        )
+    return text
+
+
+#: The sets of parent threads :func:`run` has warned about: each once per process.
+_WARNED_THREADS: set[frozenset[str]] = set()
 
 
 def shared_empty(shape, dtype: torch.dtype) -> torch.Tensor:
@@ -130,7 +160,15 @@ def shared_empty(shape, dtype: torch.dtype) -> torch.Tensor:
     nbytes = numel * dtype.itemsize
     region = mmap.mmap(-1, max(nbytes, 1), flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
     flat = torch.frombuffer(region, dtype=torch.uint8, count=nbytes) if nbytes else torch.empty(0, dtype=torch.uint8)
-    return flat.view(dtype).view(shape)
+    tensor = flat.view(dtype).view(shape)
+    if nbytes:
+        _SHARED[:] = [ref for ref in _SHARED if ref() is not None]
+        _SHARED.append(weakref.ref(tensor))
+    return tensor
+
+
+#: Every live tensor of :func:`shared_empty` (symmetric ones included): what a rank may spin on.
+_SHARED: list[weakref.ref] = []
 
 
 def symmetric_empty(
@@ -155,7 +193,13 @@ def symmetric_empty(
     nvshmem = local_world_size is not None or force_remote
     remote = _remote_scratch(world_size) if nvshmem else None  # one per rank, named by both tables (as on GPUs)
     bufs = symmetric_scratch(
-        world_size, shape, dtype, local_world_size=local_world_size, remote_scratch=remote, force_remote=force_remote
+        world_size,
+        shape,
+        dtype,
+        local_world_size=local_world_size,
+        remote_scratch=remote,
+        force_remote=force_remote,
+        name="buffer",
     )
     pads = symmetric_scratch(
         world_size,
@@ -164,6 +208,7 @@ def symmetric_empty(
         local_world_size=local_world_size,
         remote_scratch=remote,
         force_remote=force_remote,
+        name="signal_pad",
     )
     scratch = _low_latency_scratch(world_size, bufs[0].tensor, local_world_size)
     pushes: Sequence[Scratch | None] = [None] * world_size
@@ -173,6 +218,7 @@ def symmetric_empty(
             (push_scratch_elements(bufs[0].tensor.numel(), world_size),),
             dtype,
             local_world_size=local_world_size,
+            name="push_scratch",
         )
     return [
         SymmetricTensor(
@@ -205,18 +251,29 @@ def symmetric_scratch(
     local_world_size: int | None = None,
     remote_scratch: list[torch.Tensor] | None = None,
     force_remote=False,
+    name: str = "scratch",
 ) -> list[Scratch]:
     """One zeroed shared-memory tensor per rank, each with every rank's address: ``runtime.symmetric_scratch``'s twin.
 
     With ``local_world_size``, a rank's ``ptrs`` hold 0 for peers on other simulated nodes, and its
     ``remote_ptrs`` table tags them and names the rank's scratch (``remote_scratch[rank]``, else a new one);
     ``force_remote`` tags every other rank there, as on GPUs (``backends.table_reachability``).
+    ``name`` is what :class:`RaceError` calls the tensor (``"rank 1's scratch[3]"``).
     """
     tensors = [shared_empty(shape, dtype).zero_() for _ in range(world_size)]
     addresses = [t.data_ptr() for t in tensors]
     nbytes = tensors[0].numel() * dtype.itemsize
     if nbytes:
-        _HEAP.append((tuple(addresses), nbytes))
+        _HEAP.append(
+            _Allocation(
+                tuple(addresses),
+                nbytes,
+                name,
+                tuple(tensors[0].shape),
+                dtype.itemsize,
+                tuple(weakref.ref(t) for t in tensors),
+            )
+        )
     out = []
     for rank, tensor in enumerate(tensors):
         reachable = (
@@ -245,8 +302,23 @@ def symmetric_scratch(
     return out
 
 
-#: Every symmetric allocation of this process: (each rank's address, bytes), for :func:`peer_address`.
-_HEAP: list[tuple[tuple[int, ...], int]] = []
+class _Allocation(NamedTuple):
+    """One symmetric allocation: each rank's address, its bytes, and what :class:`RaceError` calls it."""
+
+    addresses: tuple[int, ...]
+    nbytes: int
+    name: str
+    shape: tuple[int, ...]
+    itemsize: int
+    tensors: tuple[weakref.ref, ...]
+
+    def alive(self) -> bool:
+        """Whether every rank's tensor still lives (a freed one's memory may be unmapped or reused)."""
+        return all(ref() is not None for ref in self.tensors)
+
+
+#: Every symmetric allocation of this process, for :func:`peer_address` and the race checker.
+_HEAP: list[_Allocation] = []
 
 
 def peer_address(address: int, pe: int) -> int:
@@ -255,7 +327,7 @@ def peer_address(address: int, pe: int) -> int:
     What NVSHMEM's symmetric heap gives get/put: a local address and a PE name a
     remote byte.  ValueError for an address outside every simulated allocation.
     """
-    for bases, nbytes in reversed(_HEAP):  # the newest first: a freed region's addresses may be reused
+    for bases, nbytes, *_ in reversed(_HEAP):  # the newest first: a freed region's addresses may be reused
         for base in bases:
             if base <= address < base + nbytes:
                 if not 0 <= pe < len(bases):
@@ -278,11 +350,21 @@ def _low_latency_scratch(world_size: int, like: torch.Tensor, local_world_size: 
             tile_sums=torch.zeros(words, dtype=torch.float32),
             row_arrivals=torch.zeros(words, dtype=torch.int32),
         )
-        for s in symmetric_scratch(world_size, (2 * world_size * words,), torch.int64, local_world_size)
+        for s in symmetric_scratch(
+            world_size, (2 * world_size * words,), torch.int64, local_world_size, name="low_latency.slots"
+        )
     ]
 
 
-def run(fn, world_size: int, *, args=(), timeout: float = 60.0) -> list:
+def run(
+    fn,
+    world_size: int,
+    *,
+    args=(),
+    timeout: float = 60.0,
+    races: bool | None = None,
+    start_delays: dict[int, float] | None = None,
+) -> list:
     """Run ``fn(rank, *args)`` in ``world_size`` forked processes at once; return their results.
 
     ``args`` follow the rank in every call; they reach the ranks through the fork, not
@@ -294,10 +376,14 @@ def run(fn, world_size: int, *, args=(), timeout: float = 60.0) -> list:
     traceback (ranks still running a second later are killed).  If ranks are still
     running after ``timeout`` seconds, each is first asked where it is (for a rank spinning in
     a kernel's ``castpile.wait``: that line of the user's source, :mod:`castpile.gpu.hang_sites`),
-    then they are killed and :class:`RankTimeout` names them and those places.  Without
+    then they are killed and :class:`RankTimeout` names them and those places; when every rank
+    still running spins in a wait and no byte of shared memory changes, that happens at once.
+    ``races=True`` (default: ``CASTPILE_SIM_RACES=1`` in the environment) records the ranks'
+    accesses to symmetric memory and raises :class:`RaceError` instead of returning when two race
+    (docs/races.md).  ``start_delays`` maps ranks to seconds they wait before starting.  Without
     ``TRITON_INTERPRET=1`` nothing is forked: RuntimeError says to set it.  Forking while the
     parent has other Python threads (torch.compile's inductor backend starts one) warns with
-    :class:`ForkWithThreadsWarning`: a rank that waits on such a thread hangs.
+    :class:`ForkWithThreadsWarning` (once per set of threads): a rank that waits on such a thread hangs.
     """
     if not triton.knobs.runtime.interpret:
         raise RuntimeError(
@@ -305,8 +391,13 @@ def run(fn, world_size: int, *, args=(), timeout: float = 60.0) -> list:
             "in the environment, before Python imports the kernels (@triton.jit reads it when it decorates them)"
         )
     threads = [t.name for t in threading.enumerate() if t is not threading.current_thread()]
-    if threads:
+    if threads and frozenset(threads) not in _WARNED_THREADS:
+        _WARNED_THREADS.add(frozenset(threads))
         warnings.warn(_forked_threads(threads), ForkWithThreadsWarning, stacklevel=2)
+    if races is None:
+        races = os.environ.get(RACES_VARIABLE, "") == "1"
+    logs = _RaceLogs(world_size) if races else None
+    delays = dict(start_delays or {})
     children: dict[int, tuple[int, int]] = {}  # rank -> (pid, read fd)
     reports: dict[int, int] = {}  # rank -> read fd of its whereabouts (hang_sites)
     for rank in range(world_size):
@@ -317,17 +408,100 @@ def run(fn, world_size: int, *, args=(), timeout: float = 60.0) -> list:
             os.close(rfd)
             os.close(report_rfd)
             hang_sites.install_reporter(report_wfd)
-            _child(fn, rank, args, wfd)
+            _child(fn, rank, args, wfd, logs, delays.get(rank, 0.0))
         os.close(wfd)
         os.close(report_wfd)
         children[rank] = (pid, rfd)
         reports[rank] = report_rfd
 
+    try:
+        chunks, stopped, sites, deadlock = _collect(children, reports, timeout)
+        errors: dict[int, str] = {}
+        results = []
+        for rank in range(world_size):
+            if rank in stopped:
+                continue
+            status, value = _decode(chunks[rank])
+            if status == "ok":
+                results.append(value)
+            else:
+                errors[rank] = str(value)  # the rank's traceback
+        if errors:
+            raise RankError(errors, stopped)
+        if stopped:
+            raise RankTimeout(stopped, timeout, sites, threads, deadlock)
+        if logs is not None:
+            found = check_races(logs.paths, _regions(), world_size)
+            if found:
+                raise RaceError(found)
+        return results
+    finally:
+        if logs is not None:
+            logs.remove()
+
+
+#: The environment variable that turns the race checker on for every :func:`run` that does not say.
+RACES_VARIABLE = "CASTPILE_SIM_RACES"
+#: Seconds without a finished rank or a changed byte of symmetric memory before the ranks are asked
+#: whether they all spin in waits.
+STALL_CHECK_S = 1.0
+#: CPU seconds each spinning rank must use, memory unchanged, before the ranks count as deadlocked.
+SPIN_CPU_S = 0.2
+
+
+class _RaceLogs:
+    """Where the ranks' access logs go, and what they share: the lock and the counter that number accesses."""
+
+    def __init__(self, world_size: int):
+        import multiprocessing
+
+        self.directory = tempfile.mkdtemp(prefix="castpile-races-")
+        self.paths = [os.path.join(self.directory, f"rank{r}.log") for r in range(world_size)]
+        self.lock = multiprocessing.get_context("fork").Lock()
+        self.counter = shared_empty((1,), torch.int64).zero_().numpy()
+        race_record.preload()
+
+    def remove(self) -> None:
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _regions() -> list[Region]:
+    """Every rank's copy of every live symmetric allocation."""
+    taken: list[tuple[int, int]] = []
+    out = []
+    for allocation in reversed(_HEAP):
+        if not allocation.alive():
+            continue
+        for rank, base in enumerate(allocation.addresses):
+            end = base + allocation.nbytes
+            if any(base < e and s < end for s, e in taken):
+                continue
+            taken.append((base, end))
+            out.append(Region(base, allocation.nbytes, rank, allocation.name, allocation.shape, allocation.itemsize))
+    return out
+
+
+def _heap_digest() -> int:
+    """A hash of every byte of shared memory (symmetric tensors, and the flags of ``shared_empty``), to see whether
+    any flag moved (read through live tensors only: a collection during the reading may free the others)."""
+    tensors = [ref() for ref in _SHARED]
+    return hash(tuple(t.reshape(-1).view(torch.uint8).numpy().tobytes() for t in tensors if t is not None))
+
+
+def _collect(children: dict[int, tuple[int, int]], reports: dict[int, int], timeout: float):
+    """Read every rank's outcome until all finish, one fails (and a second passes), the timeout passes, or every
+    rank still running spins in a wait while symmetric memory stays as it is; kill the ranks still running.
+
+    Returns each rank's bytes, the ranks killed, where those were (:func:`_whereabouts`), and whether they were
+    deadlocked.
+    """
     chunks: dict[int, list[bytes]] = {r: [] for r in children}
     running = dict(children)
     deadline = time.monotonic() + timeout
     failed_at = None
     sites: dict[int, str] = {}
+    deadlock = False
+    quiet_since, digest = time.monotonic(), None
     try:
         while running:
             now = time.monotonic()
@@ -336,8 +510,14 @@ def run(fn, world_size: int, *, args=(), timeout: float = 60.0) -> list:
             if now > deadline:
                 sites = _whereabouts({r: pid for r, (pid, _) in running.items()}, reports)
                 break
+            if failed_at is None and now > quiet_since + STALL_CHECK_S:
+                stuck = _deadlocked(running, reports, digest)
+                if stuck is not None:
+                    sites, deadlock = stuck, True
+                    break
+                quiet_since, digest = now, _heap_digest()
             fds = {fd: r for r, (_, fd) in running.items()}
-            ready, _, _ = select.select(list(fds), [], [], min(0.1, deadline - now))
+            ready, _, _ = select.select(list(fds), [], [], min(0.1, max(0.0, deadline - now)))
             for fd in ready:
                 data = os.read(fd, 1 << 20)
                 rank = fds[fd]
@@ -346,6 +526,7 @@ def run(fn, world_size: int, *, args=(), timeout: float = 60.0) -> list:
                     continue
                 os.close(fd)
                 os.waitpid(running.pop(rank)[0], 0)
+                quiet_since, digest = time.monotonic(), None
                 if _decode(chunks[rank])[0] != "ok" and failed_at is None:
                     failed_at = time.monotonic()
     finally:
@@ -356,22 +537,45 @@ def run(fn, world_size: int, *, args=(), timeout: float = 60.0) -> list:
             os.close(fd)
         for fd in reports.values():
             os.close(fd)
+    return chunks, stopped, sites, deadlock
 
-    errors: dict[int, str] = {}
-    results = []
-    for rank in range(world_size):
-        if rank in stopped:
-            continue
-        status, value = _decode(chunks[rank])
-        if status == "ok":
-            results.append(value)
-        else:
-            errors[rank] = str(value)  # the rank's traceback
-    if errors:
-        raise RankError(errors, stopped)
-    if stopped:
-        raise RankTimeout(stopped, timeout, sites, threads)
-    return results
+
+def _deadlocked(running: dict[int, tuple[int, int]], reports: dict[int, int], digest: int | None):
+    """Where the running ranks are, if they are deadlocked; else None.
+
+    Deadlocked: shared memory is as it was at ``digest`` (taken a moment ago; None: no digest yet), every rank
+    spins in a wait, and then, after each has had :data:`SPIN_CPU_S` seconds of CPU time (a rank that got none
+    cannot have polled), every rank still spins and memory is still unchanged: polls of unchanged memory see
+    nothing new, so no rank can leave its wait.
+    """
+    pids = {r: pid for r, (pid, _) in running.items()}
+    if digest is None or _heap_digest() != digest:
+        return None
+    sites = _whereabouts(pids, reports)
+    if len(sites) != len(running) or not all(text.startswith("spins in") for text in sites.values()):
+        return None
+    started = {r: _cpu_seconds(pid) for r, pid in pids.items()}
+    give_up = time.monotonic() + 4 * STALL_CHECK_S
+    while any(_cpu_seconds(pid) < started[r] + SPIN_CPU_S for r, pid in pids.items()):
+        if time.monotonic() > give_up or _heap_digest() != digest:
+            return None
+        time.sleep(0.05)
+    sites = _whereabouts(pids, reports)
+    if len(sites) != len(running) or not all(text.startswith("spins in") for text in sites.values()):
+        return None
+    if _heap_digest() != digest:
+        return None
+    return sites
+
+
+def _cpu_seconds(pid: int) -> float:
+    """The CPU time process ``pid`` has used (user and system), from /proc; 0 where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def _whereabouts(pids: dict[int, int], reports: dict[int, int]) -> dict[int, str]:
@@ -395,12 +599,23 @@ def _whereabouts(pids: dict[int, int], reports: dict[int, int]) -> dict[int, str
     return {r: t.decode("utf-8", "replace").strip() for r, t in text.items() if t.strip()}
 
 
-def _child(fn, rank: int, args, wfd: int) -> None:
-    """Body of a forked rank: run, send the pickled outcome, and leave without cleanup."""
+def _child(fn, rank: int, args, wfd: int, logs: _RaceLogs | None, delay: float) -> None:
+    """Body of a forked rank: run (logging its accesses when ``logs``), send the pickled outcome, and leave without
+    cleanup."""
     code = 0
     try:
         try:
-            payload = pickle.dumps(("ok", fn(rank, *args)))
+            if delay:
+                time.sleep(delay)
+            if logs is None:
+                payload = pickle.dumps(("ok", fn(rank, *args)))
+            else:
+                regions = [(r.start, r.nbytes) for r in _regions()]
+                recorder, host = race_record.install(logs.paths[rank], regions, logs.lock, logs.counter)
+                with host:
+                    value = fn(rank, *args)
+                recorder.close()
+                payload = pickle.dumps(("ok", value))
         except BaseException:
             payload = pickle.dumps(("error", traceback.format_exc()))
             code = 1

@@ -130,23 +130,26 @@ def _pads(handles) -> list[torch.Tensor]:
     return [h.signal_pad.clone() for h in handles]
 
 
-def check_flags_rise_then_fall(k, world, *, wait_for, access, timeout=TIMEOUT):
+def check_flags_rise_then_fall(k, world, *, wait_for, access, timeout=TIMEOUT, races=None):
     """Phase 1, every rank publishes: every rank's flag is raised on every rank, nothing else.
-    Phase 2, every rank collects: it reads every row, and every flag is back at 0."""
+    Phase 2, every rank collects: it reads every row, and every flag is back at 0.  ``races``: ``sim.run``'s (a
+    broken helper's test turns the race checker off, to see the numbers it gets wrong)."""
     handles, rows = _handles(world), _rows(world)
-    sim.run(lambda rank: _publish(k, handles, rows, rank, wait_for), world, timeout=timeout)
+    sim.run(lambda rank: _publish(k, handles, rows, rank, wait_for), world, timeout=timeout, races=races)
     raised = torch.zeros(sim.SIM_PAD_SLOTS, dtype=torch.int32)
     raised[:world] = 1
     for rank, pad in enumerate(_pads(handles)):
         assert torch.equal(pad, raised), f"after every signal, rank {rank}'s flags are {pad.tolist()}"
-    outs = sim.run(lambda rank: _collect(k, handles, rank, access), world, timeout=timeout)
+    outs = sim.run(lambda rank: _collect(k, handles, rank, access), world, timeout=timeout, races=races)
     for rank, out in enumerate(outs):
         assert torch.equal(out, torch.stack(rows)), f"rank {rank} read {out.tolist()}"
     for rank, pad in enumerate(_pads(handles)):
         assert not pad.any(), f"after the waits, rank {rank}'s flags are {pad.tolist()}"
 
 
-def check_waiting_ranks_read_what_was_written(k, world, *, wait_for, access, give_up_s=1.0, timeout=TIMEOUT):
+def check_waiting_ranks_read_what_was_written(
+    k, world, *, wait_for, access, give_up_s=1.0, timeout=TIMEOUT, races=None
+):
     """Every rank publishes and then collects, but ranks other than 0 publish only once rank 0 has
     collected, or after ``give_up_s`` seconds: a wait that returns before the flags rise lets rank 0
     read rows nobody has written yet (NaN).  The order comes from a shared flag, not from sleeps."""
@@ -162,7 +165,7 @@ def check_waiting_ranks_read_what_was_written(k, world, *, wait_for, access, giv
         rank0_done.fill_(1)
         return out
 
-    outs = sim.run(body, world, timeout=timeout)
+    outs = sim.run(body, world, timeout=timeout, races=races)
     for rank, out in enumerate(outs):
         assert torch.equal(out, torch.stack(rows)), f"rank {rank} read {out.tolist()}, not every rank's row"
     for rank, pad in enumerate(_pads(handles)):
@@ -170,7 +173,7 @@ def check_waiting_ranks_read_what_was_written(k, world, *, wait_for, access, giv
 
 
 def check_two_signals_in_a_row_both_arrive(
-    k, *, give_up_s=1.0, timeout=TIMEOUT, handles=None, signal_twice=None, scalar=False
+    k, *, give_up_s=1.0, timeout=TIMEOUT, handles=None, signal_twice=None, scalar=False, races=None
 ):
     """Rank 1 signals rank 0 twice with ``wait_for=0``; rank 0 starts waiting only once rank 1 is done
     (or after ``give_up_s`` seconds), then waits twice.  The second signal must wait for the first to
@@ -197,6 +200,6 @@ def check_two_signals_in_a_row_both_arrive(
             time.sleep(0.01)
         wait_rounds[(1,)](h.signal_pad, 1, 2)
 
-    sim.run(body, 2, timeout=timeout)
+    sim.run(body, 2, timeout=timeout, races=races)
     for rank, pad in enumerate(_pads(handles)):
         assert not pad.any(), f"rank {rank}'s flags end at {pad.tolist()}"

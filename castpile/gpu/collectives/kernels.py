@@ -176,7 +176,9 @@ def low_latency_all_reduce(buf, ll, ll_ptrs, epochs, out, rank, m, WORLD: tl.con
     ``buf`` and ``out`` (bf16, fp16 or fp32) are read and written as m int32
     words.  Every word is sent to every rank's ``ll`` scratch as one int64: the
     call's epoch in the high half, the data in the low half, written with a
-    single store, so a reader that sees the epoch sees the data.  ``ll`` holds
+    single relaxed atomic exchange, so a reader that sees the epoch sees the data
+    (an atomic, not a plain store: a volatile load polling a weak store is a data
+    race under PTX's memory model, docs/races.md).  ``ll`` holds
     two slots (epoch parity) of WORLD rows of m words; a rank writes slot
     ``e % 2`` row ``rank`` of every rank, then polls its own rows until every
     word carries epoch ``e``.  Block ``b`` keeps its epoch in ``epochs[b]``; every
@@ -196,7 +198,7 @@ def low_latency_all_reduce(buf, ll, ll_ptrs, epochs, out, rank, m, WORLD: tl.con
         offs = tile * BLOCK + tl.arange(0, BLOCK)
         x = tl.load(words + offs, mask=offs < m)
         sent = flag | x.to(tl.uint32).to(tl.int64)
-        tl.store(lls[slot + rank * m + offs], sent[None, :], mask=offs < m)
+        tl.atomic_xchg(lls[slot + rank * m + offs], sent[None, :], mask=offs < m, sem="relaxed", scope="sys")
         tile += tl.num_programs(0)
     tile = tl.program_id(0)
     while tile < tl.cdiv(m, BLOCK):

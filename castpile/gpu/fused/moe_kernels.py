@@ -181,8 +181,10 @@ def moe_dispatch(x, topk_idx, topk_weights, hist, sends, recv_x, recv_x_ptrs, me
     spans[(b * WORLD + rank) * 2 + 1] = pos - start
     heads = multicast_like(counts, counts_ptrs[:WORLD], shape=(WORLD, E + 1))
     es = tl.arange(0, triton.next_power_of_2(E))
-    tl.store(heads[rank, es], pairs[None, :], mask=es < E)
-    heads[rank, E] = rows
+    # Every block writes the same counts (block b of each rank reads what block b of every source wrote, after the
+    # barrier they meet at): relaxed atomic exchanges, so that the blocks' equal writes do not race (docs/races.md).
+    tl.atomic_xchg(heads[rank, es], pairs[None, :], mask=es < E, sem="relaxed", scope="sys")
+    tl.atomic_xchg(heads[rank, E], rows, sem="relaxed", scope="sys")
     barrier(pad, pad_ptrs, rank, WORLD, True)  # block b of every source has sent
     _group(counts, ranges, meta, grouped_rows, slot_positions, expert_counts, expert_offsets, recv_counts, rank, T,
            K, E, WORLD, TB)

@@ -196,7 +196,8 @@ def low_latency_rmsnorm(buf, ll, ll_ptrs, epochs, partials, arrivals, residual, 
         at = tile // per_row * row_words + tile % per_row * WORDS + tl.arange(0, WORDS)
         ok = tile % per_row * WORDS + tl.arange(0, WORDS) < row_words
         x = tl.load(buf.to(tl.pointer_type(tl.int32)) + at, mask=ok)
-        tl.store(lls[slot + rank * m + at], (flag | x.to(tl.uint32).to(tl.int64))[None, :], mask=ok)
+        tl.atomic_xchg(lls[slot + rank * m + at], (flag | x.to(tl.uint32).to(tl.int64))[None, :], mask=ok,
+                       sem="relaxed", scope="sys")
         tile += tl.num_programs(0)
     h_rows = residual if HAS_RESIDUAL else out
     tile = tl.program_id(0)
