@@ -43,8 +43,8 @@ SEND = (
     "                   length, K, WORLD, COPY_BLOCK, STRIPE)\n"
 )
 SIGNAL = (
-    "            _castpile_signal(peer_flags, 1, None, flags, SENDERS*(j0 + readers) + pid, None, 1, "
-    "None, readers < SENDERS)\n"
+    "            _castpile_signal(peer_flags, 1, None, flags, SENDERS*(j0 + readers), None, 1, "
+    "None, readers < SENDERS, base=pid)\n"
 )
 WAIT = (
     "            _castpile_wait_flags(flags + j * SENDERS + sender, 1, 0, (senders < SEGMENT) & (sender < SENDERS))\n"

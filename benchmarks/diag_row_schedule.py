@@ -3,9 +3,11 @@
     python benchmarks/diag_row_schedule.py --out docs/data/diag-row-schedule.json --asm-dir OUT/asm
     ncu ... python benchmarks/diag_row_schedule.py --ncu        # each chosen kernel once, for Nsight Compute
 
-Kernels: bodies of benchmarks/kernels/row_bodies.py (``--bodies``) as castpile wrote them at this commit
-(``cur``) and in text variants of that output that change one thing each, against the hand twins of
-hand_row_bodies.py:
+Kernels: bodies of benchmarks/kernels/row_bodies.py (``--bodies``) as castpile wrote them before issue 35's rule
+(``cur``: the lowering at 7e43397, which the committed docs/data/diag-row-schedule.json measured; rebuilt from today's
+output by ``row_bodies_spec.before_rule``) and in text variants of that output that change one thing each, against
+the hand twins of hand_row_bodies.py (the lowering with the rule, docs/language.md, is probe ``A1`` without the
+``cols >= 0``, and equals the hand twin's PTX: tests/test_index_rule.py):
 
 * ``A``: the row's scalar offset added to the buffer's pointer first (``peer + D*row`` then ``+ cols``, as
   hand code writes ``ptr + row * D + cols``) instead of ``peer + (D*row + cols)``;
@@ -37,17 +39,16 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from harness import GRAPH_CALLS, graphed, load_variant, run_header, timed_one_gpu, write_result
+from kernels.row_bodies_spec import before_rule
 
 GENERATED = HERE / "kernels" / "generated" / "row_bodies_loop.py"
 HAND = HERE / "kernels" / "hand_row_bodies.py"
 CALL = re.compile(r'_castpile_reduce_loop\((\w+), W, None, ex, D\*row \+ cols, (.*?), "sum", ')
-SIG_OLD = "volatile: tl.constexpr = False, align: tl.constexpr = None, combine_fn: tl.constexpr = None):"
-LOAD_OLD = "        x = tl.load(peer + offs, mask="
 GUARDED = '''
 
 @triton.jit
 def _cp_guarded(guard, src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, mask=None,
-                other=None, steps: tl.constexpr = tl.constexpr(""), operands=None, align: tl.constexpr = None, base=0):
+                other=None, steps: tl.constexpr = tl.constexpr(""), operands=None, align: tl.constexpr = None, base=None):
     """Probe C: the reduction only where ``guard`` (a scalar) holds, else 0 (fp32 sums only)."""
     acc = tl.zeros(offs.shape, tl.float32)
     if guard:
@@ -65,12 +66,12 @@ WARPS = 8
 
 
 def variant_text(text: str, variant: str) -> str:
-    """The generated module with every stack reduction's call (and the helper) changed as ``variant`` says."""
+    """The generated module (as castpile writes it now) with every stack reduction's call changed as ``variant``
+    says, from the lowering before issue 35's rule (``cur``; the helpers' ``base=`` carries the row offset)."""
+    text = before_rule(text)
     if variant == "cur":
         return text
-    assert SIG_OLD in text and LOAD_OLD in text
-    text = text.replace(SIG_OLD, SIG_OLD[:-2] + ", base=0):", 1)
-    text = text.replace(LOAD_OLD, "        x = tl.load(peer + base + offs, mask=", 1) + GUARDED
+    text += GUARDED
 
     def call(m):
         src, bounds = m.group(1), m.group(2)

@@ -34,9 +34,9 @@ from castpile.gpu.fused.tp_gemm import reduce_scatter_kernels_triton as lib
 from harness import load_variant, start_ranks, timed, variant_outcomes
 
 STORE = (
-    "            _castpile_store_loop(dest, 1, None, scratch, Ms*N*slot + N*rows[:, None] + cols[None, :], "
+    "            _castpile_store_loop(dest, 1, None, scratch, N*rows[:, None] + cols[None, :], "
     "(slot >= 0) & (slot < dest_shape0) & (rows[:, None] >= 0) & (rows[:, None] < Ms) & (cols[None, :] >= 0) & "
-    "(cols[None, :] < N), part.to(out.dtype.element_ty), align=16, "
+    "(cols[None, :] < N), part.to(out.dtype.element_ty), align=16, base=Ms*N*slot, "
     "site='castpile/gpu/fused/tp_gemm/reduce_scatter_kernels.py:78')\n"
 )
 WAIT = "        _castpile_wait_flags(flags + slots * T + j, 1, 0, slots < WORLD - 1)\n"

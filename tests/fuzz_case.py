@@ -106,7 +106,8 @@ FEATURES = {
     "cache_modifier=, volatile=) as a literal, a constexpr parameter, a conditional of constexprs, a constexpr "
     "global, a module's attribute or a local annotated tl.constexpr (v1.3)",
     "heads": "castpile's names called through parentheses, (cp.wait)(...), or bound by global + import in a "
-    "set-up function (v1.3)",
+    "set-up function: global wait + from castpile import wait, global castpile + import castpile, global cp + "
+    "import castpile as cp (v1.3)",
     "counting_waits": "castpile.wait(..., value=n, decrement=True): flags preset to n or more, n taken (v1.3)",
     "wait_values": "v = castpile.wait(...): the values the wait saw, stored and checked, 0 where masked off (v1.3)",
     "plain_signals": "castpile.signal on a plain pointer (flag + pid, or a vector) (v1.3)",

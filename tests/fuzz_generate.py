@@ -265,7 +265,7 @@ def cases(draw, contexts=tuple(CONTEXTS), features=frozenset()) -> Case:
             slot: draw(st.sampled_from(KEYWORD_SPELLINGS)) for slot in call_form(case)[0] if slot in compile_time
         }
     if on("heads"):
-        heads = [h for h in HEADS if h != "global" or (case.importer in ("from", "from_as") and not case.enclosing)]
+        heads = [h for h in HEADS if h != "global" or not case.enclosing]
         case.head = draw(st.sampled_from(heads))
     if on("continued") or on("backslashes"):
         case.breaks = tuple(draw(st.lists(st.integers(0, 40), max_size=3)))

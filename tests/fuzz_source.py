@@ -376,15 +376,20 @@ def source(case: Case) -> str:
         kernel = ["def make_kernel():", f"    {import_line}", ""] + ["    " + line for line in kernel]
         kernel += ["    return kernel", "", "", "kernel = make_kernel()"]
         lines = [*triton_lines, *module, "", "", *kernel]
-    elif case.head == "global":  # castpile's names bound by ``global`` and an import in a set-up function
-        bound = ", ".join(
-            name.split(" as ")[-1] for name in import_line.removeprefix("from castpile import ").split(", ")
-        )
-        setup = ["def setup():", f"    global {bound}", f"    {import_line}", "", "", "setup()"]
+    elif case.head == "global":  # castpile's names (or castpile itself) bound by ``global`` and an import in a function
+        setup = ["def setup():", f"    global {_bound_names(import_line)}", f"    {import_line}", "", "", "setup()"]
         lines = [*triton_lines, *module, "", "", *setup, "", "", *kernel]
     else:
         lines = [*triton_lines, import_line, *module, "", "", *kernel]
     return _spell_triton(case, "\n".join(lines) + "\n")
+
+
+def _bound_names(import_line: str) -> str:
+    """The names ``import_line`` binds, comma-separated: ``castpile`` (``cp``) for ``import castpile [as cp]``,
+    else each name of ``from castpile import ...`` as it is bound."""
+    if import_line.startswith("import "):
+        return import_line.split(" as ")[-1].removeprefix("import ")
+    return ", ".join(name.split(" as ")[-1] for name in import_line.removeprefix("from castpile import ").split(", "))
 
 
 def _import_line(case: Case) -> str:

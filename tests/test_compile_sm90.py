@@ -4,7 +4,9 @@ The interpreter runs every scalar as a NumPy array, so a helper that treats a sc
 block passes there and fails only when Triton compiles it: each kernel of
 tests/kernels_semantics.py, tests/kernels_v11.py, tests/kernels_v12_params.py and tests/kernels_reductions_v13.py is
 compiled under both strategies, for the element types and constexpr values its tests run (one W padded, and W = 1),
-and a test fails when a kernel of those files has no compiles.
+and a test fails when a kernel of those files has no compiles.  So is every kernel of the benchmarks' kernel files
+that CPU tests run (benchmarks/kernels/stack_kernels.py under both strategies, its hand-written twins in
+hand_kernels.py), as the benchmarks launch them.
 """
 
 import ast
@@ -205,3 +207,59 @@ def test_align_gives_128_bit_loads(tmp_path, strategy):
     aligned = results["stack_sum_aligned"].ptx.read_text()
     assert "ld.global.v4.b32" not in plain and "ld.global.b16" in plain
     assert "ld.global.v4.b32" in aligned
+
+
+# -- the benchmarks' kernel files that CPU tests run (tests/test_reductions.py runs their row norms) ----------
+
+BENCHMARKS = HERE.parent / "benchmarks" / "kernels"
+BENCH_TYPES = {"ex": "*bf16", "out": "*bf16", "src": "*bf16", "dst": "*bf16", "vals": "*fp32", "eps": "fp32"}
+STACK, ROWS, HAND = {"W": 4, "BLOCK": 1024}, {"W": 4, "BLOCK_D": 1024}, {"ALIGN": True}
+# file -> kernel -> (types beside BENCH_TYPES, constexprs): bf16 buffers, fp32 for the atomics, as benchmarks/ launches them
+BENCHMARK_COMPILES = {
+    "stack_kernels.py": {
+        **dict.fromkeys(
+            (
+                "stack_sum",
+                "stack_sum_u",
+                "stack_store",
+                "stack_store_u",
+                "stack_store_cs",
+                "stack_gather",
+                "stack_gather_u",
+            ),
+            ({}, STACK),
+        ),
+        "stack_scatter_add": ({"ex": "*fp32"}, STACK),
+        "stack_row_norm": ({}, ROWS),
+    },
+    "hand_kernels.py": {
+        **dict.fromkeys(("hand_sum", "hand_gather", "hand_gather_tile"), ({}, STACK | HAND)),
+        "hand_store": ({}, STACK | HAND | {"CACHE": ".cs"}),
+        "hand_scatter_add": ({"ex": "*fp32"}, STACK | HAND),
+        "hand_row_norm": ({}, ROWS | HAND),
+        "_copy": ({}, {"BLOCK": 4096}),
+    },
+}
+
+
+def test_the_benchmark_kernels_compile_for_sm90(tmp_path):
+    """Every kernel of the benchmarks' kernel files that the interpreter runs: castpile's under both strategies, the
+    hand-written twins as they are."""
+    jobs = []
+    for filename, kernels in BENCHMARK_COMPILES.items():
+        source = (BENCHMARKS / filename).read_text()
+        modules = {"plain": BENCHMARKS / filename}
+        if "multicast_like" in source:
+            modules = {}
+            for strategy in castpile.STRATEGIES:
+                modules[strategy] = tmp_path / f"{Path(filename).stem}_{strategy}.py"
+                modules[strategy].write_bytes(
+                    castpile.transpile(source.encode(), str(BENCHMARKS / filename), strategy=strategy)
+                )
+        for kernel, (types, constexprs) in kernels.items():
+            sig = signature(source, kernel, {**TYPES, **BENCH_TYPES, **types})
+            for form, module in modules.items():
+                jobs.append(Job(module, kernel, sig, constexprs, name=f"{filename}:{kernel} {form}"))
+    results = compile_for_sm90(jobs, tmp_path, processes=2)
+    failures = {name: r.error for name, r in results.items() if not r.ok}
+    assert not failures, "\n\n".join(f"{name}:\n{error}" for name, error in failures.items())

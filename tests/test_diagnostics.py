@@ -99,6 +99,9 @@ CASES = [
         id="argument given twice",
     ),
     pytest.param("bufs = multicast_like(out, table[:W], align=12)\n", [(0, 49, "E105", {})], id="align"),
+    pytest.param("bufs = multicast_like(out, table[:W], align='16')\n", [(0, 49, "E105", {})], id="align a string"),
+    pytest.param("bufs = multicast_like(out, table[:W], align=-4)\n", [(0, 49, "E105", {})], id="align negative"),
+    pytest.param("bufs = multicast_like(out, table[:W], align=True)\n", [(0, 49, "E105", {})], id="align a bool"),
     pytest.param(
         "bufs = multicast_like(out, table[:W], remote='ucx')\n",
         [(0, 50, "E112", {"backends": "'nvshmem'"})],

@@ -23,7 +23,7 @@ import os
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, find, given, settings
 
 import castpile
 from compile_sm90 import Job, Result, compile_for_sm90
@@ -433,6 +433,8 @@ REGRESSIONS = {
     "v13-head-paren": (_case(context="signal", head="paren", importer="alias"), "gather"),
     "v13-head-global": (_case(context="wait", head="global", importer="from_as"), "loop"),
     "v13-head-global-store": (_case(context="store", head="global", importer="from"), "gather"),
+    "v13-head-global-module": (_case(context="signal", head="global", importer="module"), "loop"),
+    "v13-head-global-alias": (_case(context="wait", head="global", importer="alias"), "gather"),
 }
 
 OVERLAPPING = dict(
@@ -530,6 +532,28 @@ def test_reductions_and_waits_chosen_by_hand(name, strategy, tmp_path, fixed_com
 def test_open_features_are_features():
     assert OPEN_FEATURES.keys() <= FEATURES.keys()
     assert OPEN.keys() <= REGRESSIONS.keys()
+
+
+@pytest.mark.parametrize(
+    ("importer", "declared"),
+    [
+        ("module", "global castpile"),
+        ("alias", "global cp"),
+        ("from", "global multicast_like"),
+        ("from_as", "global mcl"),
+    ],
+)
+def test_the_heads_feature_binds_every_import_of_castpile_by_global(importer, declared):
+    """The ``heads`` feature draws a set-up function that declares castpile's names global and imports them, for
+    every import form: ``global castpile`` + ``import castpile`` and ``global cp`` + ``import castpile as cp`` as
+    well as the names of a ``from`` import."""
+    drawn = find(
+        cases(contexts=["signal"], features=frozenset({"heads", "castpile_names"})),
+        lambda case: case.head == "global" and case.importer == importer,
+        settings=settings(database=None, derandomize=True, max_examples=5000),
+    )
+    text = source(drawn)
+    assert f"def setup():\n    {declared}" in text, text
 
 
 def test_racing_lanes_may_leave_any_of_their_values():

@@ -4,8 +4,8 @@ tier, tests/compile_sm90.py), and every kernel of it is named there.
 
 The interpreter runs each scalar as a NumPy array and accepts what Triton's compiler refuses, so a form that only
 the interpreter takes passes every CPU test unless something compiles it.  :func:`kernel_files` finds the kernel
-files the tests reach (``tests/kernels_*.py``, ``samples/*.py`` and any other repository file with a
-``@triton.jit`` function that a test module names); a new one fails
+files the tests reach (``tests/kernels_*.py``, ``samples/*.py`` and any other file of ``tests/``, ``samples/`` or
+``benchmarks/kernels/`` with a ``@triton.jit`` function that a test module names); a new one fails
 ``test_every_kernel_file_a_test_runs_is_listed`` until it is listed here with its compiling module, and a kernel
 added to a listed file fails ``test_every_kernel_of_a_listed_file_is_named_where_it_is_compiled`` until that
 module names it (the jobs of tests/compile_sm90.py name kernels by string: ``Job(module, "kernel", ...)``).
@@ -36,9 +36,20 @@ INTERPRETED = {
     "tests/kernels_v12_params_remote.py": "test_language_v12_params",
     "tests/kernels_v12_peers.py": "test_language_v12_peers",
     "tests/kernels_v13_sync.py": "test_language_v13_sync",
+    "tests/kernels_races.py": "test_races",
     **{f"samples/{p.name}": "test_samples_compile" for p in sorted((ROOT / "samples").glob("*.py"))},
+    "benchmarks/kernels/stack_kernels.py": "test_compile_sm90",
+    "benchmarks/kernels/hand_kernels.py": "test_compile_sm90",
+    "benchmarks/kernels/hang_kernels.py": "test_debug_waits",  # compiled as transpiled in debug mode, generated/
+    "benchmarks/kernels/generated/hang_kernels_debug_waits.py": "test_debug_waits",
+    "benchmarks/kernels/generated/nvshmem_kernels_loop.py": "test_remote_modules",
+    "benchmarks/kernels/hand_row_bodies.py": "test_index_rule",  # compiled, not interpreted: PTX against castpile's
+    "benchmarks/kernels/generated/row_bodies_loop.py": "test_index_rule",
+    "benchmarks/kernels/generated/row_bodies_gather.py": "test_index_rule",
 }
 REFERENCED = re.compile(r"""["']([\w/.-]+\.py)["']""")
+REACHED = ("tests", "samples", "benchmarks/kernels")
+"""Where the kernel files a test names may be: a name is looked up from the repository root, and in each of these."""
 
 
 def _is_jit(decorator: ast.expr) -> bool:
@@ -68,11 +79,11 @@ def kernel_files(root: Path = ROOT) -> set[str]:
     found |= {str(p.relative_to(root)) for p in (root / "samples").glob("*.py") if kernels(p)}
     for test in [*tests.glob("test_*.py"), *(tests / "testkit").glob("*.py")]:
         for name in REFERENCED.findall(test.read_text()):
-            for where in (root / name, tests / name, root / "samples" / name):
+            for where in (root / name, *(root / folder / name for folder in REACHED)):
                 inside = root.resolve() in where.resolve().parents
                 if inside and where.is_file() and where.resolve().name != Path(__file__).name:
                     rel = str(where.resolve().relative_to(root.resolve()))
-                    if rel.startswith(("tests/", "samples/")) and kernels(where):
+                    if rel.startswith(tuple(f"{folder}/" for folder in REACHED)) and kernels(where):
                         found.add(rel)
     return found
 
@@ -109,14 +120,23 @@ KERNEL = "import triton\n\n\n@triton.jit\ndef {name}(x):\n    pass\n"
 
 
 def test_an_interpreter_only_kernel_file_or_kernel_fails(tmp_path):
-    """The checks are not vacuous: a new kernel file that a test runs, by any name, is found and is not listed; a
-    kernel added to a file whose compiling module does not name it is reported."""
+    """The checks are not vacuous: a new kernel file that a test runs, by any name, is found and is not listed (a
+    benchmark's kernels that a test names among them, by its path or its name); a kernel added to a file whose
+    compiling module does not name it is reported."""
     (tmp_path / "tests").mkdir()
+    (tmp_path / "benchmarks" / "kernels").mkdir(parents=True)
     (tmp_path / "tests" / "kernels_new.py").write_text(KERNEL.format(name="fresh"))
     (tmp_path / "tests" / "other_forms.py").write_text(KERNEL.format(name="other"))
-    (tmp_path / "tests" / "test_new.py").write_text('KERNELS = Path(__file__).with_name("other_forms.py")\n')
+    for name in ("bench_named", "bench_by_path", "bench_unused"):
+        (tmp_path / "benchmarks" / "kernels" / f"{name}.py").write_text(KERNEL.format(name=name))
+    (tmp_path / "tests" / "test_new.py").write_text(
+        'KERNELS = Path(__file__).with_name("other_forms.py")\n'
+        'BENCH = ROOT / "benchmarks" / "kernels" / "bench_named.py"\n'
+        'OTHER = ROOT / "benchmarks/kernels/bench_by_path.py"\n'
+    )
     found = kernel_files(tmp_path)
-    assert found == {"tests/kernels_new.py", "tests/other_forms.py"} and not found & INTERPRETED.keys()
+    benchmarks = {"benchmarks/kernels/bench_named.py", "benchmarks/kernels/bench_by_path.py"}
+    assert found == {"tests/kernels_new.py", "tests/other_forms.py", *benchmarks} and not found & INTERPRETED.keys()
     compiling = tmp_path / "tests" / "test_compiles.py"
     call = "compile_for_sm90" + '([Job(HERE / "kernels_new.py", "fresh", {})], tmp_path)\n'  # split: no sm90 tier here
     compiling.write_text(call)

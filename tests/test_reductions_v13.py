@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import castpile
+from compile_sm90 import Job, compile_for_sm90
 from testkit import address_table, transpiled, transpiled_module
 from testkit.remote import on_rank, remote_source, symmetric
 
@@ -226,3 +227,67 @@ def test_a_multi_operand_reduce_over_the_stack_is_a_located_error(call):
 def test_a_multi_operand_reduce_over_an_element_dim_is_left_to_triton():
     source = MULTI.format(call="tl.reduce((bufs[offs], offs + tl.zeros((W, B), tl.int32)), 1, pick)")
     assert "_castpile_load" in castpile.transpile(source, "k.py").decode()
+
+
+GUARDED = """\
+import triton
+import triton.language as tl
+import castpile
+
+
+@triton.jit
+def both_max(a, i, b, j):
+    return tl.maximum(a, b), tl.maximum(i, j)
+
+
+@triton.jit
+def k(out, at, table, n, W: tl.constexpr, WP: tl.constexpr, B: tl.constexpr, AX: tl.constexpr):
+    bufs = castpile.multicast_like(out, table[:W], shape=(n,))
+    offs = tl.arange(0, B)
+    rows = tl.arange(0, WP)
+    v, i = tl.reduce((bufs[offs], rows[:, None] + offs * 0), AX, both_max)
+    tl.store(out + rows, v)
+    tl.store(at + rows, i)
+"""
+
+
+@pytest.mark.parametrize("strategy", castpile.STRATEGIES)
+def test_a_multi_operand_reduce_over_a_constexpr_axis_is_triton_s_and_refused_at_0(tmp_path, strategy):
+    """With its axis a constexpr parameter, a multi-operand ``tl.reduce`` of an access reduces the loaded P + I
+    tensor (padded rows and lanes out of bounds 0) over axis 1, and where the axis holds 0 it is refused when Triton
+    compiles it, naming the call (as E419 refuses the literal)."""
+    kernels = transpiled(tmp_path, GUARDED, "guarded", strategy=strategy)
+    w = 3
+    bufs = [torch.arange(N, dtype=torch.int32) * (j + 1) - 20 * j for j in range(w)]
+    out, at = torch.full((4,), 99, dtype=torch.int32), torch.full((4,), 99, dtype=torch.int32)
+    kernels.k[(1,)](out, at, address_table(bufs), N, w, 4, B, 1)
+    loaded = torch.zeros(4, B, dtype=torch.int32)
+    loaded[:w, :N] = torch.stack(bufs)
+    assert torch.equal(out, loaded.max(1).values) and torch.equal(at, torch.arange(4, dtype=torch.int32))
+    line = GUARDED.splitlines().index("    v, i = tl.reduce((bufs[offs], rows[:, None] + offs * 0), AX, both_max)") + 1
+    with pytest.raises(Exception, match=rf"guarded\.py:{line}: error: tl\.reduce over axis 0 of 'bufs' with several"):
+        kernels.k[(1,)](out, at, address_table(bufs), N, w, 4, B, 0)
+
+
+def test_a_multi_operand_reduce_over_a_constexpr_axis_compiles_for_sm90_and_is_refused_at_0(tmp_path):
+    sig = {
+        "out": "*i32",
+        "at": "*i32",
+        "table": "*i64",
+        "n": "i32",
+        **dict.fromkeys(("W", "WP", "B", "AX"), "constexpr"),
+    }
+    jobs = []
+    for strategy in castpile.STRATEGIES:
+        path = tmp_path / f"guarded_{strategy}.py"
+        path.write_bytes(castpile.transpile(GUARDED, str(path), strategy=strategy))
+        for axis in (0, 1):
+            constexprs = {"W": 3, "WP": 4, "B": 16, "AX": axis}
+            jobs.append(Job(path, "k", sig, constexprs, name=f"{strategy} {axis}"))
+    results = compile_for_sm90(jobs, tmp_path)
+    line = GUARDED.splitlines().index("    v, i = tl.reduce((bufs[offs], rows[:, None] + offs * 0), AX, both_max)") + 1
+    for strategy in castpile.STRATEGIES:
+        assert results[f"{strategy} 1"].ok, results[f"{strategy} 1"].error
+        refused = results[f"{strategy} 0"]
+        site = f"guarded_{strategy}.py:{line}: error: tl.reduce over axis 0 of 'bufs' with several operands"
+        assert not refused.ok and site in refused.error, refused.error

@@ -5,49 +5,18 @@ import os
 from pathlib import Path
 
 import castpile
-from compile_sm90 import NVSHMEM_UNRESOLVED
+from compile_sm90 import Job, compile_for_sm90
 from testkit.remote import TRANSFER_KERNELS, remote_source
 
 # -- compiling for sm_90 -----------------------------------------------------------------------------------
-
-SM90_DRIVER = r"""
-import importlib.util, json, re, sys
-import torch.utils._triton
-torch.utils._triton.has_triton = lambda: True  # a CPU torch leaves _nvshmem_triton's device functions out otherwise
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-
-path, jobs = sys.argv[1], json.loads(sys.argv[2])
-text = open(path).read()
-text = re.sub(r"^(\w+) = _castpile_remote_kernel\(\1\)$", "", text, flags=re.M)  # requires_nvshmem needs the device library
-open(path, "w").write(text)
-spec = importlib.util.spec_from_file_location("remote_sm90", path)
-module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(module)
-results = {}
-for name, signature, constexprs in jobs:
-    try:
-        triton.compile(ASTSource(getattr(module, name), signature, constexprs), target=GPUTarget("cuda", 90, 32))
-        results[name] = "cubin"
-    except Exception as exc:
-        chain = []
-        while exc is not None:  # Triton's compile errors nest: the innermost says what went wrong
-            chain.append(str(exc))
-            exc = exc.__cause__
-        results[name] = "\n".join(chain)
-print(json.dumps(results))
-"""
 
 
 def test_remote_kernels_compile_for_sm90_up_to_nvshmem_linking(tmp_path):
     """Every remote helper goes through Triton's whole pipeline to PTX for sm_90 with torch's NVSHMEM
     device functions; ptxas then stops at the first NVSHMEM symbol, which only libnvshmem_device.bc
-    (absent on this CPU machine: torch's requires_nvshmem links it on GPUs) provides."""
-    import json
-    import subprocess
-    import sys
-
+    (absent on this CPU machine: torch's requires_nvshmem links it on GPUs) provides.  So do the GPU proof's kernels
+    (benchmarks/kernels/generated/nvshmem_kernels_loop.py, as checked in), which tests/test_remote_gpu_scripts.py
+    runs on the simulator."""
     source = remote_source() + TRANSFER_KERNELS.split("import castpile as cp\n", 1)[1]
     path = tmp_path / "remote_sm90.py"
     path.write_text(castpile.transpile(source.encode(), "remote_sm90.py").decode())
@@ -68,10 +37,7 @@ def test_remote_kernels_compile_for_sm90_up_to_nvshmem_linking(tmp_path):
             {"W": 2, "BLOCK": 128, "STRIDE": 7, "REVERSE": False},
         ),
     ]
-    gpu_script = tmp_path / "nvshmem_kernels_loop.py"  # the GPU proof's kernel, as checked in
-    gpu_script.write_text(
-        (Path(__file__).parents[1] / "benchmarks/kernels/generated/nvshmem_kernels_loop.py").read_text()
-    )
+    gpu_script = Path(__file__).parents[1] / "benchmarks/kernels/generated/nvshmem_kernels_loop.py"
     all_reduce = [
         (
             "all_reduce_remote",
@@ -122,24 +88,10 @@ def test_remote_kernels_compile_for_sm90_up_to_nvshmem_linking(tmp_path):
             {"WORLD": 2, "BLOCK": 1024},
         ),
     ]
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["TRITON_CACHE_DIR"] = str(tmp_path / "cache")
-    results = {}
-    for module, kernels in ((path, jobs), (gpu_script, all_reduce)):
-        proc = subprocess.run(
-            [sys.executable, "-c", SM90_DRIVER, str(module), json.dumps(kernels)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        assert proc.returncode == 0, proc.stderr[-4000:]
-        results.update(json.loads(proc.stdout.strip().splitlines()[-1]))
-    assert len(results) == len(jobs) + len(all_reduce)
-    for name, outcome in results.items():
-        if outcome == "cubin":  # a machine with NVSHMEM_LIB_DIR/libnvshmem_device.bc would link
-            continue
-        assert NVSHMEM_UNRESOLVED.search(outcome), f"{name}: {outcome[-3000:]}"
+    compiles = [Job(path, *job, nvshmem=True) for job in jobs]
+    compiles += [Job(gpu_script, *job, name=f"generated {job[0]}", nvshmem=True) for job in all_reduce]
+    results = compile_for_sm90(compiles, tmp_path)
+    assert {name: r.error for name, r in results.items() if not r.ok} == {}
 
 
 # -- a module without NVSHMEM's device library -------------------------------------------------------------

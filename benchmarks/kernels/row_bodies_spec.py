@@ -17,6 +17,7 @@ Casts: ``to`` converts before the reduction (``tl.sum(x.to(tl.float32), axis=0)`
 """
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -153,6 +154,34 @@ def hand_source() -> str:
 
 
 OUTPUTS = {HERE / "row_bodies.py": cp_source, HERE / "hand_row_bodies.py": hand_source}
+
+#: A 2-D stack reduction's call in generated/row_bodies_*.py as castpile writes it since issue 35's rule
+#: (docs/language.md, "What castpile emits for an index"): the row's scalar offset in ``base=``, the bounds without
+#: the lower bounds that the loop's ``row`` and ``cols`` (an arange) are proven to satisfy.  A 1-D access
+#: (``bufs[row * D + cols]`` with ``shape=``) is written as before.
+_RULED_CALL = re.compile(
+    r'_castpile_reduce_loop\((\w+), W, None, ex, cols, \(row < M\) & \(cols < D\), "sum", (.*?), base=D\*row\)'
+)
+
+
+def before_rule(text: str) -> str:
+    """The generated module ``text`` as castpile's lowering wrote it before issue 35's rule (at 7e43397): each stack
+    reduction's offsets ``D*row + cols`` added to the buffer's pointer at once, and the 2-D bounds
+    ``(row >= 0) & (row < M) & (cols >= 0) & (cols < D)``.  The helpers take no ``base=`` then, and do what they did
+    (``_castpile_rebased`` returns the pointer as it is)::
+
+        >>> before_rule('_castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", align=16, base=D*row)')
+        '_castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", align=16)'
+    """
+
+    def call(m: re.Match) -> str:
+        bounds = "(row >= 0) & (row < M) & (cols >= 0) & (cols < D)"
+        return f'_castpile_reduce_loop({m.group(1)}, W, None, ex, D*row + cols, {bounds}, "sum", {m.group(2)})'
+
+    out, count = _RULED_CALL.subn(call, text)
+    if count == 0 or "base=D*row" in out:
+        raise ValueError("not a generated row_bodies module as castpile writes it since issue 35")
+    return out
 
 
 def main(argv=None) -> int:

@@ -1,12 +1,13 @@
 """Loop bodies around a stacked reduction against their hand twins (one GPU, W buffers on it; issue 35).
 
     python benchmarks/sweeps/sweep_row_bodies.py --out docs/data/bench-sweep-row-bodies.json
+    python benchmarks/sweeps/sweep_row_bodies.py --bindings 1d --out ...     # the 1-D cells only
 
 The kernels of benchmarks/kernels/row_bodies.py (castpile, as ``make generated`` wrote them under both
-strategies, ``castpile_loop`` and ``castpile_gather``) and hand_row_bodies.py (``hand``), and ``probe``: the
-loop strategy's text with the rule of docs/perf-findings.md applied by hand (the row's scalar offset added to
-the pointer first; a 2-D access's row bounds without ``row >= 0``; benchmarks/diag_row_schedule.py, variant
-A1; a probe, not a lowering: it reads a negative row).  Persistent loops of 4 programs per SM, 8 warps,
+strategies, ``castpile_loop`` and ``castpile_gather``) and hand_row_bodies.py (``hand``), and ``before``: the
+loop strategy's text as castpile's lowering wrote it before issue 35's rule (docs/language.md, "What castpile
+emits for an index": the row offset ``D*row + cols`` added to the pointer as one tensor, the 2-D bounds with
+``row >= 0`` and ``cols >= 0``; ``row_bodies_spec.before_rule``).  Persistent loops of 4 programs per SM, 8 warps,
 M x D = 4096 x 8192, BLOCK_D = D.  Cells (``--grid``):
 
 * ``core``: bf16, cast before the reduction, every body, loop and binding, W = 2..8;
@@ -30,12 +31,10 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE.parent.parent)]
 
-import diag_row_schedule as diag
-
 from harness import GRAPH_CALLS, graphed, load_variant, run_header, timed_one_gpu, write_result
 from kernels import hand_row_bodies as hand
 from kernels.generated import row_bodies_gather as cp_gather, row_bodies_loop as cp_loop
-from kernels.row_bodies_spec import BINDINGS, BODIES, LOOPS, cp_name, hand_name
+from kernels.row_bodies_spec import BINDINGS, BODIES, LOOPS, before_rule, cp_name, hand_name
 
 M, D, PER_SM, WARPS, EPS, ALPHA = 4096, 8192, 4, 8, 1e-6, 0.5
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
@@ -104,15 +103,16 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="docs/data/bench-sweep-row-bodies.json")
     parser.add_argument("--grid", nargs="+", default=["core", "dtype", "cast"], choices=("core", "dtype", "cast"))
+    parser.add_argument("--bindings", nargs="+", default=list(BINDINGS), choices=BINDINGS, help="only these cells")
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--jobs", type=int, default=os.cpu_count())
     args = parser.parse_args(argv)
     folder = Path(os.environ.get("TMPDIR", "/tmp")) / "sweep_row_bodies"
     folder.mkdir(parents=True, exist_ok=True)
-    probe_path = folder / "row_bodies_probe.py"
-    probe_path.write_text(diag.variant_text(diag.GENERATED.read_text(), "A1"))
-    todo = cells(args.grid)
-    paths = {"loop": Path(cp_loop.__file__), "gather": Path(cp_gather.__file__), "probe": probe_path}
+    before_path = folder / "row_bodies_before.py"
+    before_path.write_text(before_rule(Path(cp_loop.__file__).read_text()))
+    todo = [c for c in cells(args.grid) if c["binding"] in args.bindings]
+    paths = {"loop": Path(cp_loop.__file__), "gather": Path(cp_gather.__file__), "before": before_path}
     jobs = set()
     for c in todo:
         name = cp_name(c["body"], c["loop"], c["binding"], c["cast"])
@@ -122,7 +122,7 @@ def main(argv=None):
         failed = [e for e in pool.map(_warm, sorted(jobs)) if e]
     for e in failed:
         print("compile failed:", e, flush=True)
-    probe = load_variant("row_bodies_probe", probe_path.read_text(), folder)
+    before = load_variant("row_bodies_before", before_path.read_text(), folder)
     dev = torch.device("cuda", 0)
     sms = torch.cuda.get_device_properties(dev).multi_processor_count
     grid = (PER_SM * sms,)
@@ -160,7 +160,7 @@ def main(argv=None):
             "hand": getattr(hand, hand_name(c["body"], c["loop"])),
             "castpile_loop": getattr(cp_loop, name),
             "castpile_gather": getattr(cp_gather, name),
-            "probe": getattr(probe, name),
+            "before": getattr(before, name),
         }
         want, want_stats = expected(c["body"], (s0, s1), res, w)
         fns, errors, regs = {}, {}, {}

@@ -120,6 +120,11 @@ def _strides(terms: _Terms, ndim: int, shape, strides) -> list[sp.Expr]:
 @lru_cache(maxsize=4096)
 def offsets(indices: tuple[str, ...], shape: tuple[str, ...] | None, strides: tuple[str, ...] | None) -> str:
     """``sum(i_d * stride_d)`` as simplified source; contiguous strides come from ``shape``."""
+    return _offsets(indices, shape, strides)[0]
+
+
+def _offsets(indices: tuple[str, ...], shape, strides) -> tuple[str, bool]:
+    """:func:`offsets`, and whether the sum is 0."""
     terms = _Terms()
     index_terms = [terms.convert(i) for i in indices]
     shaping = list(terms.mentioned)
@@ -129,8 +134,22 @@ def offsets(indices: tuple[str, ...], shape: tuple[str, ...] | None, strides: tu
     present = total.free_symbols
     kept = [f"0*{terms.text[symbol]}" for symbol in shaping if symbol not in present]
     if not kept:
-        return _render(total, terms)
-    return " + ".join(([] if total == 0 else [_render(total, terms)]) + kept)
+        return _render(total, terms), total == 0
+    return " + ".join(([] if total == 0 else [_render(total, terms)]) + kept), total == 0
+
+
+@lru_cache(maxsize=4096)
+def split_offsets(
+    scalars: tuple[str, ...], tensors: tuple[str, ...], shape: tuple[str, ...] | None, strides: tuple[str, ...] | None
+) -> tuple[str, str] | None:
+    """The offsets of indices ``scalars[d] + tensors[d]`` as two sums, ``base`` (of the scalar parts) and the rest,
+    for the buffer's pointer to take ``base`` first; ``None`` where the scalar parts sum to 0::
+
+        >>> split_offsets(("row", "0"), ("0", "cols"), ("M", "D"), None)
+        ('D*row', 'cols')
+    """
+    base, zero = _offsets(scalars, shape, strides)
+    return None if zero else (base, _offsets(tensors, shape, strides)[0])
 
 
 @lru_cache(maxsize=4096)
@@ -145,13 +164,19 @@ def strides(shape: tuple[str, ...] | None, strides: tuple[str, ...] | None, ndim
 
 
 @lru_cache(maxsize=4096)
-def bounds_mask(indices: tuple[str, ...], shape: tuple[str, ...]) -> str | None:
-    """``0 <= i_d < extent_d`` for every dim, folded where literals decide it; ``None`` if always true."""
+def bounds_mask(indices: tuple[str, ...], shape: tuple[str, ...], lower: tuple[bool, ...] | None = None) -> str | None:
+    """``0 <= i_d < extent_d`` for every dim, folded where literals decide it; ``None`` if always true.  ``lower``:
+    for each dim, whether ``i_d >= 0`` is checked (where it is not, the index is proven non-negative)::
+
+        >>> bounds_mask(("row", "cols"), ("M", "D"), (False, False))
+        '(row < M) & (cols < D)'
+    """
     terms = _Terms()
     parts = []
-    for index, extent in zip(indices, shape):
+    for d, (index, extent) in enumerate(zip(indices, shape)):
         i, n = terms.convert(index), terms.convert(extent)
-        for cond in (sp.Ge(i, 0), sp.Lt(i, n)):
+        checks = (sp.Ge(i, 0), sp.Lt(i, n)) if lower is None or lower[d] else (sp.Lt(i, n),)
+        for cond in checks:
             if cond is sp.true:
                 continue
             if cond is sp.false:

@@ -34,12 +34,13 @@ from .contract import (
     WAIT_COMPARISONS,
     argument_positions,
     constexpr_ok,
+    is_literal,
     literal_bool,
     literal_int,
     literal_string,
 )
 from .passing import Helpers
-from .plan import Access, AugStore, Binding, CallOn, Load, Plan, Reduction, Step, Store
+from .plan import Access, AugStore, Binding, CallOn, GuardedReduce, Load, Plan, Reduction, Step, Store
 from .scopes import Scope, collect_globals, collect_scope, dotted
 
 
@@ -277,9 +278,10 @@ class _ModuleAnalyser(TargetChecks):
     def _reduction(self, node: cst.Call, op: str, method: bool) -> None:
         """``tl.sum/max/min/argmax/argmin/xor_sum/reduce_or(X, axis=0)``, ``tl.reduce(X, 0, fn)`` or the method
         forms (``X.sum(axis=0)``...), X an access or a ``tl.load`` of one taken through elementwise steps (see
-        :meth:`_stack_operand`): a stack reduction; anything else, and any reduction of a one-peer access
-        (``table[r]``: P = ()), is an ordinary reduction.  The reduction's other arguments (``tl.reduce``'s
-        ``combine_fn`` among them) go to the helper as given."""
+        :meth:`_stack_operand`): a stack reduction, or with an axis that is a compile-time value written other than
+        as a literal (``axis=AX``), one that is the stack's where that value is 0; anything else, and any reduction
+        of a one-peer access (``table[r]``: P = ()), is an ordinary reduction.  The reduction's other arguments
+        (``tl.reduce``'s ``combine_fn`` among them) go to the helper as given."""
         params = REDUCTION_PARAMS[op][1:] if method else REDUCTION_PARAMS[op]
         positions, problems = argument_positions(node, params, 0)
         given = {name: node.args[k].value for name, k in positions.items()}
@@ -289,7 +291,8 @@ class _ModuleAnalyser(TargetChecks):
             return
         for problem, problem_params in problems:
             self.plan.error(node, problem, call=f"tl.{op} of a multicast access", **problem_params)
-        if problems or "axis" not in given or literal_int(given["axis"]) != 0:
+        axis = given.get("axis")
+        if problems or axis is None or (literal_int(axis) != 0 and is_literal(axis)):
             return
         if op == "reduce" and "combine_fn" not in given:  # Triton's own error
             return
@@ -304,18 +307,27 @@ class _ModuleAnalyser(TargetChecks):
             self.owned.add(load)
         impure = self._impure_arguments(load, load_positions) & frozenset(VALUE_PARAMS["load"]) if load else frozenset()
         options = {name: given[name] for name in params if name in given and name not in ("input", "axis")}
-        self.plan.uses[node] = Reduction(node, op, access, steps, options, load, load_positions, impure)
+        compile_time = None if literal_int(axis) == 0 else axis
+        self.plan.uses[node] = Reduction(node, op, access, steps, options, load, load_positions, impure, compile_time)
 
     def _multi_operand_reduce(self, node: cst.Call, op: str, given: dict[str, cst.BaseExpression]) -> None:
         """A ``tl.reduce((X, Y, ...), 0, fn)`` with an operand that is an access (or its load, through elementwise
-        steps) reduces the stack dim with its padded and ``ptr_mask``-false buffers: reported at the reduction."""
-        operands = given.get("input")
-        if op != "reduce" or not isinstance(operands, cst.Tuple) or literal_int(given.get("axis")) != 0:
+        steps) reduces the stack dim with its padded and ``ptr_mask``-false buffers: reported at the reduction; with
+        an axis that is a compile-time value written other than as a literal, refused when Triton compiles it where
+        that value is 0."""
+        operands, axis = given.get("input"), given.get("axis")
+        if op != "reduce" or not isinstance(operands, cst.Tuple) or axis is None:
+            return
+        if literal_int(axis) != 0 and is_literal(axis):
             return
         for element in operands.elements:
             operand = self._stack_operand(element.value)
             if operand is not None and operand[0].binding.peer is None:
-                self.plan.error(node, diagnostics.MULTI_OPERAND_REDUCE, name=operand[0].binding.name)
+                name = operand[0].binding.name
+                if literal_int(axis) == 0:
+                    self.plan.error(node, diagnostics.MULTI_OPERAND_REDUCE, name=name)
+                else:
+                    self.plan.uses[node] = GuardedReduce(node, name, axis)
                 return
 
     def _stack_operand(
@@ -469,7 +481,12 @@ class _ModuleAnalyser(TargetChecks):
                 what=what,
                 given=len(node.slice),
             )
-        access.pure_indices = [self.pure(v) for v in values if not isinstance(v, cst.Ellipsis)]
+        explicit = [v for v in values if not isinstance(v, cst.Ellipsis)]
+        access.pure_indices = [self.pure(v) for v in explicit]
+        facts = self.fact_frames[-1]
+        if facts is not None:
+            access.nonnegative = [facts.nonnegative(v) for v in explicit]
+            access.summands = [facts.summands(v) for v in explicit]
 
     def _ellipsis(self, access: Access, values: list, ellipses: list) -> None:
         """``bufs[i, ...]``: the trailing dims at full extent, which must be constexpr powers of two."""

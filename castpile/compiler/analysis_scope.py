@@ -15,6 +15,7 @@ import libcst as cst
 from . import diagnostics
 from .bindings import JitBindings
 from .contract import PURE_TL_CALLS
+from .index_facts import IndexFacts
 from .passing import Helpers
 from .plan import Access, Binding, Plan
 from .scopes import Resolver, Scope, collect_scope, is_constexpr_annotation, is_triton_jit
@@ -36,6 +37,7 @@ class ScopeModel(Walker):
         self.frames: list[dict[str, Binding] | None] = [None]  # bindings of the enclosing jit function, once passed
         self.ahead: list[dict[str, cst.Assign]] = [{}]  # bindings the walk has not passed yet, by name
         self.arange_frames: list[Aranges | None] = [None]  # what the jit function's expressions reach
+        self.fact_frames: list[IndexFacts | None] = [None]  # what the jit function's indices are proven to be
         self.binding_loops: dict[cst.Assign, frozenset[cst.CSTNode]] = {}
         self.binding_walked: cst.Assign | None = None  # the binding whose arguments are being walked
         self.binding_assigns: set[cst.Assign] = set()
@@ -103,10 +105,12 @@ class ScopeModel(Walker):
                 }
             )  # every one: JitBindings binds assignments
             self.arange_frames.append(Aranges(self.resolver, found.values))
+            self.fact_frames.append(IndexFacts(self.resolver, found.assignments, {p.name.value for p in params}))
         else:
             self.frames.append(None)
             self.ahead.append({})
             self.arange_frames.append(None)
+            self.fact_frames.append(None)
         return True
 
     def _remote_kernel(self, node: cst.FunctionDef, bindings: dict[str, Binding]) -> None:
@@ -128,12 +132,14 @@ class ScopeModel(Walker):
         self.frames.pop()
         self.ahead.pop()
         self.arange_frames.pop()
+        self.fact_frames.pop()
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
         self._enter_function(node.params, [cst.Expr(node.body)])
         self.frames.append(None)
         self.ahead.append({})
         self.arange_frames.append(None)
+        self.fact_frames.append(None)
         return True
 
     def leave_Lambda(self, original_node: cst.Lambda) -> None:

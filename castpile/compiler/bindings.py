@@ -23,7 +23,15 @@ import libcst as cst
 
 from . import diagnostics
 from .algebra import simplify
-from .contract import BINDING_KEYWORDS, REMOTE_BACKENDS, TRITON_DTYPES, argument_positions, constexpr_ok, literal_int
+from .contract import (
+    BINDING_KEYWORDS,
+    REMOTE_BACKENDS,
+    TRITON_DTYPES,
+    argument_positions,
+    constexpr_ok,
+    is_literal,
+    literal_int,
+)
 from .plan import Binding, Plan, SliceAlias
 from .scopes import Resolver, is_constexpr_annotation
 from .walk import Walker, names_in
@@ -71,9 +79,16 @@ _NOT_A_RANK = (
 )
 
 
+def _wrong_align(node: cst.BaseExpression) -> bool:
+    """Whether ``align=`` is a literal that is no power-of-two integer (a negative number, a string, ``True``...);
+    any other expression is a compile-time value, checked when Triton compiles the binding (v1.3)."""
+    align = literal_int(node)
+    return is_literal(node) and (align is None or align <= 0 or bool(align & (align - 1)))
+
+
 class JitBindings:
     """The bindings of one jit function (``bindings`` by name, their statements in ``assigns``, the loops
-    around each in ``loops``)."""
+    around each in ``loops``), and every name's assigning statements (``assignments``)."""
 
     def __init__(self, func: cst.FunctionDef, resolver: Resolver, constexprs: set[str], plan: Plan):
         finder = _BindingFinder(resolver)
@@ -83,6 +98,7 @@ class JitBindings:
         self.constexprs = constexprs | finder.constexprs
         self.assigns = set(finder.found)
         self.values = finder.values
+        self.assignments = {name: [statement for statement, _ in found] for name, found in finder.assignments.items()}
         self.bindings: dict[str, Binding] = {}
         self.loops = {assign: finder.sites[assign].loops for assign in finder.found}
         self._finder = finder
@@ -165,15 +181,14 @@ class JitBindings:
             )
             ok = False
         if "align" in args and not _is_none(args["align"]):
-            align = literal_int(args["align"])
-            if align is None or align <= 0 or align & (align - 1):
+            if _wrong_align(args["align"]):
                 self.plan.error(args["align"], diagnostics.ALIGN)
                 ok = False
-            binding.align = align
+            binding.align = args["align"]
         remote = args.get("remote")
         if remote is not None and not _is_none(remote):
             ok = self._remote(binding, remote) and ok
-        evaluated = [args[key] for key in ("example", "shape", "strides", "ptr_mask") if key in args]
+        evaluated = [args[key] for key in ("example", "shape", "strides", "ptr_mask", "align") if key in args]
         evaluated.append(tile)
         binding.rebound = frozenset(self._finder.rebound(assign, name, names_in(*evaluated)))
         binding.constexpr_rebound = binding.rebound & self.constexprs

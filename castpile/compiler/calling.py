@@ -59,6 +59,8 @@ SIGNAL_FLAGS = "_castpile_signal_flags"  # castpile.signal on plain pointers
 ENTRY = "_castpile_table_entry"  # the address of one peer, table[r], loaded at the binding
 TYPED = "_castpile_typed"  # the example pointer of a binding whose example is a dtype
 SLICE_MASK = "_castpile_slice_mask"  # a table slice's ptr_mask, checked, at the binding
+ALIGNMENT = "_castpile_alignment"  # a binding's align= that is no literal, checked when Triton compiles it
+OTHER_AXIS = "_castpile_other_axis"  # a multi-operand tl.reduce's axis that is no literal, refused where it is 0
 REMOTE_KERNEL = "_castpile_remote_kernel"  # wraps a kernel with remote= bindings for NVSHMEM
 
 # The user's arguments that carry values (contract.VALUE_PARAMS) go to the helpers by position, in

@@ -133,6 +133,35 @@ def constexpr_ok(node: cst.BaseExpression, constexprs: set[str]) -> bool:
     return False
 
 
+_LITERALS = (
+    cst.Integer,
+    cst.Float,
+    cst.Imaginary,
+    cst.SimpleString,
+    cst.ConcatenatedString,
+    cst.FormattedString,
+    cst.Tuple,
+    cst.List,
+    cst.Dict,
+    cst.Set,
+)
+
+
+def is_literal(node: cst.BaseExpression) -> bool:
+    """Whether ``node`` is written as a literal (a number, signed or not, a string, ``None``, ``True``, ``False``, a
+    display): a value castpile reads itself.  Any other expression given as a compile-time value (``AX``, ``C - 2``,
+    ``mod.G``, ``16 if BIG else 8``) only Triton's compile knows.
+
+    >>> is_literal(cst.parse_expression("-1")), is_literal(cst.parse_expression("AX"))
+    (True, False)
+    """
+    if isinstance(node, cst.UnaryOperation):
+        node = node.expression
+    if isinstance(node, cst.Name):
+        return node.value in ("None", "True", "False")
+    return isinstance(node, _LITERALS)
+
+
 def literal_bool(node: cst.BaseExpression | None) -> bool | None:
     """``True`` or ``False`` for those literals, else ``None``."""
     if isinstance(node, cst.Name) and node.value in ("True", "False"):

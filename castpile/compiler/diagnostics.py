@@ -122,7 +122,7 @@ NOT_A_TUPLE = Message("E103", "{keyword}= must be a non-empty tuple literal", "s
 STRIDES_LENGTH = Message(
     "E104", "strides= has {strides} entries but shape= has {shape}", "give one stride per dimension"
 )
-ALIGN = Message("E105", "align= must be a power-of-two integer literal (bytes), or None")
+ALIGN = Message("E105", "align= must be a power-of-two integer (bytes), or None")
 SLICE_NAME_REACHED = Message(
     "E107",
     "'{name}' holds a table {what}, but another assignment of it may reach this binding (before it, or in a "

@@ -15,7 +15,10 @@ becomes::
 
 The arguments of every access helper are the stack (``src, count, smask``), the
 example pointer, the element offsets and the bounds mask, then the user's
-arguments in the contract's order; see :mod:`castpile.compiler.helpers`.  Every index,
+arguments in the contract's order, and ``base=`` where an index dim is a scalar (each
+buffer's pointer takes it first); see :mod:`castpile.compiler.helpers`.  The bounds mask
+leaves out every ``i >= 0`` that :mod:`.index_facts` proves (docs/language.md, "What castpile
+emits for an index").  Every index,
 value and mask is evaluated once, in source order: indices that are not pure
 go through ``*_castpile_index((i, ...), extents, strides)`` in expressions, and
 into fresh names on the statement's own line in stores; so do value arguments with side
@@ -26,11 +29,12 @@ Multicast parameters, and the calls that pass them, are lowered by :mod:`.lower_
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass
 
 import libcst as cst
 
-from .algebra import bounds_mask, offsets, strides
+from .algebra import bounds_mask, offsets, split_offsets, strides
 from .calling import (
     DEFAULTS,
     GIVING_UP,
@@ -39,6 +43,7 @@ from .calling import (
     IN_ORDER,
     INDEX,
     OPTIONS,
+    OTHER_AXIS,
     SIGNAL_FLAGS,
     SITE_WORD,
     SPAN,
@@ -53,6 +58,7 @@ from .plan import (
     AugStore,
     Binding,
     CallOn,
+    GuardedReduce,
     HelperCall,
     Load,
     MulticastParam,
@@ -141,6 +147,8 @@ class Lowerer:
             return self.augmented_store(use)
         if isinstance(use, Reduction):
             return [self.reduction(use)]
+        if isinstance(use, GuardedReduce):
+            return [self.guarded_reduce(use)]
         if isinstance(use, MulticastParam):
             return [self.passing.parameters(use)]
         if isinstance(use, HelperCall):
@@ -172,13 +180,9 @@ class Lowerer:
 
     # -- indices -------------------------------------------------------------------------
 
-    def _index_texts(self, access: Access) -> list[str]:
-        """One text per element dim: the explicit indices, then what a trailing ``...`` stands for."""
-        explicit = [
-            self.render.text(index.value)
-            for index in (cst.ensure_type(e.slice, cst.Index) for e in access.subscript.slice)
-            if not isinstance(index.value, cst.Ellipsis)
-        ]
+    def _index_texts(self, access: Access, explicit: list[str], spans: bool = True) -> list[str]:
+        """One text per element dim: the explicit indices (``explicit``: their texts), then what a trailing ``...``
+        stands for (without ``spans``: 0)."""
         if not access.spans:
             return explicit
         r = len(access.spans)
@@ -186,24 +190,81 @@ class Lowerer:
         assert shape is not None  # spans come from a binding's shape
         extents = shape[len(explicit) :]  # the spans' extents, as the binding holds them
         explicit = [i if i.isdigit() else f"{self.called(TRAILING)}({i}, {r})" for i in explicit]
+        if not spans:
+            return explicit + ["0"] * len(extents)
         return explicit + [f"{self.called(SPAN)}({n}, {d}, {r})" for d, n in enumerate(extents)]
 
-    def _where(self, access: Access, indices: list[str], pure: bool) -> str:
-        """``offs, bounds`` of an access: inline when the indices may repeat, else through the index helper."""
+    def _lower(self, access: Access) -> tuple[bool, ...] | None:
+        """For each element dim, whether its bounds check ``i >= 0``: not where the index is proven non-negative
+        (:mod:`.index_facts`; what a ``...`` stands for counts up from 0); ``None``: every dim's."""
+        if len(access.nonnegative) != len(access.pure_indices):  # no facts (no jit function around)
+            return None
+        checked = tuple(not proven for proven in access.nonnegative) + (False,) * len(access.spans)
+        return checked if not all(checked) else None
+
+    def _split(self, access: Access, indices: list[str]) -> tuple[str, str] | None:
+        """``base, offs``: the offsets of the index summands classed as scalars, for the buffer's pointer to take
+        first, and of the others (``indices``: the explicit indices' texts, impure ones in fresh names: whole, with
+        the others).  A dim whose index is all scalar goes to ``base`` whole; one that mixes scalar and tensor
+        summands is split only without bounds (with them the bounds need the whole index in every lane, and the
+        split measured slower: docs/perf-findings.md).  ``None`` where nothing goes to ``base``, or everything does,
+        or for a ``remote=`` binding (its transfers take the whole offsets)."""
+        if access.binding.remote is not None or len(access.summands) != len(indices):
+            return None
         stack = self.stack(access.binding)
+        scalars, tensors = [], []
+        for d, text in enumerate(indices):
+            scalar, tensor = access.summands[d]
+            if access.pure_indices[d] and not tensor:
+                scalars.append(text)
+                tensors.append("0")
+            elif access.pure_indices[d] and scalar and stack.shape is None:
+                scalars.append(self._summed(scalar))
+                tensors.append(self._summed(tensor))
+            else:
+                scalars.append("0")
+                tensors.append(text)
+        if all(t == "0" for t in scalars) or (all(t == "0" for t in tensors) and not access.spans):
+            return None
+        return split_offsets(
+            tuple(self._index_texts(access, scalars, spans=False)),
+            tuple(self._index_texts(access, tensors)),
+            stack.shape,
+            stack.strides,
+        )
+
+    def _summed(self, summands: list[tuple[int, cst.BaseExpression]]) -> str:
+        """The text of a signed sum of index summands (``0`` for none)."""
+        if len(summands) == 1 and summands[0][0] > 0:
+            return self.render.text(summands[0][1])
+        text = ""
+        for sign, node in summands:
+            term = self.render.atom(node)
+            text += (" - " if text else "-") + term if sign < 0 else (" + " if text else "") + term
+        return text or "0"
+
+    def _where(self, access: Access, indices: list[str], pure: bool) -> tuple[str, str | None]:
+        """``offs, bounds`` of an access: inline when the indices may repeat, else through the index helper; and the
+        ``base`` for the helper's ``base=`` (see :meth:`_split`), if any (``indices``: the explicit ones' texts)."""
+        stack = self.stack(access.binding)
+        lower = self._lower(access)
         if pure:
-            offs = offsets(tuple(indices), stack.shape, stack.strides)
-            bounds = bounds_mask(tuple(indices), stack.shape) if stack.shape is not None else None
+            texts = tuple(self._index_texts(access, indices))
+            split = self._split(access, indices)
+            base, offs = split if split is not None else (None, offsets(texts, stack.shape, stack.strides))
+            bounds = bounds_mask(texts, stack.shape, lower) if stack.shape is not None else None
             if (
                 bounds is not None and stack.shape is not None and stack.shape_optional
             ):  # Triton evaluates one side of a constexpr condition
                 bounds = f"({bounds}) if {stack.shape[0]} is not None else None"
-            return f"{offs}, {bounds or 'None'}"
+            return f"{offs}, {bounds or 'None'}", base
+        texts = tuple(self._index_texts(access, indices))
         extents = _tuple(stack.shape) if stack.shape is not None else "None"
         if stack.shape is not None and stack.shape_optional:
             extents = f"{extents} if {stack.shape[0]} is not None else None"
-        steps = strides(stack.shape, stack.strides, len(indices))
-        return f"*{self.called(INDEX)}({_tuple(indices)}, {extents}, {_tuple(steps)})"
+        steps = strides(stack.shape, stack.strides, len(texts))
+        checked = f", {_tuple([str(c) for c in lower])}" if lower is not None and stack.shape is not None else ""
+        return f"*{self.called(INDEX)}({_tuple(list(texts))}, {extents}, {_tuple(steps)}{checked})", None
 
     def _prefix(self, access: Access, where: str) -> str:
         stack = self.stack(access.binding)
@@ -214,9 +275,18 @@ class Lowerer:
         """How an access reaches its buffers (see :data:`calling.HELPERS`): the strategy, or ``remote``."""
         return "remote" if access.binding.remote is not None else self.strategy
 
-    def _access_prefix(self, access: Access) -> str:
-        """The stack and ``offs, bounds`` of an access inside an expression."""
-        return self._prefix(access, self._where(access, self._index_texts(access), access.pure))
+    def _explicit(self, access: Access) -> list[str]:
+        """The texts of the explicit indices, as written."""
+        return [
+            self.render.text(index.value)
+            for index in (cst.ensure_type(e.slice, cst.Index) for e in access.subscript.slice)
+            if not isinstance(index.value, cst.Ellipsis)
+        ]
+
+    def _access_prefix(self, access: Access) -> tuple[str, str | None]:
+        """The stack and ``offs, bounds`` of an access inside an expression, and its ``base`` (see :meth:`_split`)."""
+        where, base = self._where(access, self._explicit(access), access.pure)
+        return self._prefix(access, where), base
 
     def _temporary(self, kind: str, text: str, statements: list[str]) -> str:
         """A fresh name (``_castpile_i0``: ``kind`` ``i``) that a statement appended to ``statements`` binds to ``text``."""
@@ -224,13 +294,15 @@ class Lowerer:
         statements.append(f"{name} = {text}")
         return name
 
-    def _hoisted_indices(self, access: Access, statements: list[str]) -> str:
-        """The stack and ``offs, bounds`` of an access in a statement, impure indices first put in fresh names."""
-        indices = self._index_texts(access)
+    def _hoisted_indices(self, access: Access, statements: list[str]) -> tuple[str, str | None]:
+        """The stack and ``offs, bounds`` of an access in a statement, impure indices first put in fresh names; and
+        its ``base``."""
+        indices = self._explicit(access)
         for d, pure in enumerate(access.pure_indices):
             if not pure:
                 indices[d] = self._temporary("i", indices[d], statements)
-        return self._prefix(access, self._where(access, indices, True))
+        where, base = self._where(access, indices, True)
+        return self._prefix(access, where), base
 
     # -- accesses ------------------------------------------------------------------------
 
@@ -276,7 +348,8 @@ class Lowerer:
 
     def load(self, access: Access) -> str:
         """``bufs[idx]`` read as a value."""
-        return self._call(HELPERS["load", self._route(access)], self._access_prefix(access), align=self._align(access))
+        prefix, base = self._access_prefix(access)
+        return self._call(HELPERS["load", self._route(access)], prefix, align=self._align(access), base=base)
 
     def store(self, use: Store) -> list[str]:
         """``bufs[idx] = value``: the value first, as Python evaluates it, then the indices."""
@@ -284,20 +357,20 @@ class Lowerer:
         value = self.render.text(use.node.value)
         if not use.value_pure and not use.access.pure:
             value = self._temporary("v", value, statements)
-        prefix = self._hoisted_indices(use.access, statements)
+        prefix, base = self._hoisted_indices(use.access, statements)
         store = HELPERS["store", self._route(use.access)]
-        statements.append(self._call(store, prefix, value, align=self._align(use.access), site=self.site))
+        statements.append(self._call(store, prefix, value, align=self._align(use.access), base=base, site=self.site))
         return statements
 
     def augmented_store(self, use: AugStore) -> list[str]:
         """``bufs[idx] op= value``: the indices once, load, the value, op, store."""
         statements: list[str] = []
-        prefix = self._hoisted_indices(use.access, statements)
+        prefix, base = self._hoisted_indices(use.access, statements)
         align = self._align(use.access)
         route = self._route(use.access)
-        loaded = self._call(HELPERS["load", route], prefix, align=align)
+        loaded = self._call(HELPERS["load", route], prefix, align=align, base=base)
         value = f"{loaded} {use.operator} {self.render.atom(use.node.value)}"
-        statements.append(self._call(HELPERS["store", route], prefix, value, align=align, site=self.site))
+        statements.append(self._call(HELPERS["store", route], prefix, value, align=align, base=base, site=self.site))
         return statements
 
     def reduction(self, use: Reduction) -> str:
@@ -324,9 +397,10 @@ class Lowerer:
             op = op[len("arg") :]
             tie = options.pop("tie_break_left", None)
             options = {"return_indices": "True", "return_indices_tie_break_left": tie, **options}
+        prefix, base = self._access_prefix(access)
         call = self._call(
             HELPERS["reduce", route],
-            self._access_prefix(access),
+            prefix,
             f'"{op}"',
             *self._values(("mask", "other"), given, use.load_positions, use.load_impure),
             steps=steps,
@@ -334,8 +408,31 @@ class Lowerer:
             **options,
             **{key: given.get(key) for key in OPTIONS["load"]},
             align=self._align(access),
+            base=base,
         )
-        return f"{call}[1]" if positions else call
+        stacked = f"{call}[1]" if positions else call
+        if use.axis is None:
+            return stacked
+        return f"({stacked} if {self.render.atom(use.axis)} == 0 else {self._loaded_reduction(use)})"
+
+    def _loaded_reduction(self, use: Reduction) -> str:
+        """The reduction as written, of its access loaded as P + I (masked-off and padded lanes 0 or ``other``):
+        what Triton computes for an axis other than the stack's."""
+        access = use.access
+        operand: cst.BaseExpression
+        if use.load is None:
+            operand, loaded = access.subscript, self.load(access)
+        else:
+            load = CallOn(use.load, "load", access, use.load_positions, impure=use.load_impure)
+            operand, [loaded] = use.load, self.call_on(load)
+        mark = self.fresh(f"{self.prefix}operand")
+        return re.sub(rf"\b{mark}\b", lambda _: loaded, self.render.text_with(use.node, {operand: mark}))
+
+    def guarded_reduce(self, use: GuardedReduce) -> str:
+        """A multi-operand ``tl.reduce`` of an access whose axis only Triton's compile knows: the reduction as
+        written, under a condition that refuses it, naming the call's site, where the axis holds 0."""
+        check = f'{self.called(OTHER_AXIS)}({self.render.text(use.axis)}, "{use.name}", {self.site})'
+        return f"({self.render.text_with(use.node, {})} if {check} else None)"
 
     def call_on(self, use: CallOn) -> list[str]:
         """``tl.load/store/atomic_*``, ``castpile.signal/wait`` on an access (signal, wait: or on pointers).
@@ -352,12 +449,13 @@ class Lowerer:
         statements: list[str] = []
         impure = use.impure
         hoist = not use.result_used and self._reordered(names, use.positions, impure)
+        base = None
         if access is None:  # castpile.signal or castpile.wait on plain pointers
             where = self.render.text(use.node.args[0].value)
             if hoist:
                 where = self._temporary("p", where, statements)
         else:
-            where = self._hoisted_indices(access, statements) if hoist else self._access_prefix(access)
+            where, base = self._hoisted_indices(access, statements) if hoist else self._access_prefix(access)
         if hoist:
             for name in sorted(impure, key=use.positions.__getitem__):
                 given[name] = self._temporary("v", given[name], statements)
@@ -380,17 +478,26 @@ class Lowerer:
                 *values,
                 **options,
                 align=self._align(access),
+                base=base,
                 keep_old=keep_old,
             )
         elif op == "atomic_cas":
             call = self._call(
-                HELPERS["atomic_cas", route], where, *values, **options, align=self._align(access), keep_old=keep_old
+                HELPERS["atomic_cas", route],
+                where,
+                *values,
+                **options,
+                align=self._align(access),
+                base=base,
+                keep_old=keep_old,
             )
         elif op == "store":
-            call = self._call(HELPERS[op, route], where, *values, **options, align=self._align(access), site=self.site)
+            call = self._call(
+                HELPERS[op, route], where, *values, **options, align=self._align(access), base=base, site=self.site
+            )
         else:  # signal, wait
             helper, deadline = self._spin(HELPERS[op, route], op == "wait" or "wait_for" in given)
-            call = self._call(helper, where, *values, **(options | deadline), align=self._align(access))
+            call = self._call(helper, where, *values, **(options | deadline), align=self._align(access), base=base)
         return [*statements, call]
 
     def _flag_checks(self, use: CallOn) -> dict[str, str | None]:

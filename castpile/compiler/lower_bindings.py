@@ -13,18 +13,15 @@ from :mod:`.lower_passing`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import libcst as cst
 
 from .algebra import simplify
-from .calling import ENTRY, SLICE_MASK, TYPED
-from .plan import Binding, SliceAlias
-from .render import code
+from .calling import ALIGNMENT, ENTRY, SLICE_MASK, TYPED
+from .plan import Binding, MulticastParam, SliceAlias
+from .render import Renderer, code
 from .walk import names_in
-
-if TYPE_CHECKING:
-    from .lower import Lowerer
 
 
 @dataclass
@@ -41,6 +38,28 @@ class StackText:
     table: str | None = None  # remote= bindings: the table, whose header names the scratch for NVSHMEM
     align: str | None = None
     shape_optional: bool = False  # a Multicast parameter's extents: None where a caller's tensor has no shape=
+
+
+class _Passing(Protocol):
+    def stack(self, param: MulticastParam) -> StackText: ...
+
+
+class Lowerer(Protocol):
+    """What a binding's lowering uses of :class:`castpile.compiler.lower.Lowerer` (named here, not imported:
+    that module imports this one)."""
+
+    @property
+    def render(self) -> Renderer: ...
+
+    @property
+    def passing(self) -> _Passing: ...
+
+    @property
+    def site(self) -> str: ...
+
+    def fresh(self, base: str) -> str: ...
+
+    def called(self, helper: str) -> str: ...
 
 
 class BindingLowering:
@@ -125,6 +144,7 @@ class BindingLowering:
             if binding.table is not None:
                 mask = f"{self.lowerer.called(SLICE_MASK)}({mask}, {count})"
             smask = self._evaluated(binding, mask, "mask", arguments)
+        align = self._align(binding, arguments) if binding.align is not None else None
         table = None
         if binding.remote:
             source = binding.table if binding.peer is None else binding.peer_table
@@ -134,8 +154,19 @@ class BindingLowering:
             statements += [*arguments, stack]
         else:
             statements += [stack, *arguments]
-        align = None if binding.align is None else str(binding.align)
         return StackText(binding.name, count, smask, example, shape, strides_, statements, table, align)
+
+    def _align(self, binding: Binding, statements: list[str]) -> str:
+        """A literal ``align=`` as it is; any other compile-time value as written (in a constexpr local when a name it
+        uses may change after the binding), checked when Triton compiles the binding, naming its site (v1.3)."""
+        assert binding.align is not None  # the caller's test
+        if isinstance(binding.align, cst.Integer):
+            return code(binding.align)
+        align = self.lowerer.render.text(binding.align)
+        if names_in(binding.align) & binding.rebound:
+            align = self._evaluated(binding, align, "align", statements, constexpr=True)
+        statements.append(f"{self.lowerer.called(ALIGNMENT)}({align}, {self.lowerer.site})")
+        return align
 
     def entry(self, table: cst.BaseExpression, peer: cst.BaseExpression) -> str:
         """The address in entry ``peer`` of a table, loaded."""

@@ -6,7 +6,8 @@ lowering needs to know about it, so lowering works from the plan alone:
 * :class:`Binding`, :class:`SliceAlias`: statements that name a stack;
 * :class:`Load`, :class:`Store`, :class:`AugStore`: an access read, written or updated;
 * :class:`CallOn`: ``tl.load/store/atomic_*`` or ``castpile.signal/wait`` on an access;
-* :class:`Reduction`: ``tl.sum/max/min(..., axis=0)`` of an access;
+* :class:`Reduction`: ``tl.sum/max/min(..., axis=0)`` of an access; :class:`GuardedReduce`: a multi-operand
+  ``tl.reduce`` of one whose axis only Triton's compile knows;
 * :class:`MulticastParam`, :class:`HelperCall`: a parameter annotated ``castpile.Multicast``, and a call
   that passes multicast tensors to such parameters.
 """
@@ -38,7 +39,7 @@ class Binding:
     ptr_mask: cst.BaseExpression | None = None
     shape: list[cst.BaseExpression] | None = None
     strides: list[cst.BaseExpression] | None = None
-    align: int | None = None
+    align: cst.BaseExpression | None = None  # an integer literal, or a compile-time value checked by Triton's compile
     remote: str | None = None  # remote="nvshmem": remote peers through NVSHMEM (table form only)
     rebound: frozenset[str] = frozenset()  # names the arguments use that are assigned at or after the binding
     constexpr_rebound: frozenset[str] = frozenset()  # those of them that are constexpr
@@ -63,13 +64,20 @@ class Access:
     ``pure_indices`` says for each explicit index whether it is free of side effects
     and cheap (names, literals, arithmetic, ``tl.arange``), so that its text may be
     repeated in the offsets and the bounds mask; any other index must be evaluated
-    once.  ``spans`` holds the extents that a trailing ``...`` stands for.
+    once.  ``spans`` holds the extents that a trailing ``...`` stands for.  ``nonnegative``
+    says for each explicit index whether it is proven never negative (its bounds need no
+    lower half), ``summands`` holds its summands with their signs, those classed as scalars
+    first, then the others (see :mod:`castpile.compiler.index_facts`).
     """
 
     binding: Binding
     subscript: cst.Subscript
     pure_indices: list[bool] = field(default_factory=list)
     spans: list[cst.BaseExpression] = field(default_factory=list)
+    nonnegative: list[bool] = field(default_factory=list)
+    summands: list[tuple[list[tuple[int, cst.BaseExpression]], list[tuple[int, cst.BaseExpression]]]] = field(
+        default_factory=list
+    )
 
     @property
     def pure(self) -> bool:
@@ -137,7 +145,9 @@ class Reduction:
     ``X.sum(axis=0)``...) where X is ``bufs[idx]`` or ``tl.load(bufs[idx], ...)`` taken through ``steps``,
     innermost first; ``options`` holds the reduction's other arguments by parameter name (``dtype``,
     ``keep_dims``, ``return_indices``, ``return_indices_tie_break_left``, ``tie_break_left``, ``combine_fn``);
-    ``load_positions`` maps the load's parameters to argument positions."""
+    ``load_positions`` maps the load's parameters to argument positions.  With ``axis`` (a compile-time value
+    written other than as a literal) it is the stack's reduction where ``axis`` holds 0, and Triton's reduction of
+    the access loaded as P + I anywhere else, decided when Triton compiles it."""
 
     node: cst.Call
     op: str
@@ -147,6 +157,19 @@ class Reduction:
     load: cst.Call | None = None
     load_positions: dict[str, int] = field(default_factory=dict)
     load_impure: frozenset[str] = frozenset()  # the load's parameters whose argument has side effects
+    axis: cst.BaseExpression | None = None  # a compile-time axis= that is no literal (None: the literal 0)
+
+
+@dataclass(eq=False)
+class GuardedReduce:
+    """``tl.reduce((X, Y, ...), axis, fn)`` with an access (``name`` its binding's) among its operands and ``axis``
+    a compile-time value written other than as a literal: Triton's reduction of the loaded operands, refused when
+    Triton compiles it where ``axis`` holds 0 (the stack's padded and ``ptr_mask``-false buffers would take part;
+    with the literal 0 that is E419 at once)."""
+
+    node: cst.Call
+    name: str
+    axis: cst.BaseExpression
 
 
 @dataclass(eq=False)
@@ -186,7 +209,7 @@ class HelperCall:
     passed: dict[int, tuple[MulticastParam, Binding]]
 
 
-Use = Binding | SliceAlias | Load | Store | AugStore | CallOn | Reduction | MulticastParam | HelperCall
+Use = Binding | SliceAlias | Load | Store | AugStore | CallOn | Reduction | GuardedReduce | MulticastParam | HelperCall
 """What a planned node is: each record's ``node`` is the node it replaces."""
 
 STATEMENTS = (Binding, SliceAlias, Store, AugStore)

@@ -10,7 +10,7 @@ import ast
 
 import libcst as cst
 
-from .walk import rebuild
+from .walk import paths_to, rebuild
 
 _EMPTY = cst.Module(body=[])
 _ATOMIC_NODES = (cst.Name, cst.Integer, cst.Attribute, cst.Subscript, cst.Call, cst.SimpleString)
@@ -49,6 +49,23 @@ class Renderer:
             return code(node)
         rebuilt = rebuild(node, self._swap, self.paths)
         assert isinstance(rebuilt, cst.CSTNode)  # _swap returns one node for one
+        return code(rebuilt)
+
+    def text_with(self, node: cst.CSTNode, names: dict[cst.CSTNode, str]) -> str:
+        """:meth:`text`, each node of ``names`` (nodes inside ``node``) shown as the name it maps to; ``node`` itself
+        is shown as written even when it is a use (whose text this is)."""
+
+        def swap(original: cst.CSTNode, updated: cst.CSTNode) -> cst.CSTNode:
+            name = names.get(original)
+            if original is node:
+                return updated
+            if name is None:
+                return self._swap(original, updated)
+            assert isinstance(original, cst.BaseExpression)  # names stand for expressions
+            return cst.Name(name, lpar=original.lpar, rpar=original.rpar)
+
+        rebuilt = rebuild(node, swap, self.paths | paths_to(node, set(names)))
+        assert isinstance(rebuilt, cst.CSTNode)  # swap returns one node for one
         return code(rebuilt)
 
     def atom(self, node: cst.BaseExpression) -> str:

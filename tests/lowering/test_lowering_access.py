@@ -20,11 +20,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n)) * 2
+                x = _castpile_load_loop(bufs, W, None, out, offs, (offs < n)) * 2
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n)) * 2
+                x = _castpile_load_gather(bufs, W, None, out, offs, (offs < n)) * 2
             """),
         },
         id="load in an expression",
@@ -37,11 +37,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v, site='k.py:12')
+                _castpile_store_loop(bufs, W, None, out, offs, (offs < n), v, site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v, site='k.py:12')
+                _castpile_store_gather(bufs, W, None, out, offs, (offs < n), v, site='k.py:12')
             """),
         },
         id="store",
@@ -54,11 +54,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_load_loop(bufs, W, None, out, offs + 1, (offs + 1 >= 0) & (offs + 1 < n)), site='k.py:12')
+                _castpile_store_loop(bufs, W, None, out, offs, (offs < n), _castpile_load_loop(bufs, W, None, out, offs + 1, (offs + 1 < n)), site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_load_gather(bufs, W, None, out, offs + 1, (offs + 1 >= 0) & (offs + 1 < n)), site='k.py:12')
+                _castpile_store_gather(bufs, W, None, out, offs, (offs < n), _castpile_load_gather(bufs, W, None, out, offs + 1, (offs + 1 < n)), site='k.py:12')
             """),
         },
         id="store of a multicast load (pure index: no temporary)",
@@ -71,11 +71,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n)) + v, site='k.py:12')
+                _castpile_store_loop(bufs, W, None, out, offs, (offs < n), _castpile_load_loop(bufs, W, None, out, offs, (offs < n)) + v, site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n)) + v, site='k.py:12')
+                _castpile_store_gather(bufs, W, None, out, offs, (offs < n), _castpile_load_gather(bufs, W, None, out, offs, (offs < n)) + v, site='k.py:12')
             """),
         },
         id="augmented store +=",
@@ -88,11 +88,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n)) * (v + 1), site='k.py:12')
+                _castpile_store_loop(bufs, W, None, out, offs, (offs < n), _castpile_load_loop(bufs, W, None, out, offs, (offs < n)) * (v + 1), site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n)) * (v + 1), site='k.py:12')
+                _castpile_store_gather(bufs, W, None, out, offs, (offs < n), _castpile_load_gather(bufs, W, None, out, offs, (offs < n)) * (v + 1), site='k.py:12')
             """),
         },
         id="augmented store *= parenthesises the value",
@@ -105,11 +105,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n)) << 1, site='k.py:12')
+                _castpile_store_loop(bufs, W, None, out, offs, (offs < n), _castpile_load_loop(bufs, W, None, out, offs, (offs < n)) << 1, site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n)) << 1, site='k.py:12')
+                _castpile_store_gather(bufs, W, None, out, offs, (offs < n), _castpile_load_gather(bufs, W, None, out, offs, (offs < n)) << 1, site='k.py:12')
             """),
         },
         id="augmented store <<=",
@@ -122,11 +122,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v, site='k.py:12'); x = _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n))
+                _castpile_store_loop(bufs, W, None, out, offs, (offs < n), v, site='k.py:12'); x = _castpile_load_loop(bufs, W, None, out, offs, (offs < n))
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v, site='k.py:12'); x = _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n))
+                _castpile_store_gather(bufs, W, None, out, offs, (offs < n), v, site='k.py:12'); x = _castpile_load_gather(bufs, W, None, out, offs, (offs < n))
             """),
         },
         id="two statements on a line",
@@ -140,11 +140,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), offs < m, -1.0)
+                x = _castpile_load_loop(bufs, W, None, out, offs, (offs < n), offs < m, -1.0)
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), offs < m, -1.0)
+                x = _castpile_load_gather(bufs, W, None, out, offs, (offs < n), offs < m, -1.0)
             """),
         },
         id="tl.load with mask and other",
@@ -157,11 +157,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), offs < m, -1.0)
+                x = _castpile_load_loop(bufs, W, None, out, offs, (offs < n), offs < m, -1.0)
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), offs < m, -1.0)
+                x = _castpile_load_gather(bufs, W, None, out, offs, (offs < n), offs < m, -1.0)
             """),
         },
         id="tl.load keywords out of order: by position in the contract's order",
@@ -174,11 +174,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), None, -1.0)
+                x = _castpile_load_loop(bufs, W, None, out, offs, (offs < n), None, -1.0)
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), None, -1.0)
+                x = _castpile_load_gather(bufs, W, None, out, offs, (offs < n), None, -1.0)
             """),
         },
         id="tl.load with other only: mask defaults to None",
@@ -191,11 +191,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), offs < m, cache_modifier='.cg', volatile=True)
+                x = _castpile_load_loop(bufs, W, None, out, offs, (offs < n), offs < m, cache_modifier='.cg', volatile=True)
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), offs < m, cache_modifier='.cg', volatile=True)
+                x = _castpile_load_gather(bufs, W, None, out, offs, (offs < n), offs < m, cache_modifier='.cg', volatile=True)
             """),
         },
         id="tl.load with a positional mask and options",
@@ -208,11 +208,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v, offs < m, site='k.py:12')
+                _castpile_store_loop(bufs, W, None, out, offs, (offs < n), v, offs < m, site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v, offs < m, site='k.py:12')
+                _castpile_store_gather(bufs, W, None, out, offs, (offs < n), v, offs < m, site='k.py:12')
             """),
         },
         id="tl.store with mask",
@@ -225,11 +225,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v, offs < m, site='k.py:12')
+                _castpile_store_loop(bufs, W, None, out, offs, (offs < n), v, offs < m, site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v, offs < m, site='k.py:12')
+                _castpile_store_gather(bufs, W, None, out, offs, (offs < n), v, offs < m, site='k.py:12')
             """),
         },
         id="tl.store with keyword value after mask",
@@ -242,11 +242,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v, eviction_policy='evict_last', site='k.py:12')
+                _castpile_store_loop(bufs, W, None, out, offs, (offs < n), v, eviction_policy='evict_last', site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), v, eviction_policy='evict_last', site='k.py:12')
+                _castpile_store_gather(bufs, W, None, out, offs, (offs < n), v, eviction_policy='evict_last', site='k.py:12')
             """),
         },
         id="tl.store with eviction_policy",

@@ -20,11 +20,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_atomic_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "add", v)
+                x = _castpile_atomic_loop(bufs, W, None, out, offs, (offs < n), "add", v)
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_atomic_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "add", v)
+                x = _castpile_atomic_gather(bufs, W, None, out, offs, (offs < n), "add", v)
             """),
         },
         id="tl.atomic_add",
@@ -37,11 +37,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_atomic_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max", v)
+                x = _castpile_atomic_loop(bufs, W, None, out, offs, (offs < n), "max", v)
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_atomic_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max", v)
+                x = _castpile_atomic_gather(bufs, W, None, out, offs, (offs < n), "max", v)
             """),
         },
         id="tl.atomic_max",
@@ -54,11 +54,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_atomic_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "min", v)
+                x = _castpile_atomic_loop(bufs, W, None, out, offs, (offs < n), "min", v)
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_atomic_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "min", v)
+                x = _castpile_atomic_gather(bufs, W, None, out, offs, (offs < n), "min", v)
             """),
         },
         id="tl.atomic_min",
@@ -71,11 +71,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_atomic_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "and", v)
+                x = _castpile_atomic_loop(bufs, W, None, out, offs, (offs < n), "and", v)
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_atomic_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "and", v)
+                x = _castpile_atomic_gather(bufs, W, None, out, offs, (offs < n), "and", v)
             """),
         },
         id="tl.atomic_and",
@@ -88,11 +88,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_atomic_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "or", v)
+                x = _castpile_atomic_loop(bufs, W, None, out, offs, (offs < n), "or", v)
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_atomic_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "or", v)
+                x = _castpile_atomic_gather(bufs, W, None, out, offs, (offs < n), "or", v)
             """),
         },
         id="tl.atomic_or",
@@ -105,11 +105,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_atomic_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "xor", v)
+                x = _castpile_atomic_loop(bufs, W, None, out, offs, (offs < n), "xor", v)
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_atomic_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "xor", v)
+                x = _castpile_atomic_gather(bufs, W, None, out, offs, (offs < n), "xor", v)
             """),
         },
         id="tl.atomic_xor",
@@ -122,11 +122,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_atomic_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "xchg", v)
+                x = _castpile_atomic_loop(bufs, W, None, out, offs, (offs < n), "xchg", v)
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_atomic_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "xchg", v)
+                x = _castpile_atomic_gather(bufs, W, None, out, offs, (offs < n), "xchg", v)
             """),
         },
         id="tl.atomic_xchg",
@@ -139,11 +139,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_atomic_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max", v, offs < m)
+                x = _castpile_atomic_loop(bufs, W, None, out, offs, (offs < n), "max", v, offs < m)
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_atomic_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max", v, offs < m)
+                x = _castpile_atomic_gather(bufs, W, None, out, offs, (offs < n), "max", v, offs < m)
             """),
         },
         id="tl.atomic_max with mask",
@@ -156,11 +156,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_atomic_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "min", v, sem='relaxed', scope='gpu')
+                x = _castpile_atomic_loop(bufs, W, None, out, offs, (offs < n), "min", v, sem='relaxed', scope='gpu')
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_atomic_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "min", v, sem='relaxed', scope='gpu')
+                x = _castpile_atomic_gather(bufs, W, None, out, offs, (offs < n), "min", v, sem='relaxed', scope='gpu')
             """),
         },
         id="tl.atomic_min with sem and scope",
@@ -173,11 +173,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_atomic_cas_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), 0, v)
+                x = _castpile_atomic_cas_loop(bufs, W, None, out, offs, (offs < n), 0, v)
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_atomic_cas_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), 0, v)
+                x = _castpile_atomic_cas_gather(bufs, W, None, out, offs, (offs < n), 0, v)
             """),
         },
         id="tl.atomic_cas",
@@ -190,11 +190,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_atomic_cas_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), 0, v, sem='acq_rel')
+                x = _castpile_atomic_cas_loop(bufs, W, None, out, offs, (offs < n), 0, v, sem='acq_rel')
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_atomic_cas_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), 0, v, sem='acq_rel')
+                x = _castpile_atomic_cas_gather(bufs, W, None, out, offs, (offs < n), 0, v, sem='acq_rel')
             """),
         },
         id="tl.atomic_cas keywords out of order",
@@ -207,11 +207,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_atomic_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "add", v, keep_old=False)
+                _castpile_atomic_loop(bufs, W, None, out, offs, (offs < n), "add", v, keep_old=False)
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_atomic_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "add", v, keep_old=False)
+                _castpile_atomic_gather(bufs, W, None, out, offs, (offs < n), "add", v, keep_old=False)
             """),
         },
         id="unused atomic result: keep_old=False",
@@ -224,11 +224,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_atomic_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "xchg", v, offs < m, sem='release', keep_old=False)
+                _castpile_atomic_loop(bufs, W, None, out, offs, (offs < n), "xchg", v, offs < m, sem='release', keep_old=False)
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_atomic_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "xchg", v, offs < m, sem='release', keep_old=False)
+                _castpile_atomic_gather(bufs, W, None, out, offs, (offs < n), "xchg", v, offs < m, sem='release', keep_old=False)
             """),
         },
         id="unused atomic_xchg with mask and sem",
@@ -241,11 +241,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_atomic_cas_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), 0, v, keep_old=False)
+                _castpile_atomic_cas_loop(bufs, W, None, out, offs, (offs < n), 0, v, keep_old=False)
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_atomic_cas_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), 0, v, keep_old=False)
+                _castpile_atomic_cas_gather(bufs, W, None, out, offs, (offs < n), 0, v, keep_old=False)
             """),
         },
         id="unused atomic_cas result",

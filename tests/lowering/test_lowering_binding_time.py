@@ -22,12 +22,12 @@ KERNEL_CASES = [
             "loop": dedent("""\
                 bufs = table; bufs_shape0 = n
                 n = n + 4
-                x = _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < bufs_shape0))
+                x = _castpile_load_loop(bufs, W, None, out, offs, (offs < bufs_shape0))
             """),
             "gather": dedent("""\
                 bufs = table; bufs_shape0 = n
                 n = n + 4
-                x = _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < bufs_shape0))
+                x = _castpile_load_gather(bufs, W, None, out, offs, (offs < bufs_shape0))
             """),
         },
         id="a shape name rebound after the binding is copied at it",
@@ -42,12 +42,12 @@ KERNEL_CASES = [
             "loop": dedent("""\
                 m = n + 1
                 bufs = table
-                x = _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < m))
+                x = _castpile_load_loop(bufs, W, None, out, offs, (offs < m))
             """),
             "gather": dedent("""\
                 m = n + 1
                 bufs = table
-                x = _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < m))
+                x = _castpile_load_gather(bufs, W, None, out, offs, (offs < m))
             """),
         },
         id="left alone: a name assigned only before the binding is used as it is",
@@ -61,12 +61,12 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n))
+                x = _castpile_load_loop(bufs, W, None, out, offs, (offs < n))
                 n = n + 4
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n))
+                x = _castpile_load_gather(bufs, W, None, out, offs, (offs < n))
                 n = n + 4
             """),
         },
@@ -109,13 +109,13 @@ KERNEL_CASES = [
             "loop": dedent("""\
                 bufs = table; bufs_shape0 = n
                 for _ in range(2):
-                    x = _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < bufs_shape0))
+                    x = _castpile_load_loop(bufs, W, None, out, offs, (offs < bufs_shape0))
                     n = n - 1
             """),
             "gather": dedent("""\
                 bufs = table; bufs_shape0 = n
                 for _ in range(2):
-                    x = _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < bufs_shape0))
+                    x = _castpile_load_gather(bufs, W, None, out, offs, (offs < bufs_shape0))
                     n = n - 1
             """),
         },
@@ -152,11 +152,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 out_example = out; out = table
-                x = _castpile_load_loop(out, W, None, out_example, offs, (offs >= 0) & (offs < n))
+                x = _castpile_load_loop(out, W, None, out_example, offs, (offs < n))
             """),
             "gather": dedent("""\
                 out_example = out; out = table
-                x = _castpile_load_gather(out, W, None, out_example, offs, (offs >= 0) & (offs < n))
+                x = _castpile_load_gather(out, W, None, out_example, offs, (offs < n))
             """),
         },
         id="the example bound to its own name: copied before the name takes the stack",
@@ -171,12 +171,12 @@ KERNEL_CASES = [
             "loop": dedent("""\
                 y = tl.load(out)
                 out_example = out; out_shape0 = n - 1; out = table
-                x = _castpile_load_loop(out, W, None, out_example, offs, (offs >= 0) & (offs < out_shape0))
+                x = _castpile_load_loop(out, W, None, out_example, offs, (offs < out_shape0))
             """),
             "gather": dedent("""\
                 y = tl.load(out)
                 out_example = out; out_shape0 = n - 1; out = table
-                x = _castpile_load_gather(out, W, None, out_example, offs, (offs >= 0) & (offs < out_shape0))
+                x = _castpile_load_gather(out, W, None, out_example, offs, (offs < out_shape0))
             """),
         },
         id="read before its own binding; the stack stored last",
@@ -228,12 +228,12 @@ KERNEL_CASES = [
             "loop": dedent("""\
                 bufs = table; bufs_shape0: tl.constexpr = C
                 C = C + 1
-                x = _castpile_load_loop(bufs, W, None, out, BLOCK*_castpile_trailing(i, 1) + _castpile_span(BLOCK, 0, 1), (_castpile_trailing(i, 1) >= 0) & (_castpile_trailing(i, 1) < bufs_shape0) & (_castpile_span(BLOCK, 0, 1) >= 0) & (_castpile_span(BLOCK, 0, 1) < BLOCK))
+                x = _castpile_load_loop(bufs, W, None, out, _castpile_span(BLOCK, 0, 1), (_castpile_trailing(i, 1) >= 0) & (_castpile_trailing(i, 1) < bufs_shape0) & (_castpile_span(BLOCK, 0, 1) < BLOCK), base=BLOCK*_castpile_trailing(i, 1))
             """),
             "gather": dedent("""\
                 bufs = table; bufs_shape0: tl.constexpr = C
                 C = C + 1
-                x = _castpile_load_gather(bufs, W, None, out, BLOCK*_castpile_trailing(i, 1) + _castpile_span(BLOCK, 0, 1), (_castpile_trailing(i, 1) >= 0) & (_castpile_trailing(i, 1) < bufs_shape0) & (_castpile_span(BLOCK, 0, 1) >= 0) & (_castpile_span(BLOCK, 0, 1) < BLOCK))
+                x = _castpile_load_gather(bufs, W, None, out, _castpile_span(BLOCK, 0, 1), (_castpile_trailing(i, 1) >= 0) & (_castpile_trailing(i, 1) < bufs_shape0) & (_castpile_span(BLOCK, 0, 1) < BLOCK), base=BLOCK*_castpile_trailing(i, 1))
             """),
         },
         id="a constexpr extent rebound after the binding",
@@ -289,11 +289,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n))
+                x = _castpile_load_loop(bufs, W, None, out, offs, (offs < n))
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n))
+                x = _castpile_load_gather(bufs, W, None, out, offs, (offs < n))
             """),
         },
         id="align=None is no alignment",

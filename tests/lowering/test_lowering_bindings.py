@@ -95,11 +95,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n))
+                x = _castpile_load_loop(bufs, W, None, out, offs, (offs < n))
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n))
+                x = _castpile_load_gather(bufs, W, None, out, offs, (offs < n))
             """),
         },
         id="shape=(n,): bounds mask",
@@ -112,11 +112,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_load_loop(bufs, W, None, out, i*m + offs, (i >= 0) & (i < n) & (offs >= 0) & (offs < m))
+                x = _castpile_load_loop(bufs, W, None, out, offs, (i >= 0) & (i < n) & (offs < m), base=i*m)
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_load_gather(bufs, W, None, out, i*m + offs, (i >= 0) & (i < n) & (offs >= 0) & (offs < m))
+                x = _castpile_load_gather(bufs, W, None, out, offs, (i >= 0) & (i < n) & (offs < m), base=i*m)
             """),
         },
         id="shape=(n, m): row-major offsets",
@@ -129,11 +129,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_load_loop(bufs, W, None, out, 8*offs[:, None] + offs[None, :], (offs[:, None] >= 0) & (offs[:, None] < n) & (offs[None, :] >= 0) & (offs[None, :] < 8))
+                x = _castpile_load_loop(bufs, W, None, out, 8*offs[:, None] + offs[None, :], (offs[:, None] < n) & (offs[None, :] < 8))
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_load_gather(bufs, W, None, out, 8*offs[:, None] + offs[None, :], (offs[:, None] >= 0) & (offs[:, None] < n) & (offs[None, :] >= 0) & (offs[None, :] < 8))
+                x = _castpile_load_gather(bufs, W, None, out, 8*offs[:, None] + offs[None, :], (offs[:, None] < n) & (offs[None, :] < 8))
             """),
         },
         id="shape=(n, 8): constant stride folded, broadcast indices",
@@ -146,11 +146,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_load_loop(bufs, W, None, out, i*n*n + j*n + offs, (i >= 0) & (i < n) & (j >= 0) & (j < n) & (offs >= 0) & (offs < n))
+                x = _castpile_load_loop(bufs, W, None, out, offs, (i >= 0) & (i < n) & (j >= 0) & (j < n) & (offs < n), base=i*n*n + j*n)
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_load_gather(bufs, W, None, out, i*n*n + j*n + offs, (i >= 0) & (i < n) & (j >= 0) & (j < n) & (offs >= 0) & (offs < n))
+                x = _castpile_load_gather(bufs, W, None, out, offs, (i >= 0) & (i < n) & (j >= 0) & (j < n) & (offs < n), base=i*n*n + j*n)
             """),
         },
         id="shape=(n, n, n): products, never powers",
@@ -163,11 +163,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_load_loop(bufs, W, None, out, i*m + offs, None)
+                x = _castpile_load_loop(bufs, W, None, out, offs, None, base=i*m)
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_load_gather(bufs, W, None, out, i*m + offs, None)
+                x = _castpile_load_gather(bufs, W, None, out, offs, None, base=i*m)
             """),
         },
         id="strides without shape: no bounds",
@@ -180,11 +180,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_load_loop(bufs, W, None, out, i + n*offs, (i >= 0) & (i < n) & (offs >= 0) & (offs < m))
+                x = _castpile_load_loop(bufs, W, None, out, n*offs, (i >= 0) & (i < n) & (offs < m), base=i)
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_load_gather(bufs, W, None, out, i + n*offs, (i >= 0) & (i < n) & (offs >= 0) & (offs < m))
+                x = _castpile_load_gather(bufs, W, None, out, n*offs, (i >= 0) & (i < n) & (offs < m), base=i)
             """),
         },
         id="shape and column-major strides",
@@ -197,11 +197,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs_example = out + 1; bufs = table; bufs_shape0 = n - 1; bufs_stride0 = m * 2
-                x = _castpile_load_loop(bufs, W, None, bufs_example, bufs_stride0*i + offs, (i >= 0) & (i < bufs_shape0) & (offs >= 0) & (offs < m))
+                x = _castpile_load_loop(bufs, W, None, bufs_example, offs, (i >= 0) & (i < bufs_shape0) & (offs < m), base=bufs_stride0*i)
             """),
             "gather": dedent("""\
                 bufs_example = out + 1; bufs = table; bufs_shape0 = n - 1; bufs_stride0 = m * 2
-                x = _castpile_load_gather(bufs, W, None, bufs_example, bufs_stride0*i + offs, (i >= 0) & (i < bufs_shape0) & (offs >= 0) & (offs < m))
+                x = _castpile_load_gather(bufs, W, None, bufs_example, offs, (i >= 0) & (i < bufs_shape0) & (offs < m), base=bufs_stride0*i)
             """),
         },
         id="hoisted example, shape and strides, in argument order",
@@ -214,14 +214,68 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), align=16)
+                x = _castpile_load_loop(bufs, W, None, out, offs, (offs < n), align=16)
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), align=16)
+                x = _castpile_load_gather(bufs, W, None, out, offs, (offs < n), align=16)
             """),
         },
         id="align=16",
+    ),
+    pytest.param(
+        dedent("""\
+            bufs = multicast_like(out, table[:W], shape=(n,), align=C * 8)
+            x = bufs[offs]
+        """),
+        {
+            "loop": dedent("""\
+                bufs = table; _castpile_alignment(C * 8, 'k.py:11')
+                x = _castpile_load_loop(bufs, W, None, out, offs, (offs < n), align=C * 8)
+            """),
+            "gather": dedent("""\
+                bufs = table; _castpile_alignment(C * 8, 'k.py:11')
+                x = _castpile_load_gather(bufs, W, None, out, offs, (offs < n), align=C * 8)
+            """),
+        },
+        id="align= a constexpr expression (v1.3): as written, checked at the binding when Triton compiles",
+    ),
+    pytest.param(
+        dedent("""\
+            bufs = multicast_like(out, table[:W], shape=(n,), align=16 if C == 2 else None)
+            bufs[offs] = v
+        """),
+        {
+            "loop": dedent("""\
+                bufs = table; _castpile_alignment(16 if C == 2 else None, 'k.py:11')
+                _castpile_store_loop(bufs, W, None, out, offs, (offs < n), v, align=16 if C == 2 else None, site='k.py:12')
+            """),
+            "gather": dedent("""\
+                bufs = table; _castpile_alignment(16 if C == 2 else None, 'k.py:11')
+                _castpile_store_gather(bufs, W, None, out, offs, (offs < n), v, align=16 if C == 2 else None, site='k.py:12')
+            """),
+        },
+        id="align= a conditional of constexprs (v1.3)",
+    ),
+    pytest.param(
+        dedent("""\
+            bufs = multicast_like(out, table[:W], shape=(n,), align=C * 8)
+            C = C + 1
+            x = bufs[offs]
+        """),
+        {
+            "loop": dedent("""\
+                bufs = table; bufs_align: tl.constexpr = C * 8; _castpile_alignment(bufs_align, 'k.py:11')
+                C = C + 1
+                x = _castpile_load_loop(bufs, W, None, out, offs, (offs < n), align=bufs_align)
+            """),
+            "gather": dedent("""\
+                bufs = table; bufs_align: tl.constexpr = C * 8; _castpile_alignment(bufs_align, 'k.py:11')
+                C = C + 1
+                x = _castpile_load_gather(bufs, W, None, out, offs, (offs < n), align=bufs_align)
+            """),
+        },
+        id="align= of a name rebound after the binding: evaluated at the binding, a constexpr",
     ),
     # bindings: tile form
     pytest.param(
@@ -266,11 +320,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = tile; bufs_mask = pm != 0
-                x = _castpile_load_loop(bufs, bufs.numel, bufs_mask, out, offs, (offs >= 0) & (offs < n))
+                x = _castpile_load_loop(bufs, bufs.numel, bufs_mask, out, offs, (offs < n))
             """),
             "gather": dedent("""\
                 bufs = tile; bufs_mask = pm != 0
-                x = _castpile_load_gather(bufs, bufs.numel, bufs_mask, out, offs, (offs >= 0) & (offs < n))
+                x = _castpile_load_gather(bufs, bufs.numel, bufs_mask, out, offs, (offs < n))
             """),
         },
         id="tile with shape and a ptr_mask expression",
@@ -286,12 +340,12 @@ KERNEL_CASES = [
             "loop": dedent("""\
                 rows = table
                 bufs = rows
-                x = _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n))
+                x = _castpile_load_loop(bufs, W, None, out, offs, (offs < n))
             """),
             "gather": dedent("""\
                 rows = table
                 bufs = rows
-                x = _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n))
+                x = _castpile_load_gather(bufs, W, None, out, offs, (offs < n))
             """),
         },
         id="named slice table[:W]",
@@ -306,12 +360,12 @@ KERNEL_CASES = [
             "loop": dedent("""\
                 rows = table + 1
                 bufs = rows
-                x = _castpile_load_loop(bufs, W - 1, None, out, offs, (offs >= 0) & (offs < n))
+                x = _castpile_load_loop(bufs, W - 1, None, out, offs, (offs < n))
             """),
             "gather": dedent("""\
                 rows = table + 1
                 bufs = rows
-                x = _castpile_load_gather(bufs, W - 1, None, out, offs, (offs >= 0) & (offs < n))
+                x = _castpile_load_gather(bufs, W - 1, None, out, offs, (offs < n))
             """),
         },
         id="named slice table[1:W]",
@@ -327,12 +381,12 @@ KERNEL_CASES = [
             "loop": dedent("""\
                 for r in tl.static_range(2):
                     bufs = C*r + table
-                    x = _castpile_load_loop(bufs, C, None, out, offs, (offs >= 0) & (offs < n))
+                    x = _castpile_load_loop(bufs, C, None, out, offs, (offs < n))
             """),
             "gather": dedent("""\
                 for r in tl.static_range(2):
                     bufs = C*r + table
-                    x = _castpile_load_gather(bufs, C, None, out, offs, (offs >= 0) & (offs < n))
+                    x = _castpile_load_gather(bufs, C, None, out, offs, (offs < n))
             """),
         },
         id="static_range variable in the slice bounds",

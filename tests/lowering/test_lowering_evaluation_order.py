@@ -81,11 +81,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_v0 = tl.load(idx + offs) > 0; _castpile_v1 = tl.load(idx); _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_v1, _castpile_v0, site='k.py:12')
+                _castpile_v0 = tl.load(idx + offs) > 0; _castpile_v1 = tl.load(idx); _castpile_store_loop(bufs, W, None, out, offs, (offs < n), _castpile_v1, _castpile_v0, site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_v0 = tl.load(idx + offs) > 0; _castpile_v1 = tl.load(idx); _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), _castpile_v1, _castpile_v0, site='k.py:12')
+                _castpile_v0 = tl.load(idx + offs) > 0; _castpile_v1 = tl.load(idx); _castpile_store_gather(bufs, W, None, out, offs, (offs < n), _castpile_v1, _castpile_v0, site='k.py:12')
             """),
         },
         id="tl.store: mask then value, in fresh names",
@@ -129,11 +129,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_load_loop(bufs, W, None, out, BLOCK*tl.program_id(0) + tl.arange(0, BLOCK), None)
+                x = _castpile_load_loop(bufs, W, None, out, tl.arange(0, BLOCK), None, base=BLOCK*tl.program_id(0))
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_load_gather(bufs, W, None, out, BLOCK*tl.program_id(0) + tl.arange(0, BLOCK), None)
+                x = _castpile_load_gather(bufs, W, None, out, tl.arange(0, BLOCK), None, base=BLOCK*tl.program_id(0))
             """),
         },
         id="pure tl calls may repeat",
@@ -163,11 +163,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_load_loop(bufs, W, None, out, *_castpile_index((tl.atomic_add(ctr, 1), offs), (n, m), (m, 1)))
+                x = _castpile_load_loop(bufs, W, None, out, *_castpile_index((tl.atomic_add(ctr, 1), offs), (n, m), (m, 1), (True, False)))
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_load_gather(bufs, W, None, out, *_castpile_index((tl.atomic_add(ctr, 1), offs), (n, m), (m, 1)))
+                x = _castpile_load_gather(bufs, W, None, out, *_castpile_index((tl.atomic_add(ctr, 1), offs), (n, m), (m, 1), (True, False)))
             """),
         },
         id="atomic index among two: every index and stride to _castpile_index",
@@ -279,11 +279,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_i0 = tl.atomic_add(ctr, 1); _castpile_store_loop(bufs, W, None, out, _castpile_i0*m + offs, (_castpile_i0 >= 0) & (_castpile_i0 < n) & (offs >= 0) & (offs < m), v, site='k.py:12')
+                _castpile_i0 = tl.atomic_add(ctr, 1); _castpile_store_loop(bufs, W, None, out, _castpile_i0*m + offs, (_castpile_i0 >= 0) & (_castpile_i0 < n) & (offs < m), v, site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_i0 = tl.atomic_add(ctr, 1); _castpile_store_gather(bufs, W, None, out, _castpile_i0*m + offs, (_castpile_i0 >= 0) & (_castpile_i0 < n) & (offs >= 0) & (offs < m), v, site='k.py:12')
+                _castpile_i0 = tl.atomic_add(ctr, 1); _castpile_store_gather(bufs, W, None, out, _castpile_i0*m + offs, (_castpile_i0 >= 0) & (_castpile_i0 < n) & (offs < m), v, site='k.py:12')
             """),
         },
         id="atomic index among two in a store statement",

@@ -6,8 +6,8 @@ import castpile
 from testkit.lowering import head_and_helpers, kernel_module, transpile
 
 # Which helpers get appended: those called, with the helpers they call (castpile's helpers.py), no others.
-LOAD_LOOP = {"load_loop", "offsets", "positions", "zeros", "prepend", "peer", "entry_valid", "lane_mask"}
-LOAD_GATHER = {"load_gather", "pointers", "offsets", "prepend"}
+LOAD_LOOP = {"load_loop", "offsets", "positions", "zeros", "prepend", "peer", "entry_valid", "lane_mask", "rebased"}
+LOAD_GATHER = {"load_gather", "pointers", "offsets", "prepend", "rebased"}
 STORE_LOOP = {
     "store_loop",
     "offsets",
@@ -19,11 +19,13 @@ STORE_LOOP = {
     "lane_mask",
     "fits",
     "stack_shape",
+    "rebased",
 }
-STORE_GATHER = {"store_gather", "pointers", "full", "offsets", "prepend", "fits"}
+STORE_GATHER = {"store_gather", "pointers", "full", "offsets", "prepend", "fits", "rebased"}
 REDUCE_LOOP = {
     "reduce_loop",
     "offsets",
+    "rebased",
     "peer",
     "entry_valid",
     "lane_mask",
@@ -44,7 +46,7 @@ HELPERS = [
     ("x = bufs[offs]\n", LOAD_LOOP, LOAD_GATHER),
     ("bufs[offs] = v\n", STORE_LOOP, STORE_GATHER),
     ("bufs[offs] += v\n", LOAD_LOOP | STORE_LOOP, LOAD_GATHER | STORE_GATHER),
-    ("x = bufs[tl.atomic_add(ctr, 1)]\n", LOAD_LOOP | {"index"}, LOAD_GATHER | {"index"}),
+    ("x = bufs[tl.atomic_add(ctr, 1)]\n", LOAD_LOOP | {"index", "bound"}, LOAD_GATHER | {"index", "bound"}),
     (  # a temporary, not _castpile_index
         "bufs[tl.atomic_add(ctr, 1)] = v\n",
         STORE_LOOP,
@@ -57,6 +59,7 @@ HELPERS = [
             "reduce_gather",
             "pointers",
             "offsets",
+            "rebased",
             "prepend",
             "apply",
             "apply_one",
@@ -80,6 +83,7 @@ HELPERS = [
             "reduce_gather",
             "pointers",
             "offsets",
+            "rebased",
             "prepend",
             "apply",
             "apply_one",
@@ -115,13 +119,14 @@ HELPERS = [
             "lane_mask",
             "slice",
             "leading_ones",
+            "rebased",
         },
-        {"atomic_cas_gather", "pointers", "cas", "full", "offsets", "prepend"},
+        {"atomic_cas_gather", "pointers", "cas", "full", "offsets", "prepend", "rebased"},
     ),
     (
         "castpile.signal(bufs[0])\n",
-        {"signal", "signal_lanes", "flag_options", "pointers", "cas", "full", "offsets", "prepend", "any"},
-        {"signal", "signal_lanes", "flag_options", "pointers", "cas", "full", "offsets", "prepend", "any"},
+        {"signal", "signal_lanes", "flag_options", "pointers", "cas", "full", "offsets", "prepend", "any", "rebased"},
+        {"signal", "signal_lanes", "flag_options", "pointers", "cas", "full", "offsets", "prepend", "any", "rebased"},
     ),
     (
         "castpile.wait(ptrs + offs)\n",

@@ -20,11 +20,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_load_loop(bufs, W, None, out, _castpile_span(BLOCK, 0, 1), (_castpile_span(BLOCK, 0, 1) >= 0) & (_castpile_span(BLOCK, 0, 1) < BLOCK))
+                x = _castpile_load_loop(bufs, W, None, out, _castpile_span(BLOCK, 0, 1), (_castpile_span(BLOCK, 0, 1) < BLOCK))
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_load_gather(bufs, W, None, out, _castpile_span(BLOCK, 0, 1), (_castpile_span(BLOCK, 0, 1) >= 0) & (_castpile_span(BLOCK, 0, 1) < BLOCK))
+                x = _castpile_load_gather(bufs, W, None, out, _castpile_span(BLOCK, 0, 1), (_castpile_span(BLOCK, 0, 1) < BLOCK))
             """),
         },
         id="bufs[...]",
@@ -37,11 +37,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_load_loop(bufs, W, None, out, BLOCK*_castpile_trailing(i, 1) + _castpile_span(BLOCK, 0, 1), (_castpile_trailing(i, 1) >= 0) & (_castpile_trailing(i, 1) < C) & (_castpile_span(BLOCK, 0, 1) >= 0) & (_castpile_span(BLOCK, 0, 1) < BLOCK))
+                x = _castpile_load_loop(bufs, W, None, out, _castpile_span(BLOCK, 0, 1), (_castpile_trailing(i, 1) >= 0) & (_castpile_trailing(i, 1) < C) & (_castpile_span(BLOCK, 0, 1) < BLOCK), base=BLOCK*_castpile_trailing(i, 1))
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_load_gather(bufs, W, None, out, BLOCK*_castpile_trailing(i, 1) + _castpile_span(BLOCK, 0, 1), (_castpile_trailing(i, 1) >= 0) & (_castpile_trailing(i, 1) < C) & (_castpile_span(BLOCK, 0, 1) >= 0) & (_castpile_span(BLOCK, 0, 1) < BLOCK))
+                x = _castpile_load_gather(bufs, W, None, out, _castpile_span(BLOCK, 0, 1), (_castpile_trailing(i, 1) >= 0) & (_castpile_trailing(i, 1) < C) & (_castpile_span(BLOCK, 0, 1) < BLOCK), base=BLOCK*_castpile_trailing(i, 1))
             """),
         },
         id="bufs[i, ...]",
@@ -54,11 +54,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_load_loop(bufs, W, None, out, _castpile_span(BLOCK, 0, 1), (0 < C) & (_castpile_span(BLOCK, 0, 1) >= 0) & (_castpile_span(BLOCK, 0, 1) < BLOCK))
+                x = _castpile_load_loop(bufs, W, None, out, _castpile_span(BLOCK, 0, 1), (0 < C) & (_castpile_span(BLOCK, 0, 1) < BLOCK))
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_load_gather(bufs, W, None, out, _castpile_span(BLOCK, 0, 1), (0 < C) & (_castpile_span(BLOCK, 0, 1) >= 0) & (_castpile_span(BLOCK, 0, 1) < BLOCK))
+                x = _castpile_load_gather(bufs, W, None, out, _castpile_span(BLOCK, 0, 1), (0 < C) & (_castpile_span(BLOCK, 0, 1) < BLOCK))
             """),
         },
         id="bufs[0, ...]: a literal index needs no trailing dims",
@@ -71,11 +71,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_store_loop(bufs, W, None, out, BLOCK*_castpile_span(C, 0, 2) + _castpile_span(BLOCK, 1, 2), (_castpile_span(C, 0, 2) >= 0) & (_castpile_span(C, 0, 2) < C) & (_castpile_span(BLOCK, 1, 2) >= 0) & (_castpile_span(BLOCK, 1, 2) < BLOCK), v, site='k.py:12')
+                _castpile_store_loop(bufs, W, None, out, BLOCK*_castpile_span(C, 0, 2) + _castpile_span(BLOCK, 1, 2), (_castpile_span(C, 0, 2) < C) & (_castpile_span(BLOCK, 1, 2) < BLOCK), v, site='k.py:12')
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_store_gather(bufs, W, None, out, BLOCK*_castpile_span(C, 0, 2) + _castpile_span(BLOCK, 1, 2), (_castpile_span(C, 0, 2) >= 0) & (_castpile_span(C, 0, 2) < C) & (_castpile_span(BLOCK, 1, 2) >= 0) & (_castpile_span(BLOCK, 1, 2) < BLOCK), v, site='k.py:12')
+                _castpile_store_gather(bufs, W, None, out, BLOCK*_castpile_span(C, 0, 2) + _castpile_span(BLOCK, 1, 2), (_castpile_span(C, 0, 2) < C) & (_castpile_span(BLOCK, 1, 2) < BLOCK), v, site='k.py:12')
             """),
         },
         id="bufs[...] = v over two dims",
@@ -89,11 +89,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_load_loop(bufs, W, None, out, 0*offs, (offs >= 0) & (offs < n))
+                x = _castpile_load_loop(bufs, W, None, out, 0*offs, (offs < n))
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_load_gather(bufs, W, None, out, 0*offs, (offs >= 0) & (offs < n))
+                x = _castpile_load_gather(bufs, W, None, out, 0*offs, (offs < n))
             """),
         },
         id="strides=(0,): 0*offs",
@@ -123,11 +123,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_load_loop(bufs, W, None, out, 3 + 0*offs, (-offs + 3 >= 0) & (-offs + 3 < n) & (offs >= 0) & (offs < m))
+                x = _castpile_load_loop(bufs, W, None, out, 3 + 0*offs, (-offs + 3 >= 0) & (-offs + 3 < n) & (offs < m))
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_load_gather(bufs, W, None, out, 3 + 0*offs, (-offs + 3 >= 0) & (-offs + 3 < n) & (offs >= 0) & (offs < m))
+                x = _castpile_load_gather(bufs, W, None, out, 3 + 0*offs, (-offs + 3 >= 0) & (-offs + 3 < n) & (offs < m))
             """),
         },
         id="index terms that cancel: bufs[3 - offs, offs] with strides=(1, 1)",
@@ -140,11 +140,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_load_loop(bufs, W, None, out, _castpile_span(BLOCK, 1, 2) + 0*_castpile_span(C, 0, 2), (_castpile_span(C, 0, 2) >= 0) & (_castpile_span(C, 0, 2) < C) & (_castpile_span(BLOCK, 1, 2) >= 0) & (_castpile_span(BLOCK, 1, 2) < BLOCK))
+                x = _castpile_load_loop(bufs, W, None, out, _castpile_span(BLOCK, 1, 2) + 0*_castpile_span(C, 0, 2), (_castpile_span(C, 0, 2) < C) & (_castpile_span(BLOCK, 1, 2) < BLOCK))
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_load_gather(bufs, W, None, out, _castpile_span(BLOCK, 1, 2) + 0*_castpile_span(C, 0, 2), (_castpile_span(C, 0, 2) >= 0) & (_castpile_span(C, 0, 2) < C) & (_castpile_span(BLOCK, 1, 2) >= 0) & (_castpile_span(BLOCK, 1, 2) < BLOCK))
+                x = _castpile_load_gather(bufs, W, None, out, _castpile_span(BLOCK, 1, 2) + 0*_castpile_span(C, 0, 2), (_castpile_span(C, 0, 2) < C) & (_castpile_span(BLOCK, 1, 2) < BLOCK))
             """),
         },
         id="a broadcast view read whole: strides=(0, 1)",

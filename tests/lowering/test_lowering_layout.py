@@ -21,12 +21,12 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n)
+                x = _castpile_load_loop(bufs, W, None, out, offs, (offs < n)
                 )
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n)
+                x = _castpile_load_gather(bufs, W, None, out, offs, (offs < n)
                 )
             """),
         },
@@ -41,12 +41,12 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = (_castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n))
+                x = (_castpile_load_loop(bufs, W, None, out, offs, (offs < n))
                      + 1)
             """),
             "gather": dedent("""\
                 bufs = table
-                x = (_castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n))
+                x = (_castpile_load_gather(bufs, W, None, out, offs, (offs < n))
                      + 1)
             """),
         },
@@ -61,12 +61,12 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                _castpile_store_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), (v + 1), site='k.py:12'
+                _castpile_store_loop(bufs, W, None, out, offs, (offs < n), (v + 1), site='k.py:12'
                 )
             """),
             "gather": dedent("""\
                 bufs = table
-                _castpile_store_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), (v + 1), site='k.py:12'
+                _castpile_store_gather(bufs, W, None, out, offs, (offs < n), (v + 1), site='k.py:12'
                 )
             """),
         },

@@ -142,7 +142,7 @@ FILE_CASES = [
 
                 @triton.jit
                 def column(grid, grid_count: tl.constexpr, grid_smask, grid_example, grid_shape0, grid_shape1, grid_stride0, grid_stride1, grid_align: tl.constexpr, j, BLOCK: tl.constexpr):
-                    return _castpile_load_loop(grid, grid_count, grid_smask, grid_example, grid_stride1*j + tl.arange(0, BLOCK)*grid_stride0, (tl.arange(0, BLOCK) >= 0) & (tl.arange(0, BLOCK) < grid_shape0) & (j >= 0) & (j < grid_shape1), align=grid_align)
+                    return _castpile_load_loop(grid, grid_count, grid_smask, grid_example, tl.arange(0, BLOCK)*grid_stride0, (tl.arange(0, BLOCK) < grid_shape0) & (j >= 0) & (j < grid_shape1), align=grid_align, base=grid_stride1*j)
 
 
                 @triton.jit
@@ -164,7 +164,7 @@ FILE_CASES = [
 
                 @triton.jit
                 def column(grid, grid_count: tl.constexpr, grid_smask, grid_example, grid_shape0, grid_shape1, grid_stride0, grid_stride1, grid_align: tl.constexpr, j, BLOCK: tl.constexpr):
-                    return _castpile_load_gather(grid, grid_count, grid_smask, grid_example, grid_stride1*j + tl.arange(0, BLOCK)*grid_stride0, (tl.arange(0, BLOCK) >= 0) & (tl.arange(0, BLOCK) < grid_shape0) & (j >= 0) & (j < grid_shape1), align=grid_align)
+                    return _castpile_load_gather(grid, grid_count, grid_smask, grid_example, tl.arange(0, BLOCK)*grid_stride0, (tl.arange(0, BLOCK) < grid_shape0) & (j >= 0) & (j < grid_shape1), align=grid_align, base=grid_stride1*j)
 
 
                 @triton.jit

@@ -174,7 +174,7 @@ FILE_CASES = [
 
             @triton.jit
             def rows(src, src_count: tl.constexpr, src_smask, src_example, src_shape0, src_shape1, src_stride0, src_stride1, src_align: tl.constexpr, r, BLOCK: tl.constexpr):
-                return _castpile_reduce_passed(src, src_count, src_smask, src_example, r*src_stride0 + tl.arange(0, BLOCK)*src_stride1, (r >= 0) & (r < src_shape0) & (tl.arange(0, BLOCK) >= 0) & (tl.arange(0, BLOCK) < src_shape1), "max", align=src_align)
+                return _castpile_reduce_passed(src, src_count, src_smask, src_example, tl.arange(0, BLOCK)*src_stride1, (r >= 0) & (r < src_shape0) & (tl.arange(0, BLOCK) < src_shape1), "max", align=src_align, base=r*src_stride0)
 
 
             @triton.jit
@@ -287,7 +287,7 @@ FILE_CASES = [
 
                 @triton.jit
                 def window(bufs, bufs_count: tl.constexpr, bufs_smask, bufs_example, bufs_shape0, bufs_stride0, bufs_align: tl.constexpr, ctr, BLOCK: tl.constexpr):
-                    a = _castpile_load_loop(bufs, bufs_count, bufs_smask, bufs_example, tl.arange(0, BLOCK)*bufs_stride0, ((tl.arange(0, BLOCK) >= 0) & (tl.arange(0, BLOCK) < bufs_shape0)) if bufs_shape0 is not None else None, align=bufs_align)
+                    a = _castpile_load_loop(bufs, bufs_count, bufs_smask, bufs_example, tl.arange(0, BLOCK)*bufs_stride0, ((tl.arange(0, BLOCK) < bufs_shape0)) if bufs_shape0 is not None else None, align=bufs_align)
                     b = _castpile_load_loop(bufs, bufs_count, bufs_smask, bufs_example, *_castpile_index((tl.atomic_add(ctr, 1),), (bufs_shape0,) if bufs_shape0 is not None else None, (bufs_stride0,)), align=bufs_align)
 
 
@@ -306,7 +306,7 @@ FILE_CASES = [
 
                 @triton.jit
                 def window(bufs, bufs_count: tl.constexpr, bufs_smask, bufs_example, bufs_shape0, bufs_stride0, bufs_align: tl.constexpr, ctr, BLOCK: tl.constexpr):
-                    a = _castpile_load_gather(bufs, bufs_count, bufs_smask, bufs_example, tl.arange(0, BLOCK)*bufs_stride0, ((tl.arange(0, BLOCK) >= 0) & (tl.arange(0, BLOCK) < bufs_shape0)) if bufs_shape0 is not None else None, align=bufs_align)
+                    a = _castpile_load_gather(bufs, bufs_count, bufs_smask, bufs_example, tl.arange(0, BLOCK)*bufs_stride0, ((tl.arange(0, BLOCK) < bufs_shape0)) if bufs_shape0 is not None else None, align=bufs_align)
                     b = _castpile_load_gather(bufs, bufs_count, bufs_smask, bufs_example, *_castpile_index((tl.atomic_add(ctr, 1),), (bufs_shape0,) if bufs_shape0 is not None else None, (bufs_stride0,)), align=bufs_align)
 
 

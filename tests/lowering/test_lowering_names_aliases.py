@@ -48,8 +48,8 @@ FILE_CASES = [
                 def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
                     bufs = table
                     offs = tl.arange(0, BLOCK)
-                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max")
-                    x = _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), offs < 2, -1)
+                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max")
+                    x = _castpile_load_loop(bufs, W, None, out, offs, (offs < n), offs < 2, -1)
                     _castpile_signal(bufs, W, None, out, 0, (0 < n))
             """),
             "gather": dedent("""\
@@ -67,8 +67,8 @@ FILE_CASES = [
                 def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
                     bufs = table
                     offs = tl.arange(0, BLOCK)
-                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max")
-                    x = _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), offs < 2, -1)
+                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max")
+                    x = _castpile_load_gather(bufs, W, None, out, offs, (offs < n), offs < 2, -1)
                     _castpile_signal(bufs, W, None, out, 0, (0 < n))
             """),
         },
@@ -104,8 +104,8 @@ FILE_CASES = [
                 def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
                     bufs = table
                     offs = L.arange(0, BLOCK)
-                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max")
-                    x = _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), offs < 2, -1)
+                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max")
+                    x = _castpile_load_loop(bufs, W, None, out, offs, (offs < n), offs < 2, -1)
                     _castpile_signal(bufs, W, None, out, 0, (0 < n))
             """),
             "gather": dedent("""\
@@ -120,8 +120,8 @@ FILE_CASES = [
                 def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
                     bufs = table
                     offs = L.arange(0, BLOCK)
-                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max")
-                    x = _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), offs < 2, -1)
+                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max")
+                    x = _castpile_load_gather(bufs, W, None, out, offs, (offs < n), offs < 2, -1)
                     _castpile_signal(bufs, W, None, out, 0, (0 < n))
             """),
         },
@@ -155,8 +155,8 @@ FILE_CASES = [
                 def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
                     bufs = table
                     offs = tl.arange(0, BLOCK)
-                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max")
-                    x = _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), offs < 2, -1)
+                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max")
+                    x = _castpile_load_loop(bufs, W, None, out, offs, (offs < n), offs < 2, -1)
                     _castpile_signal(bufs, W, None, out, 0, (0 < n))
             """),
             "gather": dedent("""\
@@ -170,8 +170,8 @@ FILE_CASES = [
                 def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
                     bufs = table
                     offs = tl.arange(0, BLOCK)
-                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max")
-                    x = _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), offs < 2, -1)
+                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max")
+                    x = _castpile_load_gather(bufs, W, None, out, offs, (offs < n), offs < 2, -1)
                     _castpile_signal(bufs, W, None, out, 0, (0 < n))
             """),
         },
@@ -209,8 +209,8 @@ FILE_CASES = [
                 def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
                     bufs = table
                     offs = tl.arange(0, BLOCK)
-                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max")
-                    x = _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), offs < 2, -1)
+                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max")
+                    x = _castpile_load_loop(bufs, W, None, out, offs, (offs < n), offs < 2, -1)
                     _castpile_signal(bufs, W, None, out, 0, (0 < n))
             """),
             "gather": dedent("""\
@@ -226,8 +226,8 @@ FILE_CASES = [
                 def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
                     bufs = table
                     offs = tl.arange(0, BLOCK)
-                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max")
-                    x = _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), offs < 2, -1)
+                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max")
+                    x = _castpile_load_gather(bufs, W, None, out, offs, (offs < n), offs < 2, -1)
                     _castpile_signal(bufs, W, None, out, 0, (0 < n))
             """),
         },
@@ -265,8 +265,8 @@ FILE_CASES = [
                 def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
                     bufs = table
                     offs = tl.arange(0, BLOCK)
-                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max")
-                    x = _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), offs < 2, -1)
+                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max")
+                    x = _castpile_load_loop(bufs, W, None, out, offs, (offs < n), offs < 2, -1)
                     _castpile_signal(bufs, W, None, out, 0, (0 < n))
             """),
             "gather": dedent("""\
@@ -282,8 +282,8 @@ FILE_CASES = [
                 def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
                     bufs = table
                     offs = tl.arange(0, BLOCK)
-                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max")
-                    x = _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), offs < 2, -1)
+                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max")
+                    x = _castpile_load_gather(bufs, W, None, out, offs, (offs < n), offs < 2, -1)
                     _castpile_signal(bufs, W, None, out, 0, (0 < n))
             """),
         },

@@ -38,8 +38,8 @@ FILE_CASES = [
                 def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
                     bufs = table
                     offs = tl.arange(0, BLOCK)
-                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max")
-                    x = _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), offs < 2, -1)
+                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max")
+                    x = _castpile_load_loop(bufs, W, None, out, offs, (offs < n), offs < 2, -1)
                     _castpile_signal(bufs, W, None, out, 0, (0 < n))
             """),
             "gather": dedent("""\
@@ -52,8 +52,8 @@ FILE_CASES = [
                 def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
                     bufs = table
                     offs = tl.arange(0, BLOCK)
-                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max")
-                    x = _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), offs < 2, -1)
+                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max")
+                    x = _castpile_load_gather(bufs, W, None, out, offs, (offs < n), offs < 2, -1)
                     _castpile_signal(bufs, W, None, out, 0, (0 < n))
             """),
         },
@@ -87,8 +87,8 @@ FILE_CASES = [
                 def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
                     bufs = table
                     offs = language.arange(0, BLOCK)
-                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max")
-                    x = _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), offs < 2, -1)
+                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max")
+                    x = _castpile_load_loop(bufs, W, None, out, offs, (offs < n), offs < 2, -1)
                     _castpile_signal(bufs, W, None, out, 0, (0 < n))
             """),
             "gather": dedent("""\
@@ -102,8 +102,8 @@ FILE_CASES = [
                 def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
                     bufs = table
                     offs = language.arange(0, BLOCK)
-                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max")
-                    x = _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), offs < 2, -1)
+                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max")
+                    x = _castpile_load_gather(bufs, W, None, out, offs, (offs < n), offs < 2, -1)
                     _castpile_signal(bufs, W, None, out, 0, (0 < n))
             """),
         },
@@ -135,8 +135,8 @@ FILE_CASES = [
                 def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
                     bufs = table
                     offs = triton.language.arange(0, BLOCK)
-                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max")
-                    x = _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), offs < 2, -1)
+                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max")
+                    x = _castpile_load_loop(bufs, W, None, out, offs, (offs < n), offs < 2, -1)
                     _castpile_signal(bufs, W, None, out, 0, (0 < n))
             """),
             "gather": dedent("""\
@@ -149,8 +149,8 @@ FILE_CASES = [
                 def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
                     bufs = table
                     offs = triton.language.arange(0, BLOCK)
-                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max")
-                    x = _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), offs < 2, -1)
+                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max")
+                    x = _castpile_load_gather(bufs, W, None, out, offs, (offs < n), offs < 2, -1)
                     _castpile_signal(bufs, W, None, out, 0, (0 < n))
             """),
         },
@@ -182,8 +182,8 @@ FILE_CASES = [
                 def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
                     bufs = table
                     offs = tl.arange(0, BLOCK)
-                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max")
-                    x = _castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), offs < 2, -1)
+                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max")
+                    x = _castpile_load_loop(bufs, W, None, out, offs, (offs < n), offs < 2, -1)
                     _castpile_signal(bufs, W, None, out, 0, (0 < n))
             """),
             "gather": dedent("""\
@@ -196,8 +196,8 @@ FILE_CASES = [
                 def k(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
                     bufs = table
                     offs = tl.arange(0, BLOCK)
-                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max")
-                    x = _castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n), offs < 2, -1)
+                    top = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max")
+                    x = _castpile_load_gather(bufs, W, None, out, offs, (offs < n), offs < 2, -1)
                     _castpile_signal(bufs, W, None, out, 0, (0 < n))
             """),
         },

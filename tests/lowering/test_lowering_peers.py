@@ -25,11 +25,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 one = _castpile_table_entry(table, (i + 1) % W)
-                x = _castpile_load_loop(one, 1, None, out, offs, (offs >= 0) & (offs < n))
+                x = _castpile_load_loop(one, 1, None, out, offs, (offs < n))
             """),
             "gather": dedent("""\
                 one = _castpile_table_entry(table, (i + 1) % W)
-                x = _castpile_load_gather(one, 1, None, out, offs, (offs >= 0) & (offs < n))
+                x = _castpile_load_gather(one, 1, None, out, offs, (offs < n))
             """),
         },
         id="one peer at a run-time rank: its address loaded once, at the binding; P = ()",
@@ -43,12 +43,12 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 one = _castpile_table_entry(table, C)
-                _castpile_store_loop(one, 1, None, out, offs, (offs >= 0) & (offs < n), v, site='k.py:12')
+                _castpile_store_loop(one, 1, None, out, offs, (offs < n), v, site='k.py:12')
                 _castpile_atomic_loop(one, 1, None, out, 0, (0 < n), "add", 1, keep_old=False)
             """),
             "gather": dedent("""\
                 one = _castpile_table_entry(table, C)
-                _castpile_store_gather(one, 1, None, out, offs, (offs >= 0) & (offs < n), v, site='k.py:12')
+                _castpile_store_gather(one, 1, None, out, offs, (offs < n), v, site='k.py:12')
                 _castpile_atomic_gather(one, 1, None, out, 0, (0 < n), "add", 1, keep_old=False)
             """),
         },
@@ -86,13 +86,13 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 one = _castpile_table_entry(table, i)
-                s = tl.sum(_castpile_load_loop(one, 1, None, out, offs, (offs >= 0) & (offs < n)), axis=0)
-                t = tl.max(_castpile_load_loop(one, 1, None, out, offs, (offs >= 0) & (offs < n), offs < m, -1), axis=0)
+                s = tl.sum(_castpile_load_loop(one, 1, None, out, offs, (offs < n)), axis=0)
+                t = tl.max(_castpile_load_loop(one, 1, None, out, offs, (offs < n), offs < m, -1), axis=0)
             """),
             "gather": dedent("""\
                 one = _castpile_table_entry(table, i)
-                s = tl.sum(_castpile_load_gather(one, 1, None, out, offs, (offs >= 0) & (offs < n)), axis=0)
-                t = tl.max(_castpile_load_gather(one, 1, None, out, offs, (offs >= 0) & (offs < n), offs < m, -1), axis=0)
+                s = tl.sum(_castpile_load_gather(one, 1, None, out, offs, (offs < n)), axis=0)
+                t = tl.max(_castpile_load_gather(one, 1, None, out, offs, (offs < n), offs < m, -1), axis=0)
             """),
         },
         id="left alone: a reduction of one peer is Triton's own, over the elements",
@@ -142,13 +142,13 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table; bufs_mask = _castpile_slice_mask(tl.arange(0, 4) != i, W)
-                x = _castpile_load_loop(bufs, W, bufs_mask, out, offs, (offs >= 0) & (offs < n))
-                s = _castpile_reduce_loop(bufs, W, bufs_mask, out, offs, (offs >= 0) & (offs < n), "sum")
+                x = _castpile_load_loop(bufs, W, bufs_mask, out, offs, (offs < n))
+                s = _castpile_reduce_loop(bufs, W, bufs_mask, out, offs, (offs < n), "sum")
             """),
             "gather": dedent("""\
                 bufs = table; bufs_mask = _castpile_slice_mask(tl.arange(0, 4) != i, W)
-                x = _castpile_load_gather(bufs, W, bufs_mask, out, offs, (offs >= 0) & (offs < n))
-                s = _castpile_reduce_loop(bufs, W, bufs_mask, out, offs, (offs >= 0) & (offs < n), "sum")
+                x = _castpile_load_gather(bufs, W, bufs_mask, out, offs, (offs < n))
+                s = _castpile_reduce_loop(bufs, W, bufs_mask, out, offs, (offs < n), "sum")
             """),
         },
         id="ptr_mask= on a table slice: evaluated and checked at the binding, passed as the stack mask",
@@ -184,11 +184,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs_example = _castpile_typed(table, tl.float32); bufs = table
-                x = _castpile_atomic_cas_loop(bufs, W, None, bufs_example, offs, (offs >= 0) & (offs < n), 0, 1)
+                x = _castpile_atomic_cas_loop(bufs, W, None, bufs_example, offs, (offs < n), 0, 1)
             """),
             "gather": dedent("""\
                 bufs_example = _castpile_typed(table, tl.float32); bufs = table
-                x = _castpile_atomic_cas_gather(bufs, W, None, bufs_example, offs, (offs >= 0) & (offs < n), 0, 1)
+                x = _castpile_atomic_cas_gather(bufs, W, None, bufs_example, offs, (offs < n), 0, 1)
             """),
         },
         id="a dtype as example: a typed pointer at the table stands in for it",
@@ -237,7 +237,7 @@ REMOTE_CASES = [
         """),
         dedent("""\
             one = _castpile_table_entry(table, i)
-            x = _castpile_load_remote(one, 1, None, out, offs, (offs >= 0) & (offs < n), table)
+            x = _castpile_load_remote(one, 1, None, out, offs, (offs < n), table)
         """),
         id="remote= on one peer: the table passed for its scratch header",
     ),

@@ -19,7 +19,7 @@ KERNEL_CASES = [
         """),
         dedent("""\
             bufs = table
-            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "sum")
+            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "sum")
         """),
         id="tl.sum(bufs[offs], axis=0)",
     ),
@@ -30,7 +30,7 @@ KERNEL_CASES = [
         """),
         dedent("""\
             bufs = table
-            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max")
+            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max")
         """),
         id="tl.max(bufs[offs], axis=0)",
     ),
@@ -41,7 +41,7 @@ KERNEL_CASES = [
         """),
         dedent("""\
             bufs = table
-            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "min")
+            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "min")
         """),
         id="tl.min(bufs[offs], axis=0)",
     ),
@@ -52,7 +52,7 @@ KERNEL_CASES = [
         """),
         dedent("""\
             bufs = table
-            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "min")
+            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "min")
         """),
         id="tl.min with a positional axis 0",
     ),
@@ -63,7 +63,7 @@ KERNEL_CASES = [
         """),
         dedent("""\
             bufs = table
-            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "sum", steps="to", operands=(tl.float32,))
+            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "sum", steps="to", operands=(tl.float32,))
         """),
         id="tl.sum of .to(T): a step",
     ),
@@ -74,7 +74,7 @@ KERNEL_CASES = [
         """),
         dedent("""\
             bufs = table
-            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "sum", steps="to", operands=(tl.int8,), dtype=tl.int32)
+            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "sum", steps="to", operands=(tl.int8,), dtype=tl.int32)
         """),
         id="tl.sum of .to(T) with dtype=: the cast, then dtype=",
     ),
@@ -85,7 +85,7 @@ KERNEL_CASES = [
         """),
         dedent("""\
             bufs = table
-            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "sum", keep_dims=False, dtype=tl.int8)
+            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "sum", keep_dims=False, dtype=tl.int8)
         """),
         id="the method with a positional dtype",
     ),
@@ -96,7 +96,7 @@ KERNEL_CASES = [
         """),
         dedent("""\
             bufs = table
-            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max", steps="bitcast to_rtz", operands=(tl.float32, tl.float16))
+            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max", steps="bitcast to_rtz", operands=(tl.float32, tl.float16))
         """),
         id="casts with bitcast= and fp_downcast_rounding= literals",
     ),
@@ -107,7 +107,7 @@ KERNEL_CASES = [
         """),
         dedent("""\
             bufs = table
-            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "sum", steps="to truediv sub rmul", operands=(tl.float32, 2.0, C, 3))
+            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "sum", steps="to truediv sub rmul", operands=(tl.float32, 2.0, C, 3))
         """),
         id="arithmetic with literals and constexprs, either side: steps in order",
     ),
@@ -118,7 +118,7 @@ KERNEL_CASES = [
         """),
         dedent("""\
             bufs = table
-            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max", steps="neg")
+            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max", steps="neg")
         """),
         id="a negation has no operand",
     ),
@@ -129,7 +129,7 @@ KERNEL_CASES = [
         """),
         dedent("""\
             bufs = table
-            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "min", offs < m, steps="rsub", operands=(-1,))
+            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "min", offs < m, steps="rsub", operands=(-1,))
         """),
         id="a step over tl.load",
     ),
@@ -140,7 +140,7 @@ KERNEL_CASES = [
         """),
         dedent("""\
             bufs = table
-            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "sum", offs < m)
+            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "sum", offs < m)
         """),
         id="tl.sum of tl.load with mask",
     ),
@@ -151,7 +151,7 @@ KERNEL_CASES = [
         """),
         dedent("""\
             bufs = table
-            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max", offs < m, -5.0, eviction_policy='evict_first')
+            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max", offs < m, -5.0, eviction_policy='evict_first')
         """),
         id="tl.max of tl.load with mask, other and an option",
     ),
@@ -162,7 +162,7 @@ KERNEL_CASES = [
         """),
         dedent("""\
             bufs = table
-            s, at = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "max", return_indices=True, return_indices_tie_break_left=False)
+            s, at = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max", return_indices=True, return_indices_tie_break_left=False)
         """),
         id="return_indices and its tie-break, by keyword",
     ),
@@ -173,7 +173,7 @@ KERNEL_CASES = [
         """),
         dedent("""\
             bufs = table
-            s, at = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "min", return_indices=True, return_indices_tie_break_left=True, keep_dims=C)
+            s, at = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "min", return_indices=True, return_indices_tie_break_left=True, keep_dims=C)
         """),
         id="return_indices and keep_dims by position",
     ),
@@ -184,7 +184,7 @@ KERNEL_CASES = [
         """),
         dedent("""\
             bufs = tile
-            s = _castpile_reduce_gather(bufs, bufs.numel, None, out, offs, (offs >= 0) & (offs < n), "sum", steps="to mul", operands=(tl.float32, 2))
+            s = _castpile_reduce_gather(bufs, bufs.numel, None, out, offs, (offs < n), "sum", steps="to mul", operands=(tl.float32, 2))
         """),
         id="reduction over a tile: the gather reduction under both strategies",
     ),
@@ -196,11 +196,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                s = tl.sum(_castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n)), axis=1)
+                s = tl.sum(_castpile_load_loop(bufs, W, None, out, offs, (offs < n)), axis=1)
             """),
             "gather": dedent("""\
                 bufs = table
-                s = tl.sum(_castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n)), axis=1)
+                s = tl.sum(_castpile_load_gather(bufs, W, None, out, offs, (offs < n)), axis=1)
             """),
         },
         id="tl.sum over another axis: a plain load, reduced",
@@ -213,11 +213,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                s = tl.sum(_castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n)).to(tl.float32))
+                s = tl.sum(_castpile_load_loop(bufs, W, None, out, offs, (offs < n)).to(tl.float32))
             """),
             "gather": dedent("""\
                 bufs = table
-                s = tl.sum(_castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n)).to(tl.float32))
+                s = tl.sum(_castpile_load_gather(bufs, W, None, out, offs, (offs < n)).to(tl.float32))
             """),
         },
         id="tl.sum without an axis: a plain load, reduced",
@@ -230,11 +230,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                s = tl.sum(_castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n)) * v, axis=0)
+                s = tl.sum(_castpile_load_loop(bufs, W, None, out, offs, (offs < n)) * v, axis=0)
             """),
             "gather": dedent("""\
                 bufs = table
-                s = tl.sum(_castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n)) * v, axis=0)
+                s = tl.sum(_castpile_load_gather(bufs, W, None, out, offs, (offs < n)) * v, axis=0)
             """),
         },
         id="arithmetic with a tensor: a plain load, reduced",
@@ -247,11 +247,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                s = tl.max(_castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n)) - _castpile_load_loop(bufs, W, None, out, offs + 1, (offs + 1 >= 0) & (offs + 1 < n)), axis=0)
+                s = tl.max(_castpile_load_loop(bufs, W, None, out, offs, (offs < n)) - _castpile_load_loop(bufs, W, None, out, offs + 1, (offs + 1 < n)), axis=0)
             """),
             "gather": dedent("""\
                 bufs = table
-                s = tl.max(_castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n)) - _castpile_load_gather(bufs, W, None, out, offs + 1, (offs + 1 >= 0) & (offs + 1 < n)), axis=0)
+                s = tl.max(_castpile_load_gather(bufs, W, None, out, offs, (offs < n)) - _castpile_load_gather(bufs, W, None, out, offs + 1, (offs + 1 < n)), axis=0)
             """),
         },
         id="arithmetic of two accesses: plain loads, reduced",
@@ -264,11 +264,11 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                s = tl.max(_castpile_load_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n)).to(tl.int32, bitcast=C), axis=0)
+                s = tl.max(_castpile_load_loop(bufs, W, None, out, offs, (offs < n)).to(tl.int32, bitcast=C), axis=0)
             """),
             "gather": dedent("""\
                 bufs = table
-                s = tl.max(_castpile_load_gather(bufs, W, None, out, offs, (offs >= 0) & (offs < n)).to(tl.int32, bitcast=C), axis=0)
+                s = tl.max(_castpile_load_gather(bufs, W, None, out, offs, (offs < n)).to(tl.int32, bitcast=C), axis=0)
             """),
         },
         id="a cast whose bitcast= is not a literal: a plain load, reduced",
@@ -280,9 +280,45 @@ KERNEL_CASES = [
         """),
         dedent("""\
             bufs = table
-            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs >= 0) & (offs < n), "sum", keep_dims=True)
+            s = _castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "sum", keep_dims=True)
         """),
         id="tl.sum with keep_dims=True: a stack reduction that keeps the stack dim",
+    ),
+    # v1.3: an axis that is a compile-time value written other than as a literal: the stack's reduction where it
+    # holds 0, Triton's of the loaded P + I tensor elsewhere (Triton compiles one side of the condition)
+    pytest.param(
+        dedent("""\
+            bufs = multicast_like(out, table[:W], shape=(n,))
+            s = tl.max(bufs[offs], axis=C - 2)
+        """),
+        {
+            "loop": dedent("""\
+                bufs = table
+                s = (_castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max") if (C - 2) == 0 else tl.max(_castpile_load_loop(bufs, W, None, out, offs, (offs < n)), axis=C - 2))
+            """),
+            "gather": dedent("""\
+                bufs = table
+                s = (_castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max") if (C - 2) == 0 else tl.max(_castpile_load_gather(bufs, W, None, out, offs, (offs < n)), axis=C - 2))
+            """),
+        },
+        id="tl.max with a constexpr axis holding 0: the stack's where it is 0",
+    ),
+    pytest.param(
+        dedent("""\
+            bufs = multicast_like(out, table[:W], shape=(n,))
+            s = tl.argmax(tl.load(bufs[offs], mask=offs < m, other=-1), C - 1)
+        """),
+        {
+            "loop": dedent("""\
+                bufs = table
+                s = (_castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max", offs < m, -1, return_indices=True)[1] if (C - 1) == 0 else tl.argmax(_castpile_load_loop(bufs, W, None, out, offs, (offs < n), offs < m, -1), C - 1))
+            """),
+            "gather": dedent("""\
+                bufs = table
+                s = (_castpile_reduce_loop(bufs, W, None, out, offs, (offs < n), "max", offs < m, -1, return_indices=True)[1] if (C - 1) == 0 else tl.argmax(_castpile_load_gather(bufs, W, None, out, offs, (offs < n), offs < m, -1), C - 1))
+            """),
+        },
+        id="tl.argmax of a tl.load with a constexpr axis holding 1: Triton's of the loaded P + I",
     ),
 ]
 

@@ -26,7 +26,7 @@ REMOTE_CASES = [
         """),
         dedent("""\
             bufs = table
-            x = _castpile_load_remote(bufs, W, None, out, offs, (offs >= 0) & (offs < n), table)
+            x = _castpile_load_remote(bufs, W, None, out, offs, (offs < n), table)
         """),
         id="remote load",
     ),
@@ -37,7 +37,7 @@ REMOTE_CASES = [
         """),
         dedent("""\
             bufs = table
-            _castpile_store_remote(bufs, W, None, out, offs, (offs >= 0) & (offs < n), table, v, site='k.py:12')
+            _castpile_store_remote(bufs, W, None, out, offs, (offs < n), table, v, site='k.py:12')
         """),
         id="remote store",
     ),
@@ -48,7 +48,7 @@ REMOTE_CASES = [
         """),
         dedent("""\
             bufs = table
-            _castpile_store_remote(bufs, W, None, out, offs, (offs >= 0) & (offs < n), table, _castpile_load_remote(bufs, W, None, out, offs, (offs >= 0) & (offs < n), table) + v, site='k.py:12')
+            _castpile_store_remote(bufs, W, None, out, offs, (offs < n), table, _castpile_load_remote(bufs, W, None, out, offs, (offs < n), table) + v, site='k.py:12')
         """),
         id="remote augmented store",
     ),
@@ -60,8 +60,8 @@ REMOTE_CASES = [
         """),
         dedent("""\
             bufs = table
-            y = _castpile_load_remote(bufs, W, None, out, offs, (offs >= 0) & (offs < n), table, offs < m, -1)
-            _castpile_store_remote(bufs, W, None, out, offs, (offs >= 0) & (offs < n), table, v, offs < m, site='k.py:13')
+            y = _castpile_load_remote(bufs, W, None, out, offs, (offs < n), table, offs < m, -1)
+            _castpile_store_remote(bufs, W, None, out, offs, (offs < n), table, v, offs < m, site='k.py:13')
         """),
         id="remote tl.load and tl.store with masks",
     ),
@@ -72,7 +72,7 @@ REMOTE_CASES = [
         """),
         dedent("""\
             bufs = table
-            s = _castpile_reduce_remote(bufs, W, None, out, offs, (offs >= 0) & (offs < n), table, "sum")
+            s = _castpile_reduce_remote(bufs, W, None, out, offs, (offs < n), table, "sum")
         """),
         id="remote reduction",
     ),
@@ -122,7 +122,7 @@ REMOTE_CASES = [
         dedent("""\
             bufs = table; bufs_table = table
             table = table + 1
-            x = _castpile_load_remote(bufs, W, None, out, offs, (offs >= 0) & (offs < n), bufs_table)
+            x = _castpile_load_remote(bufs, W, None, out, offs, (offs < n), bufs_table)
         """),
         id="remote table rebound after the binding: copied at it",
     ),
@@ -136,12 +136,12 @@ REMOTE_CASES = [
             "loop": dedent("""\
                 bufs = table
                 near = table
-                x = _castpile_load_remote(bufs, W, None, out, offs, (offs >= 0) & (offs < n), table) + _castpile_load_loop(near, W, None, out, offs, None)
+                x = _castpile_load_remote(bufs, W, None, out, offs, (offs < n), table) + _castpile_load_loop(near, W, None, out, offs, None)
             """),
             "gather": dedent("""\
                 bufs = table
                 near = table
-                x = _castpile_load_remote(bufs, W, None, out, offs, (offs >= 0) & (offs < n), table) + _castpile_load_gather(near, W, None, out, offs, None)
+                x = _castpile_load_remote(bufs, W, None, out, offs, (offs < n), table) + _castpile_load_gather(near, W, None, out, offs, None)
             """),
         },
         id="a binding without remote= next to one with it",

@@ -31,8 +31,5 @@ def spread(out, table, n, W: tl.constexpr, BLOCK: tl.constexpr):
 """
 STORE_BINDING = "    bufs = table"
 """Line 8 as castpile writes it, under either strategy."""
-STORE = (
-    "    _castpile_store_{}(bufs, W, None, out, offs, (offs < n), tl.load(out + offs, mask=offs < n), "
-    "site='{}:10')"
-)
+STORE = "    _castpile_store_{}(bufs, W, None, out, offs, (offs < n), tl.load(out + offs, mask=offs < n), site='{}:10')"
 """Line 10 as castpile writes it from the file at ``path``: ``STORE.format(strategy, path)``."""

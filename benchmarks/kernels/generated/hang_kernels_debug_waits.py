@@ -51,9 +51,28 @@ def _castpile_lane_mask(valid, mask, offs, user_mask=None):
 
 
 @triton.jit
-def _castpile_offsets(offs):
-    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
-    return offs + tl.zeros((), tl.int32)
+def _castpile_offsets(offs, base=None):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor), and ``base`` added to it where that is no
+    scalar (a scalar ``base`` joins the pointer instead)."""
+    offs = offs + tl.zeros((), tl.int32)
+    if base is not None:
+        if len((base + tl.zeros((), tl.int32)).shape) != 0:
+            offs = offs + base
+    return offs
+
+
+@triton.jit
+def _castpile_rebased(ptr, base):
+    """``ptr`` (one buffer's pointer, or a tile of them) advanced by ``base``: an access's index summands that castpile
+    classed as scalars (``base=``; ``None``: none), which join the pointer before the tensor offsets do, as hand-written
+    ``ptr + row * D + cols`` does.  A ``base`` that is no scalar after all is part of the offsets instead
+    (:func:`_castpile_offsets`), and ``ptr`` is returned as it is."""
+    if base is None:
+        return ptr
+    elif len((base + tl.zeros((), tl.int32)).shape) != 0:
+        return ptr
+    else:
+        return ptr + base
 
 
 @triton.jit
@@ -358,16 +377,18 @@ def _castpile_signal_lanes_until(ptrs, valid, example, value, wait_for, op: tl.c
 def _castpile_signal_until(src, count: tl.constexpr, smask, example, offs, bounds, value=1, wait_for=None, mask=None,
                            op: tl.constexpr = tl.constexpr("set"), sem: tl.constexpr = tl.constexpr("release"),
                            scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None,
-                           site: tl.constexpr = None, deadline_ns: tl.constexpr = None):
+                           site: tl.constexpr = None, deadline_ns: tl.constexpr = None, base=None):
     """``castpile.signal`` on a multicast access, a spin with ``wait_for`` giving up at its deadline."""
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask, base)
     _castpile_signal_lanes_until(ptrs, valid, example, value, wait_for, op, sem, scope, site, deadline_ns)
 
 
 @triton.jit
-def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None, user_mask=None):
-    """The P + I pointer tensor of an access and its mask (never ``None``): ``mask`` and ``user_mask`` (shape I) ANDed in."""
-    offs = _castpile_offsets(offs)
+def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None, user_mask=None,
+                       base=None):
+    """The P + I pointer tensor of an access and its mask (never ``None``): ``mask`` and ``user_mask`` (shape I) ANDed in;
+    each buffer's pointer advanced by ``base`` before the offsets are added (:func:`_castpile_rebased`)."""
+    offs = _castpile_offsets(offs, base)
     ptr_ty = tl.pointer_type(example.dtype.element_ty)
     if src.dtype.is_ptr():
         rows = tl.arange(0, triton.next_power_of_2(count))
@@ -390,6 +411,7 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, ali
             ptrs = tl.multiple_of(ptrs, [align, align])
         elif len(ptrs.shape) == 3:
             ptrs = tl.multiple_of(ptrs, [align, align, align])
+    ptrs = _castpile_rebased(ptrs, base)
     for _ in tl.static_range(len(offs.shape)):
         ptrs = tl.expand_dims(ptrs, len(ptrs.shape))
         valid = tl.expand_dims(valid, len(valid.shape))

@@ -54,7 +54,7 @@ def all_reduce_residual_rmsnorm_remote(buf, buf_ptrs, pad, pad_ptrs, residual, w
     w = tl.load(weight + cols, mask=inside, other=0.0).to(tl.float32)
     row = tl.program_id(0)
     while row < m:
-        total = _castpile_reduce_remote(bufs, WORLD, None, buf, cols + d*row, (row >= 0) & (row < m) & (cols >= 0) & (cols < d), buf_ptrs, "sum", steps="to", operands=(tl.float32,))
+        total = _castpile_reduce_remote(bufs, WORLD, None, buf, cols + d*row, (row < m) & (cols < d), buf_ptrs, "sum", steps="to", operands=(tl.float32,))
         h = (total + tl.load(residual + row * d + cols, mask=inside, other=0.0).to(tl.float32))
         h = h.to(residual.dtype.element_ty)
         tl.store(residual + row * d + cols, h, mask=inside)
@@ -175,9 +175,14 @@ def _castpile_slice(v, pos, p: tl.constexpr, offs):
 
 
 @triton.jit
-def _castpile_offsets(offs):
-    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
-    return offs + tl.zeros((), tl.int32)
+def _castpile_offsets(offs, base=None):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor), and ``base`` added to it where that is no
+    scalar (a scalar ``base`` joins the pointer instead)."""
+    offs = offs + tl.zeros((), tl.int32)
+    if base is not None:
+        if len((base + tl.zeros((), tl.int32)).shape) != 0:
+            offs = offs + base
+    return offs
 
 
 @triton.jit

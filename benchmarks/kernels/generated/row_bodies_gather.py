@@ -13,7 +13,7 @@ def cp_none_for_2d_to(ex, table, table2, res, w, out, stats, M, D, eps, alpha, W
     cols = tl.arange(0, BLOCK_D)
     mask = cols < D
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16, base=D*row)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
 
@@ -25,7 +25,7 @@ def cp_none_for_2d_dtype(ex, table, table2, res, w, out, stats, M, D, eps, alpha
     cols = tl.arange(0, BLOCK_D)
     mask = cols < D
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", dtype=tl.float32, align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", dtype=tl.float32, align=16, base=D*row)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
 
@@ -62,7 +62,7 @@ def cp_none_while_2d_to(ex, table, table2, res, w, out, stats, M, D, eps, alpha,
     mask = cols < D
     row = tl.program_id(0)
     while row < M:
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16, base=D*row)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
         row += tl.num_programs(0)
@@ -76,7 +76,7 @@ def cp_none_while_2d_dtype(ex, table, table2, res, w, out, stats, M, D, eps, alp
     mask = cols < D
     row = tl.program_id(0)
     while row < M:
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", dtype=tl.float32, align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", dtype=tl.float32, align=16, base=D*row)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
         row += tl.num_programs(0)
@@ -118,7 +118,7 @@ def cp_res_before_for_2d_to(ex, table, table2, res, w, out, stats, M, D, eps, al
     mask = cols < D
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
         r = tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16, base=D*row)
         h += r
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
@@ -132,7 +132,7 @@ def cp_res_before_for_2d_dtype(ex, table, table2, res, w, out, stats, M, D, eps,
     mask = cols < D
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
         r = tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", dtype=tl.float32, align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", dtype=tl.float32, align=16, base=D*row)
         h += r
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
@@ -175,7 +175,7 @@ def cp_res_before_while_2d_to(ex, table, table2, res, w, out, stats, M, D, eps, 
     row = tl.program_id(0)
     while row < M:
         r = tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16, base=D*row)
         h += r
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
@@ -191,7 +191,7 @@ def cp_res_before_while_2d_dtype(ex, table, table2, res, w, out, stats, M, D, ep
     row = tl.program_id(0)
     while row < M:
         r = tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", dtype=tl.float32, align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", dtype=tl.float32, align=16, base=D*row)
         h += r
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
@@ -237,7 +237,7 @@ def cp_res_after_for_2d_to(ex, table, table2, res, w, out, stats, M, D, eps, alp
     cols = tl.arange(0, BLOCK_D)
     mask = cols < D
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16, base=D*row)
         h += tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
@@ -250,7 +250,7 @@ def cp_res_after_for_2d_dtype(ex, table, table2, res, w, out, stats, M, D, eps, 
     cols = tl.arange(0, BLOCK_D)
     mask = cols < D
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", dtype=tl.float32, align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", dtype=tl.float32, align=16, base=D*row)
         h += tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
@@ -290,7 +290,7 @@ def cp_res_after_while_2d_to(ex, table, table2, res, w, out, stats, M, D, eps, a
     mask = cols < D
     row = tl.program_id(0)
     while row < M:
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16, base=D*row)
         h += tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
@@ -305,7 +305,7 @@ def cp_res_after_while_2d_dtype(ex, table, table2, res, w, out, stats, M, D, eps
     mask = cols < D
     row = tl.program_id(0)
     while row < M:
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", dtype=tl.float32, align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", dtype=tl.float32, align=16, base=D*row)
         h += tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
@@ -349,7 +349,7 @@ def cp_res_weight_for_2d_to(ex, table, table2, res, w, out, stats, M, D, eps, al
     cols = tl.arange(0, BLOCK_D)
     mask = cols < D
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16, base=D*row)
         h += tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         wt = tl.load(w + cols, mask=mask, other=0).to(tl.float32)
@@ -363,7 +363,7 @@ def cp_res_weight_for_2d_dtype(ex, table, table2, res, w, out, stats, M, D, eps,
     cols = tl.arange(0, BLOCK_D)
     mask = cols < D
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", dtype=tl.float32, align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", dtype=tl.float32, align=16, base=D*row)
         h += tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         wt = tl.load(w + cols, mask=mask, other=0).to(tl.float32)
@@ -406,7 +406,7 @@ def cp_res_weight_while_2d_to(ex, table, table2, res, w, out, stats, M, D, eps, 
     mask = cols < D
     row = tl.program_id(0)
     while row < M:
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16, base=D*row)
         h += tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         wt = tl.load(w + cols, mask=mask, other=0).to(tl.float32)
@@ -422,7 +422,7 @@ def cp_res_weight_while_2d_dtype(ex, table, table2, res, w, out, stats, M, D, ep
     mask = cols < D
     row = tl.program_id(0)
     while row < M:
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", dtype=tl.float32, align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", dtype=tl.float32, align=16, base=D*row)
         h += tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         wt = tl.load(w + cols, mask=mask, other=0).to(tl.float32)
@@ -470,7 +470,7 @@ def cp_res_weight_hoisted_for_2d_to(ex, table, table2, res, w, out, stats, M, D,
     mask = cols < D
     wt = tl.load(w + cols, mask=mask, other=0).to(tl.float32)
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16, base=D*row)
         h += tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale * wt).to(out.dtype.element_ty), mask=mask)
@@ -484,7 +484,7 @@ def cp_res_weight_hoisted_for_2d_dtype(ex, table, table2, res, w, out, stats, M,
     mask = cols < D
     wt = tl.load(w + cols, mask=mask, other=0).to(tl.float32)
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", dtype=tl.float32, align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", dtype=tl.float32, align=16, base=D*row)
         h += tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale * wt).to(out.dtype.element_ty), mask=mask)
@@ -527,7 +527,7 @@ def cp_res_weight_hoisted_while_2d_to(ex, table, table2, res, w, out, stats, M, 
     wt = tl.load(w + cols, mask=mask, other=0).to(tl.float32)
     row = tl.program_id(0)
     while row < M:
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16, base=D*row)
         h += tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale * wt).to(out.dtype.element_ty), mask=mask)
@@ -543,7 +543,7 @@ def cp_res_weight_hoisted_while_2d_dtype(ex, table, table2, res, w, out, stats, 
     wt = tl.load(w + cols, mask=mask, other=0).to(tl.float32)
     row = tl.program_id(0)
     while row < M:
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", dtype=tl.float32, align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", dtype=tl.float32, align=16, base=D*row)
         h += tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale * wt).to(out.dtype.element_ty), mask=mask)
@@ -589,7 +589,7 @@ def cp_scalar_for_2d_to(ex, table, table2, res, w, out, stats, M, D, eps, alpha,
     cols = tl.arange(0, BLOCK_D)
     mask = cols < D
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16, base=D*row)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(stats + row, scale)
         tl.store(out + row * D + cols, (h * (scale * alpha)).to(out.dtype.element_ty), mask=mask)
@@ -602,7 +602,7 @@ def cp_scalar_for_2d_dtype(ex, table, table2, res, w, out, stats, M, D, eps, alp
     cols = tl.arange(0, BLOCK_D)
     mask = cols < D
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", dtype=tl.float32, align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", dtype=tl.float32, align=16, base=D*row)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(stats + row, scale)
         tl.store(out + row * D + cols, (h * (scale * alpha)).to(out.dtype.element_ty), mask=mask)
@@ -642,7 +642,7 @@ def cp_scalar_while_2d_to(ex, table, table2, res, w, out, stats, M, D, eps, alph
     mask = cols < D
     row = tl.program_id(0)
     while row < M:
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16, base=D*row)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(stats + row, scale)
         tl.store(out + row * D + cols, (h * (scale * alpha)).to(out.dtype.element_ty), mask=mask)
@@ -657,7 +657,7 @@ def cp_scalar_while_2d_dtype(ex, table, table2, res, w, out, stats, M, D, eps, a
     mask = cols < D
     row = tl.program_id(0)
     while row < M:
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", dtype=tl.float32, align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", dtype=tl.float32, align=16, base=D*row)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(stats + row, scale)
         tl.store(out + row * D + cols, (h * (scale * alpha)).to(out.dtype.element_ty), mask=mask)
@@ -702,8 +702,8 @@ def cp_two_stacks_for_2d_to(ex, table, table2, res, w, out, stats, M, D, eps, al
     cols = tl.arange(0, BLOCK_D)
     mask = cols < D
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16)
-        g = _castpile_reduce_loop(more, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16, base=D*row)
+        g = _castpile_reduce_loop(more, W, None, ex, cols, (row < M) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16, base=D*row)
         h += g
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
@@ -717,8 +717,8 @@ def cp_two_stacks_for_2d_dtype(ex, table, table2, res, w, out, stats, M, D, eps,
     cols = tl.arange(0, BLOCK_D)
     mask = cols < D
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", dtype=tl.float32, align=16)
-        g = _castpile_reduce_loop(more, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", dtype=tl.float32, align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", dtype=tl.float32, align=16, base=D*row)
+        g = _castpile_reduce_loop(more, W, None, ex, cols, (row < M) & (cols < D), "sum", dtype=tl.float32, align=16, base=D*row)
         h += g
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
@@ -763,8 +763,8 @@ def cp_two_stacks_while_2d_to(ex, table, table2, res, w, out, stats, M, D, eps, 
     mask = cols < D
     row = tl.program_id(0)
     while row < M:
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16)
-        g = _castpile_reduce_loop(more, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16, base=D*row)
+        g = _castpile_reduce_loop(more, W, None, ex, cols, (row < M) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16, base=D*row)
         h += g
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
@@ -780,8 +780,8 @@ def cp_two_stacks_while_2d_dtype(ex, table, table2, res, w, out, stats, M, D, ep
     mask = cols < D
     row = tl.program_id(0)
     while row < M:
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", dtype=tl.float32, align=16)
-        g = _castpile_reduce_loop(more, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", dtype=tl.float32, align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", dtype=tl.float32, align=16, base=D*row)
+        g = _castpile_reduce_loop(more, W, None, ex, cols, (row < M) & (cols < D), "sum", dtype=tl.float32, align=16, base=D*row)
         h += g
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
@@ -858,9 +858,28 @@ def _castpile_lane_mask(valid, mask, offs, user_mask=None):
 
 
 @triton.jit
-def _castpile_offsets(offs):
-    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
-    return offs + tl.zeros((), tl.int32)
+def _castpile_offsets(offs, base=None):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor), and ``base`` added to it where that is no
+    scalar (a scalar ``base`` joins the pointer instead)."""
+    offs = offs + tl.zeros((), tl.int32)
+    if base is not None:
+        if len((base + tl.zeros((), tl.int32)).shape) != 0:
+            offs = offs + base
+    return offs
+
+
+@triton.jit
+def _castpile_rebased(ptr, base):
+    """``ptr`` (one buffer's pointer, or a tile of them) advanced by ``base``: an access's index summands that castpile
+    classed as scalars (``base=``; ``None``: none), which join the pointer before the tensor offsets do, as hand-written
+    ``ptr + row * D + cols`` does.  A ``base`` that is no scalar after all is part of the offsets instead
+    (:func:`_castpile_offsets`), and ``ptr`` is returned as it is."""
+    if base is None:
+        return ptr
+    elif len((base + tl.zeros((), tl.int32)).shape) != 0:
+        return ptr
+    else:
+        return ptr + base
 
 
 @triton.jit
@@ -887,7 +906,8 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
                           keep_dims: tl.constexpr = False, return_indices: tl.constexpr = False,
                           return_indices_tie_break_left: tl.constexpr = True,
                           cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
-                          volatile: tl.constexpr = False, align: tl.constexpr = None, combine_fn: tl.constexpr = None):
+                          volatile: tl.constexpr = False, align: tl.constexpr = None, combine_fn: tl.constexpr = None,
+                          base=None):
     """A reduction ``OP`` (see :mod:`.reduction`; ``combine_fn``: ``tl.reduce``'s) over axis 0 of a table's access,
     one buffer at a time, without the P + I tensor.
 
@@ -896,13 +916,13 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
     to the first buffer, whichever ``return_indices_tie_break_left``).  Lanes the user's ``mask`` turns off take
     part as ``other``; a lane out of bounds gives 0 (position 0).
     """
-    offs = _castpile_offsets(offs)
+    offs = _castpile_offsets(offs, base)
     acc = None  # the fold starts at buffer 0
     at = None
     seen = None
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        x = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=0 if other is None else other,
+        x = tl.load(_castpile_rebased(peer, base) + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=0 if other is None else other,
                     cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
         acc, at, seen = _castpile_fold(p, x, valid, acc, at, seen, OP, steps, operands, dtype, return_indices,
                                         combine_fn)

@@ -91,7 +91,7 @@ def stack_row_norm(ex, table, out, M, D, eps, W: tl.constexpr, BLOCK_D: tl.const
     cols = tl.arange(0, BLOCK_D)
     row = tl.program_id(0)
     while row < M:
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16, base=D*row)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=cols < D)
         row += tl.num_programs(0)
@@ -153,9 +153,28 @@ def _castpile_lane_mask(valid, mask, offs, user_mask=None):
 
 
 @triton.jit
-def _castpile_offsets(offs):
-    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
-    return offs + tl.zeros((), tl.int32)
+def _castpile_offsets(offs, base=None):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor), and ``base`` added to it where that is no
+    scalar (a scalar ``base`` joins the pointer instead)."""
+    offs = offs + tl.zeros((), tl.int32)
+    if base is not None:
+        if len((base + tl.zeros((), tl.int32)).shape) != 0:
+            offs = offs + base
+    return offs
+
+
+@triton.jit
+def _castpile_rebased(ptr, base):
+    """``ptr`` (one buffer's pointer, or a tile of them) advanced by ``base``: an access's index summands that castpile
+    classed as scalars (``base=``; ``None``: none), which join the pointer before the tensor offsets do, as hand-written
+    ``ptr + row * D + cols`` does.  A ``base`` that is no scalar after all is part of the offsets instead
+    (:func:`_castpile_offsets`), and ``ptr`` is returned as it is."""
+    if base is None:
+        return ptr
+    elif len((base + tl.zeros((), tl.int32)).shape) != 0:
+        return ptr
+    else:
+        return ptr + base
 
 
 @triton.jit
@@ -188,9 +207,11 @@ def _castpile_full(value, ptrs, example):
 
 
 @triton.jit
-def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None, user_mask=None):
-    """The P + I pointer tensor of an access and its mask (never ``None``): ``mask`` and ``user_mask`` (shape I) ANDed in."""
-    offs = _castpile_offsets(offs)
+def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None, user_mask=None,
+                       base=None):
+    """The P + I pointer tensor of an access and its mask (never ``None``): ``mask`` and ``user_mask`` (shape I) ANDed in;
+    each buffer's pointer advanced by ``base`` before the offsets are added (:func:`_castpile_rebased`)."""
+    offs = _castpile_offsets(offs, base)
     ptr_ty = tl.pointer_type(example.dtype.element_ty)
     if src.dtype.is_ptr():
         rows = tl.arange(0, triton.next_power_of_2(count))
@@ -213,6 +234,7 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, ali
             ptrs = tl.multiple_of(ptrs, [align, align])
         elif len(ptrs.shape) == 3:
             ptrs = tl.multiple_of(ptrs, [align, align, align])
+    ptrs = _castpile_rebased(ptrs, base)
     for _ in tl.static_range(len(offs.shape)):
         ptrs = tl.expand_dims(ptrs, len(ptrs.shape))
         valid = tl.expand_dims(valid, len(valid.shape))
@@ -231,9 +253,9 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, ali
 @triton.jit
 def _castpile_load_gather(src, count: tl.constexpr, smask, example, offs, bounds, mask=None, other=None,
                           cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
-                          volatile: tl.constexpr = False, align: tl.constexpr = None):
+                          volatile: tl.constexpr = False, align: tl.constexpr = None, base=None):
     """Load P + I elements with one gather."""
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask, base)
     if other is None:
         other = 0
     return tl.load(ptrs, mask=valid, other=other, cache_modifier=cache_modifier,
@@ -243,10 +265,10 @@ def _castpile_load_gather(src, count: tl.constexpr, smask, example, offs, bounds
 @triton.jit
 def _castpile_store_gather(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
                            cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None,
-                           site: tl.constexpr = None):
+                           base=None, site: tl.constexpr = None):
     """Store ``value`` (broadcast to P + I) with one scatter; a value that does not broadcast is an error
     naming the store's ``site``."""
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask, base)
     _castpile_fits(tl.cast(value, example.dtype.element_ty).shape, ptrs.shape, site)
     tl.store(ptrs, _castpile_full(value, ptrs, example), mask=valid, cache_modifier=cache_modifier,
              eviction_policy=eviction_policy)
@@ -255,9 +277,9 @@ def _castpile_store_gather(src, count: tl.constexpr, smask, example, offs, bound
 @triton.jit
 def _castpile_atomic_gather(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, value, mask=None,
                             sem: tl.constexpr = None, scope: tl.constexpr = None, align: tl.constexpr = None,
-                            keep_old: tl.constexpr = True):
+                            base=None, keep_old: tl.constexpr = True):
     """An atomic read-modify-write on all P + I elements at once; the old values."""
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask, base)
     old = _castpile_atomic_op(OP, ptrs, _castpile_full(value, ptrs, example), valid, sem, scope)
     return tl.where(valid, old, tl.zeros_like(old))  # masked-off lanes hold 0, as in a masked load
 
@@ -286,7 +308,8 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
                           keep_dims: tl.constexpr = False, return_indices: tl.constexpr = False,
                           return_indices_tie_break_left: tl.constexpr = True,
                           cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
-                          volatile: tl.constexpr = False, align: tl.constexpr = None, combine_fn: tl.constexpr = None):
+                          volatile: tl.constexpr = False, align: tl.constexpr = None, combine_fn: tl.constexpr = None,
+                          base=None):
     """A reduction ``OP`` (see :mod:`.reduction`; ``combine_fn``: ``tl.reduce``'s) over axis 0 of a table's access,
     one buffer at a time, without the P + I tensor.
 
@@ -295,13 +318,13 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
     to the first buffer, whichever ``return_indices_tie_break_left``).  Lanes the user's ``mask`` turns off take
     part as ``other``; a lane out of bounds gives 0 (position 0).
     """
-    offs = _castpile_offsets(offs)
+    offs = _castpile_offsets(offs, base)
     acc = None  # the fold starts at buffer 0
     at = None
     seen = None
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        x = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=0 if other is None else other,
+        x = tl.load(_castpile_rebased(peer, base) + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=0 if other is None else other,
                     cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
         acc, at, seen = _castpile_fold(p, x, valid, acc, at, seen, OP, steps, operands, dtype, return_indices,
                                         combine_fn)

@@ -91,7 +91,7 @@ def stack_row_norm(ex, table, out, M, D, eps, W: tl.constexpr, BLOCK_D: tl.const
     cols = tl.arange(0, BLOCK_D)
     row = tl.program_id(0)
     while row < M:
-        h = _castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", steps="to", operands=(tl.float32,), align=16, base=D*row)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=cols < D)
         row += tl.num_programs(0)
@@ -200,9 +200,28 @@ def _castpile_zeros(pos, offs, dtype):
 
 
 @triton.jit
-def _castpile_offsets(offs):
-    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
-    return offs + tl.zeros((), tl.int32)
+def _castpile_offsets(offs, base=None):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor), and ``base`` added to it where that is no
+    scalar (a scalar ``base`` joins the pointer instead)."""
+    offs = offs + tl.zeros((), tl.int32)
+    if base is not None:
+        if len((base + tl.zeros((), tl.int32)).shape) != 0:
+            offs = offs + base
+    return offs
+
+
+@triton.jit
+def _castpile_rebased(ptr, base):
+    """``ptr`` (one buffer's pointer, or a tile of them) advanced by ``base``: an access's index summands that castpile
+    classed as scalars (``base=``; ``None``: none), which join the pointer before the tensor offsets do, as hand-written
+    ``ptr + row * D + cols`` does.  A ``base`` that is no scalar after all is part of the offsets instead
+    (:func:`_castpile_offsets`), and ``ptr`` is returned as it is."""
+    if base is None:
+        return ptr
+    elif len((base + tl.zeros((), tl.int32)).shape) != 0:
+        return ptr
+    else:
+        return ptr + base
 
 
 @triton.jit
@@ -245,9 +264,9 @@ def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
 @triton.jit
 def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, bounds, mask=None, other=None,
                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
-                        volatile: tl.constexpr = False, align: tl.constexpr = None):
+                        volatile: tl.constexpr = False, align: tl.constexpr = None, base=None):
     """Load P + I elements, one buffer at a time."""
-    offs = _castpile_offsets(offs)
+    offs = _castpile_offsets(offs, base)
     pos = _castpile_positions(src, count, offs)
     R: tl.constexpr = len(pos.shape) - len(offs.shape)
     dtype = example.dtype.element_ty
@@ -256,7 +275,7 @@ def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, bounds, 
         res = res + tl.cast(other, dtype)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=other,
+        v = tl.load(_castpile_rebased(peer, base) + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=other,
                     cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
         res = tl.where(pos == p, _castpile_prepend(v, R), res)
     return res
@@ -268,7 +287,8 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
                           keep_dims: tl.constexpr = False, return_indices: tl.constexpr = False,
                           return_indices_tie_break_left: tl.constexpr = True,
                           cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
-                          volatile: tl.constexpr = False, align: tl.constexpr = None, combine_fn: tl.constexpr = None):
+                          volatile: tl.constexpr = False, align: tl.constexpr = None, combine_fn: tl.constexpr = None,
+                          base=None):
     """A reduction ``OP`` (see :mod:`.reduction`; ``combine_fn``: ``tl.reduce``'s) over axis 0 of a table's access,
     one buffer at a time, without the P + I tensor.
 
@@ -277,13 +297,13 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
     to the first buffer, whichever ``return_indices_tie_break_left``).  Lanes the user's ``mask`` turns off take
     part as ``other``; a lane out of bounds gives 0 (position 0).
     """
-    offs = _castpile_offsets(offs)
+    offs = _castpile_offsets(offs, base)
     acc = None  # the fold starts at buffer 0
     at = None
     seen = None
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        x = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=0 if other is None else other,
+        x = tl.load(_castpile_rebased(peer, base) + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=0 if other is None else other,
                     cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
         acc, at, seen = _castpile_fold(p, x, valid, acc, at, seen, OP, steps, operands, dtype, return_indices,
                                         combine_fn)
@@ -293,26 +313,26 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
 @triton.jit
 def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
                          cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None,
-                         site: tl.constexpr = None):
+                         base=None, site: tl.constexpr = None):
     """Store ``value`` (broadcast to P + I), one buffer at a time; a value that does not broadcast is an error
     naming the store's ``site``."""
-    offs = _castpile_offsets(offs)
+    offs = _castpile_offsets(offs, base)
     pos = _castpile_positions(src, count, offs)
     dtype = example.dtype.element_ty
     value = tl.cast(value, dtype)
     _castpile_fits(value.shape, _castpile_stack_shape(pos.shape, offs.shape), site)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, bounds, offs, mask),
+        tl.store(_castpile_rebased(peer, base) + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, bounds, offs, mask),
                  cache_modifier=cache_modifier, eviction_policy=eviction_policy)
 
 
 @triton.jit
 def _castpile_atomic_loop(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, value, mask=None,
                           sem: tl.constexpr = None, scope: tl.constexpr = None, align: tl.constexpr = None,
-                          keep_old: tl.constexpr = True):
+                          base=None, keep_old: tl.constexpr = True):
     """An atomic read-modify-write on every addressed element; the old values (``None`` unless ``keep_old``)."""
-    offs = _castpile_offsets(offs)
+    offs = _castpile_offsets(offs, base)
     pos = _castpile_positions(src, count, offs)
     R: tl.constexpr = len(pos.shape) - len(offs.shape)
     dtype = example.dtype.element_ty
@@ -321,7 +341,7 @@ def _castpile_atomic_loop(src, count: tl.constexpr, smask, example, offs, bounds
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
         lanes = _castpile_lane_mask(valid, bounds, offs, mask)
-        old = _castpile_atomic_op(OP, peer + offs, _castpile_slice(value, pos, p, offs), lanes, sem, scope)
+        old = _castpile_atomic_op(OP, _castpile_rebased(peer, base) + offs, _castpile_slice(value, pos, p, offs), lanes, sem, scope)
         if keep_old:  # masked-off lanes hold 0, as in a masked load
             res = tl.where((pos == p) & _castpile_prepend(lanes, R), _castpile_prepend(old, R), res)
     if keep_old:

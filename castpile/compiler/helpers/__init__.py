@@ -30,7 +30,10 @@ tensor, a scalar or a ``tl.constexpr`` bool: Triton compiles a scalar as a scala
 interpreter runs it as a NumPy array), so no helper reduces one (``tl.sum`` of a scalar
 does not compile).  An access whose indices must be
 evaluated once passes ``*_castpile_index(indices, extents, strides)`` for
-``offs, bounds``.
+``offs, bounds``.  An access whose index has scalar dims passes their share of the
+offsets as ``base=`` (every access helper of the loop and gather families takes it):
+each buffer's pointer is advanced by it before ``offs`` is added
+(:func:`~.common._castpile_rebased`; a ``base`` that is no scalar joins ``offs`` instead).
 
 ``_loop`` helpers walk the stack one buffer at a time; ``_gather`` helpers build
 the whole P + I pointer tensor and issue one memory operation; ``_remote`` helpers

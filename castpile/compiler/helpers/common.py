@@ -64,19 +64,43 @@ def _castpile_slice_mask(mask, count: tl.constexpr):
     return (rows < count) & mask
 
 
+@triton.constexpr_function
+def _castpile_alignment(align, site):
+    """True when a binding's ``align=`` given as a compile-time value (not a literal) is a power-of-two integer
+    (bytes) or ``None``; else an error naming the binding's ``site`` (``"path:line"``)."""
+    if align is None or (type(align) is int and align > 0 and align & (align - 1) == 0):
+        return True
+    where = "" if site is None else f"{site}: error: "
+    given = repr(align) if isinstance(align, (bool, int, float, str)) else f"a {type(align).__name__}"
+    raise ValueError(f"{where}multicast_like: align= must be a power-of-two integer (bytes) or None, not {given}")
+
+
 @triton.jit
-def _castpile_index(indices, extents, strides):
-    """``offs, bounds`` of an access from its indices, each evaluated once by the caller."""
+def _castpile_index(indices, extents, strides, lower=None):
+    """``offs, bounds`` of an access from its indices, each evaluated once by the caller; ``lower``: for each dim,
+    whether its bounds check ``index >= 0`` (not where castpile proved the index non-negative), else every dim's."""
     offs = _castpile_offsets(indices[0]) * strides[0]
     for d in tl.static_range(1, len(indices)):
         offs = offs + indices[d] * strides[d]
     if extents is None:  # no bounds: all true (a tuple with None does not compile)
         return offs, tl.full(offs.shape, 1, tl.int1)
     else:
-        bounds = (indices[0] >= 0) & (indices[0] < extents[0])
+        bounds = _castpile_bound(indices[0], extents[0], lower, 0)
         for d in tl.static_range(1, len(indices)):
-            bounds = bounds & (indices[d] >= 0) & (indices[d] < extents[d])
+            bounds = bounds & _castpile_bound(indices[d], extents[d], lower, d)
         return offs, bounds
+
+
+@triton.jit
+def _castpile_bound(index, extent, lower, d: tl.constexpr):
+    """``0 <= index < extent``, or ``index < extent`` where ``lower`` (see :func:`_castpile_index`) says dim ``d``'s
+    index is proven non-negative."""
+    if lower is None:
+        return (index >= 0) & (index < extent)
+    elif lower[d]:
+        return (index >= 0) & (index < extent)
+    else:
+        return index < extent
 
 
 @triton.jit
@@ -101,10 +125,12 @@ def _castpile_span(extent: tl.constexpr, d: tl.constexpr, r: tl.constexpr):
 
 @triton.jit
 def _castpile_trailing(x, r: tl.constexpr):
-    """``x`` with ``r`` trailing unit dims (an explicit index before ``...``)."""
+    """``x`` with ``r`` trailing unit dims (an explicit index before ``...``); a scalar as it is (it broadcasts
+    alike, and stays one for a ``base=``, which joins the pointer where it is a scalar)."""
     x = _castpile_offsets(x)
-    for _ in tl.static_range(r):
-        x = tl.expand_dims(x, len(x.shape))
+    if len(x.shape) != 0:
+        for _ in tl.static_range(r):
+            x = tl.expand_dims(x, len(x.shape))
     return x
 
 
@@ -181,9 +207,28 @@ def _castpile_zeros(pos, offs, dtype):
 
 
 @triton.jit
-def _castpile_offsets(offs):
-    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
-    return offs + tl.zeros((), tl.int32)
+def _castpile_offsets(offs, base=None):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor), and ``base`` added to it where that is no
+    scalar (a scalar ``base`` joins the pointer instead)."""
+    offs = offs + tl.zeros((), tl.int32)
+    if base is not None:
+        if len((base + tl.zeros((), tl.int32)).shape) != 0:
+            offs = offs + base
+    return offs
+
+
+@triton.jit
+def _castpile_rebased(ptr, base):
+    """``ptr`` (one buffer's pointer, or a tile of them) advanced by ``base``: an access's index summands that castpile
+    classed as scalars (``base=``; ``None``: none), which join the pointer before the tensor offsets do, as hand-written
+    ``ptr + row * D + cols`` does.  A ``base`` that is no scalar after all is part of the offsets instead
+    (:func:`_castpile_offsets`), and ``ptr`` is returned as it is."""
+    if base is None:
+        return ptr
+    elif len((base + tl.zeros((), tl.int32)).shape) != 0:
+        return ptr
+    else:
+        return ptr + base
 
 
 @triton.jit

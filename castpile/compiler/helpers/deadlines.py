@@ -150,9 +150,9 @@ def _castpile_wait_until(src, count: tl.constexpr, smask, example, offs, bounds,
                          cmp: tl.constexpr = tl.constexpr("eq"), sem: tl.constexpr = tl.constexpr("acquire"),
                          scope: tl.constexpr = tl.constexpr("sys"), decrement: tl.constexpr = False,
                          keep: tl.constexpr = False, align: tl.constexpr = None, site: tl.constexpr = None,
-                         written: tl.constexpr = tl.constexpr(""), deadline_ns: tl.constexpr = None):
+                         written: tl.constexpr = tl.constexpr(""), deadline_ns: tl.constexpr = None, base=None):
     """``castpile.wait`` on a multicast access, giving up at its deadline."""
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask, base)
     return _castpile_wait_flags_until(ptrs, value, reset, valid, cmp, sem, scope, decrement, keep, site, written,
                                       deadline_ns)
 
@@ -182,9 +182,9 @@ def _castpile_signal_lanes_until(ptrs, valid, example, value, wait_for, op: tl.c
 def _castpile_signal_until(src, count: tl.constexpr, smask, example, offs, bounds, value=1, wait_for=None, mask=None,
                            op: tl.constexpr = tl.constexpr("set"), sem: tl.constexpr = tl.constexpr("release"),
                            scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None,
-                           site: tl.constexpr = None, deadline_ns: tl.constexpr = None):
+                           site: tl.constexpr = None, deadline_ns: tl.constexpr = None, base=None):
     """``castpile.signal`` on a multicast access, a spin with ``wait_for`` giving up at its deadline."""
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask, base)
     _castpile_signal_lanes_until(ptrs, valid, example, value, wait_for, op, sem, scope, site, deadline_ns)
 
 

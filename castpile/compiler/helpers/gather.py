@@ -5,7 +5,7 @@ import triton.language as tl
 
 from .common import (
     _castpile_atomic_op, _castpile_cas, _castpile_fits, _castpile_full, _castpile_offsets, _castpile_prepend,
-    _castpile_signal_lanes, _castpile_wait_flags,
+    _castpile_rebased, _castpile_signal_lanes, _castpile_wait_flags,
 )
 from .reduction import (
     _castpile_accumulator, _castpile_apply, _castpile_combines, _castpile_first_max, _castpile_first_min,
@@ -19,7 +19,8 @@ def _castpile_reduce_gather(src, count: tl.constexpr, smask, example, offs, boun
                             keep_dims: tl.constexpr = False, return_indices: tl.constexpr = False,
                             return_indices_tie_break_left: tl.constexpr = True,
                             cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
-                            volatile: tl.constexpr = False, align: tl.constexpr = None, combine_fn: tl.constexpr = None):
+                            volatile: tl.constexpr = False, align: tl.constexpr = None, combine_fn: tl.constexpr = None,
+                            base=None):
     """A reduction ``OP`` (see :mod:`.reduction`; ``combine_fn``: ``tl.reduce``'s) over axis 0 of the P + I tensor
     of a tile's access, of its valid entries only.
 
@@ -29,8 +30,8 @@ def _castpile_reduce_gather(src, count: tl.constexpr, smask, example, offs, boun
     valid entry).  Lanes the user's ``mask`` turns off take part as ``other``.  A rank-0 tile (P = ()) has no
     stack dim: its reduction is Triton's own, over axis 0 of the elements (masked lanes hold 0 or ``other``).
     """
-    offs = _castpile_offsets(offs)
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, base=base)
+    offs = _castpile_offsets(offs, base)  # for its shape: _castpile_pointers added a base that is no scalar
     lanes = valid
     if mask is not None:
         lanes = lanes & mask
@@ -83,9 +84,11 @@ def _castpile_reduce_gather(src, count: tl.constexpr, smask, example, offs, boun
 
 
 @triton.jit
-def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None, user_mask=None):
-    """The P + I pointer tensor of an access and its mask (never ``None``): ``mask`` and ``user_mask`` (shape I) ANDed in."""
-    offs = _castpile_offsets(offs)
+def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None, user_mask=None,
+                       base=None):
+    """The P + I pointer tensor of an access and its mask (never ``None``): ``mask`` and ``user_mask`` (shape I) ANDed in;
+    each buffer's pointer advanced by ``base`` before the offsets are added (:func:`_castpile_rebased`)."""
+    offs = _castpile_offsets(offs, base)
     ptr_ty = tl.pointer_type(example.dtype.element_ty)
     if src.dtype.is_ptr():
         rows = tl.arange(0, triton.next_power_of_2(count))
@@ -108,6 +111,7 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, ali
             ptrs = tl.multiple_of(ptrs, [align, align])
         elif len(ptrs.shape) == 3:
             ptrs = tl.multiple_of(ptrs, [align, align, align])
+    ptrs = _castpile_rebased(ptrs, base)
     for _ in tl.static_range(len(offs.shape)):
         ptrs = tl.expand_dims(ptrs, len(ptrs.shape))
         valid = tl.expand_dims(valid, len(valid.shape))
@@ -126,9 +130,9 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, ali
 @triton.jit
 def _castpile_load_gather(src, count: tl.constexpr, smask, example, offs, bounds, mask=None, other=None,
                           cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
-                          volatile: tl.constexpr = False, align: tl.constexpr = None):
+                          volatile: tl.constexpr = False, align: tl.constexpr = None, base=None):
     """Load P + I elements with one gather."""
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask, base)
     if other is None:
         other = 0
     return tl.load(ptrs, mask=valid, other=other, cache_modifier=cache_modifier,
@@ -138,10 +142,10 @@ def _castpile_load_gather(src, count: tl.constexpr, smask, example, offs, bounds
 @triton.jit
 def _castpile_store_gather(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
                            cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None,
-                           site: tl.constexpr = None):
+                           base=None, site: tl.constexpr = None):
     """Store ``value`` (broadcast to P + I) with one scatter; a value that does not broadcast is an error
     naming the store's ``site``."""
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask, base)
     _castpile_fits(tl.cast(value, example.dtype.element_ty).shape, ptrs.shape, site)
     tl.store(ptrs, _castpile_full(value, ptrs, example), mask=valid, cache_modifier=cache_modifier,
              eviction_policy=eviction_policy)
@@ -150,9 +154,9 @@ def _castpile_store_gather(src, count: tl.constexpr, smask, example, offs, bound
 @triton.jit
 def _castpile_atomic_gather(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, value, mask=None,
                             sem: tl.constexpr = None, scope: tl.constexpr = None, align: tl.constexpr = None,
-                            keep_old: tl.constexpr = True):
+                            base=None, keep_old: tl.constexpr = True):
     """An atomic read-modify-write on all P + I elements at once; the old values."""
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask, base)
     old = _castpile_atomic_op(OP, ptrs, _castpile_full(value, ptrs, example), valid, sem, scope)
     return tl.where(valid, old, tl.zeros_like(old))  # masked-off lanes hold 0, as in a masked load
 
@@ -160,9 +164,9 @@ def _castpile_atomic_gather(src, count: tl.constexpr, smask, example, offs, boun
 @triton.jit
 def _castpile_atomic_cas_gather(src, count: tl.constexpr, smask, example, offs, bounds, cmp, value,
                                 sem: tl.constexpr = None, scope: tl.constexpr = None, align: tl.constexpr = None,
-                                keep_old: tl.constexpr = True):
+                                base=None, keep_old: tl.constexpr = True):
     """Compare-and-swap on all P + I elements at once."""
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, base=base)
     old = _castpile_cas(ptrs, valid, example, cmp, value, sem, scope)
     return tl.where(valid, old, tl.zeros_like(old))  # masked-off lanes hold 0, as in a masked load
 
@@ -170,10 +174,11 @@ def _castpile_atomic_cas_gather(src, count: tl.constexpr, smask, example, offs, 
 @triton.jit
 def _castpile_signal(src, count: tl.constexpr, smask, example, offs, bounds, value=1, wait_for=None, mask=None,
                      op: tl.constexpr = tl.constexpr("set"), sem: tl.constexpr = tl.constexpr("release"),
-                     scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None, site: tl.constexpr = None):
+                     scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None, site: tl.constexpr = None,
+                     base=None):
     """``castpile.signal`` on a multicast access: every addressed flag set to ``value`` (``op="add"``: ``value``
     added), by :func:`_castpile_signal_lanes`."""
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask, base)
     _castpile_signal_lanes(ptrs, valid, example, value, wait_for, op, sem, scope, site)
 
 
@@ -182,7 +187,7 @@ def _castpile_wait(src, count: tl.constexpr, smask, example, offs, bounds, value
                    cmp: tl.constexpr = tl.constexpr("eq"), sem: tl.constexpr = tl.constexpr("acquire"),
                    scope: tl.constexpr = tl.constexpr("sys"), decrement: tl.constexpr = False,
                    keep: tl.constexpr = False, align: tl.constexpr = None, site: tl.constexpr = None,
-                   written: tl.constexpr = tl.constexpr("")):
+                   written: tl.constexpr = tl.constexpr(""), base=None):
     """``castpile.wait`` on a multicast access; with ``keep``, the values that satisfied it, shape P + I."""
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask, base)
     return _castpile_wait_flags(ptrs, value, reset, valid, cmp, sem, scope, decrement, keep, site, written)

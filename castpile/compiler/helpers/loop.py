@@ -5,7 +5,7 @@ import triton.language as tl
 
 from .common import (
     _castpile_atomic_op, _castpile_cas, _castpile_entry_valid, _castpile_fits, _castpile_lane_mask, _castpile_offsets,
-    _castpile_positions, _castpile_prepend, _castpile_slice, _castpile_stack_shape, _castpile_zeros,
+    _castpile_positions, _castpile_prepend, _castpile_rebased, _castpile_slice, _castpile_stack_shape, _castpile_zeros,
 )
 from .reduction import _castpile_fold, _castpile_folded
 
@@ -31,9 +31,9 @@ def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
 @triton.jit
 def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, bounds, mask=None, other=None,
                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
-                        volatile: tl.constexpr = False, align: tl.constexpr = None):
+                        volatile: tl.constexpr = False, align: tl.constexpr = None, base=None):
     """Load P + I elements, one buffer at a time."""
-    offs = _castpile_offsets(offs)
+    offs = _castpile_offsets(offs, base)
     pos = _castpile_positions(src, count, offs)
     R: tl.constexpr = len(pos.shape) - len(offs.shape)
     dtype = example.dtype.element_ty
@@ -42,7 +42,7 @@ def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, bounds, 
         res = res + tl.cast(other, dtype)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=other,
+        v = tl.load(_castpile_rebased(peer, base) + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=other,
                     cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
         res = tl.where(pos == p, _castpile_prepend(v, R), res)
     return res
@@ -54,7 +54,8 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
                           keep_dims: tl.constexpr = False, return_indices: tl.constexpr = False,
                           return_indices_tie_break_left: tl.constexpr = True,
                           cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
-                          volatile: tl.constexpr = False, align: tl.constexpr = None, combine_fn: tl.constexpr = None):
+                          volatile: tl.constexpr = False, align: tl.constexpr = None, combine_fn: tl.constexpr = None,
+                          base=None):
     """A reduction ``OP`` (see :mod:`.reduction`; ``combine_fn``: ``tl.reduce``'s) over axis 0 of a table's access,
     one buffer at a time, without the P + I tensor.
 
@@ -63,13 +64,13 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
     to the first buffer, whichever ``return_indices_tie_break_left``).  Lanes the user's ``mask`` turns off take
     part as ``other``; a lane out of bounds gives 0 (position 0).
     """
-    offs = _castpile_offsets(offs)
+    offs = _castpile_offsets(offs, base)
     acc = None  # the fold starts at buffer 0
     at = None
     seen = None
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        x = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=0 if other is None else other,
+        x = tl.load(_castpile_rebased(peer, base) + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=0 if other is None else other,
                     cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
         acc, at, seen = _castpile_fold(p, x, valid, acc, at, seen, OP, steps, operands, dtype, return_indices,
                                         combine_fn)
@@ -79,26 +80,26 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
 @triton.jit
 def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
                          cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None,
-                         site: tl.constexpr = None):
+                         base=None, site: tl.constexpr = None):
     """Store ``value`` (broadcast to P + I), one buffer at a time; a value that does not broadcast is an error
     naming the store's ``site``."""
-    offs = _castpile_offsets(offs)
+    offs = _castpile_offsets(offs, base)
     pos = _castpile_positions(src, count, offs)
     dtype = example.dtype.element_ty
     value = tl.cast(value, dtype)
     _castpile_fits(value.shape, _castpile_stack_shape(pos.shape, offs.shape), site)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, bounds, offs, mask),
+        tl.store(_castpile_rebased(peer, base) + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, bounds, offs, mask),
                  cache_modifier=cache_modifier, eviction_policy=eviction_policy)
 
 
 @triton.jit
 def _castpile_atomic_loop(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, value, mask=None,
                           sem: tl.constexpr = None, scope: tl.constexpr = None, align: tl.constexpr = None,
-                          keep_old: tl.constexpr = True):
+                          base=None, keep_old: tl.constexpr = True):
     """An atomic read-modify-write on every addressed element; the old values (``None`` unless ``keep_old``)."""
-    offs = _castpile_offsets(offs)
+    offs = _castpile_offsets(offs, base)
     pos = _castpile_positions(src, count, offs)
     R: tl.constexpr = len(pos.shape) - len(offs.shape)
     dtype = example.dtype.element_ty
@@ -107,7 +108,7 @@ def _castpile_atomic_loop(src, count: tl.constexpr, smask, example, offs, bounds
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
         lanes = _castpile_lane_mask(valid, bounds, offs, mask)
-        old = _castpile_atomic_op(OP, peer + offs, _castpile_slice(value, pos, p, offs), lanes, sem, scope)
+        old = _castpile_atomic_op(OP, _castpile_rebased(peer, base) + offs, _castpile_slice(value, pos, p, offs), lanes, sem, scope)
         if keep_old:  # masked-off lanes hold 0, as in a masked load
             res = tl.where((pos == p) & _castpile_prepend(lanes, R), _castpile_prepend(old, R), res)
     if keep_old:
@@ -117,9 +118,9 @@ def _castpile_atomic_loop(src, count: tl.constexpr, smask, example, offs, bounds
 @triton.jit
 def _castpile_atomic_cas_loop(src, count: tl.constexpr, smask, example, offs, bounds, cmp, value,
                               sem: tl.constexpr = None, scope: tl.constexpr = None, align: tl.constexpr = None,
-                              keep_old: tl.constexpr = True):
+                              base=None, keep_old: tl.constexpr = True):
     """Compare-and-swap on every addressed element, one buffer at a time; the old values (``None`` unless ``keep_old``)."""
-    offs = _castpile_offsets(offs)
+    offs = _castpile_offsets(offs, base)
     pos = _castpile_positions(src, count, offs)
     R: tl.constexpr = len(pos.shape) - len(offs.shape)
     dtype = example.dtype.element_ty
@@ -129,7 +130,7 @@ def _castpile_atomic_cas_loop(src, count: tl.constexpr, smask, example, offs, bo
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
         lanes = _castpile_lane_mask(valid, bounds, offs)
-        old = _castpile_cas(peer + offs, lanes, example, _castpile_slice(cmp, pos, p, offs),
+        old = _castpile_cas(_castpile_rebased(peer, base) + offs, lanes, example, _castpile_slice(cmp, pos, p, offs),
                             _castpile_slice(value, pos, p, offs), sem, scope)
         if keep_old:  # masked-off lanes hold 0, as in a masked load
             res = tl.where((pos == p) & _castpile_prepend(lanes, R), _castpile_prepend(old, R), res)

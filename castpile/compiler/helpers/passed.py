@@ -14,13 +14,13 @@ def _castpile_reduce_passed(src, count: tl.constexpr, smask, example, offs, boun
                             return_indices: tl.constexpr = False, return_indices_tie_break_left: tl.constexpr = True,
                             cache_modifier: tl.constexpr = tl.constexpr(""),
                             eviction_policy: tl.constexpr = tl.constexpr(""), volatile: tl.constexpr = False,
-                            align: tl.constexpr = None, combine_fn: tl.constexpr = None):
+                            align: tl.constexpr = None, combine_fn: tl.constexpr = None, base=None):
     """A stack reduction as the binding passed reduces: a table's buffer by buffer, a tile's through its P + I tensor."""
     if src.dtype.is_ptr():
         return _castpile_reduce_loop(src, count, smask, example, offs, bounds, OP, mask, other, steps, operands, dtype,
                                      keep_dims, return_indices, return_indices_tie_break_left, cache_modifier,
-                                     eviction_policy, volatile, align, combine_fn)
+                                     eviction_policy, volatile, align, combine_fn, base)
     else:
         return _castpile_reduce_gather(src, count, smask, example, offs, bounds, OP, mask, other, steps, operands,
                                        dtype, keep_dims, return_indices, return_indices_tie_break_left,
-                                       cache_modifier, eviction_policy, volatile, align, combine_fn)
+                                       cache_modifier, eviction_policy, volatile, align, combine_fn, base)

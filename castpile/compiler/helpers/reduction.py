@@ -121,6 +121,20 @@ def _castpile_operand(steps, k):
 
 
 @triton.constexpr_function
+def _castpile_other_axis(axis, name, site):
+    """True when a multi-operand ``tl.reduce`` of an access of ``name`` reduces another axis than the stack's (0);
+    else an error naming the call's ``site`` (``"path:line"``): the stack's padded and ``ptr_mask``-false buffers
+    would take part."""
+    if axis != 0:
+        return True
+    where = "" if site is None else f"{site}: error: "
+    raise ValueError(f"{where}tl.reduce over axis 0 of '{name}' with several operands: castpile folds a stack's valid "
+                     "buffers only for a reduction of one operand, and a tuple's padded or ptr_mask-false buffers would "
+                     "take part (reduce the access alone, or use tl.max/tl.min(..., return_indices=True) for the "
+                     "positions)")
+
+
+@triton.constexpr_function
 def _castpile_keeps_zero(steps):
     """Whether every step of ``steps`` turns 0 into 0, so that lanes whose loads gave 0 still hold 0."""
     return all(kind in ("to", "bitcast", "to_rtne", "to_rtz", "neg") for kind in steps.split())

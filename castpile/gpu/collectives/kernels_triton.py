@@ -176,7 +176,9 @@ def low_latency_all_reduce(buf, ll, ll_ptrs, epochs, out, rank, m, WORLD: tl.con
     ``buf`` and ``out`` (bf16, fp16 or fp32) are read and written as m int32
     words.  Every word is sent to every rank's ``ll`` scratch as one int64: the
     call's epoch in the high half, the data in the low half, written with a
-    single store, so a reader that sees the epoch sees the data.  ``ll`` holds
+    single relaxed atomic exchange, so a reader that sees the epoch sees the data
+    (an atomic, not a plain store: a volatile load polling a weak store is a data
+    race under PTX's memory model, docs/races.md).  ``ll`` holds
     two slots (epoch parity) of WORLD rows of m words; a rank writes slot
     ``e % 2`` row ``rank`` of every rank, then polls its own rows until every
     word carries epoch ``e``.  Block ``b`` keeps its epoch in ``epochs[b]``; every
@@ -196,7 +198,7 @@ def low_latency_all_reduce(buf, ll, ll_ptrs, epochs, out, rank, m, WORLD: tl.con
         offs = tile * BLOCK + tl.arange(0, BLOCK)
         x = tl.load(words + offs, mask=offs < m)
         sent = flag | x.to(tl.uint32).to(tl.int64)
-        _castpile_store_loop(lls, WORLD, None, ll, m*rank + offs + slot, None, sent[None, :], offs < m, align=16, site='castpile/gpu/collectives/kernels.py:199')
+        _castpile_atomic_loop(lls, WORLD, None, ll, offs + slot, None, "xchg", sent[None, :], offs < m, sem="relaxed", scope="sys", align=16, base=m*rank, keep_old=False)
         tile += tl.num_programs(0)
     tile = tl.program_id(0)
     while tile < tl.cdiv(m, BLOCK):
@@ -327,9 +329,47 @@ def _castpile_zeros(pos, offs, dtype):
 
 
 @triton.jit
-def _castpile_offsets(offs):
-    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
-    return offs + tl.zeros((), tl.int32)
+def _castpile_offsets(offs, base=None):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor), and ``base`` added to it where that is no
+    scalar (a scalar ``base`` joins the pointer instead)."""
+    offs = offs + tl.zeros((), tl.int32)
+    if base is not None:
+        if len((base + tl.zeros((), tl.int32)).shape) != 0:
+            offs = offs + base
+    return offs
+
+
+@triton.jit
+def _castpile_rebased(ptr, base):
+    """``ptr`` (one buffer's pointer, or a tile of them) advanced by ``base``: an access's index summands that castpile
+    classed as scalars (``base=``; ``None``: none), which join the pointer before the tensor offsets do, as hand-written
+    ``ptr + row * D + cols`` does.  A ``base`` that is no scalar after all is part of the offsets instead
+    (:func:`_castpile_offsets`), and ``ptr`` is returned as it is."""
+    if base is None:
+        return ptr
+    elif len((base + tl.zeros((), tl.int32)).shape) != 0:
+        return ptr
+    else:
+        return ptr + base
+
+
+@triton.jit
+def _castpile_atomic_op(OP: tl.constexpr, ptrs, value, mask, sem: tl.constexpr, scope: tl.constexpr):
+    """``tl.atomic_<OP>`` with a mask."""
+    if OP == "add":
+        return tl.atomic_add(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "max":
+        return tl.atomic_max(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "min":
+        return tl.atomic_min(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "and":
+        return tl.atomic_and(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "or":
+        return tl.atomic_or(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "xor":
+        return tl.atomic_xor(ptrs, value, mask=mask, sem=sem, scope=scope)
+    else:
+        return tl.atomic_xchg(ptrs, value, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
@@ -508,9 +548,11 @@ def _castpile_signal_lanes(ptrs, valid, example, value, wait_for, op: tl.constex
 
 
 @triton.jit
-def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None, user_mask=None):
-    """The P + I pointer tensor of an access and its mask (never ``None``): ``mask`` and ``user_mask`` (shape I) ANDed in."""
-    offs = _castpile_offsets(offs)
+def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None, user_mask=None,
+                       base=None):
+    """The P + I pointer tensor of an access and its mask (never ``None``): ``mask`` and ``user_mask`` (shape I) ANDed in;
+    each buffer's pointer advanced by ``base`` before the offsets are added (:func:`_castpile_rebased`)."""
+    offs = _castpile_offsets(offs, base)
     ptr_ty = tl.pointer_type(example.dtype.element_ty)
     if src.dtype.is_ptr():
         rows = tl.arange(0, triton.next_power_of_2(count))
@@ -533,6 +575,7 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, ali
             ptrs = tl.multiple_of(ptrs, [align, align])
         elif len(ptrs.shape) == 3:
             ptrs = tl.multiple_of(ptrs, [align, align, align])
+    ptrs = _castpile_rebased(ptrs, base)
     for _ in tl.static_range(len(offs.shape)):
         ptrs = tl.expand_dims(ptrs, len(ptrs.shape))
         valid = tl.expand_dims(valid, len(valid.shape))
@@ -551,10 +594,11 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, ali
 @triton.jit
 def _castpile_signal(src, count: tl.constexpr, smask, example, offs, bounds, value=1, wait_for=None, mask=None,
                      op: tl.constexpr = tl.constexpr("set"), sem: tl.constexpr = tl.constexpr("release"),
-                     scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None, site: tl.constexpr = None):
+                     scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None, site: tl.constexpr = None,
+                     base=None):
     """``castpile.signal`` on a multicast access: every addressed flag set to ``value`` (``op="add"``: ``value``
     added), by :func:`_castpile_signal_lanes`."""
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask, base)
     _castpile_signal_lanes(ptrs, valid, example, value, wait_for, op, sem, scope, site)
 
 
@@ -579,9 +623,9 @@ def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
 @triton.jit
 def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, bounds, mask=None, other=None,
                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
-                        volatile: tl.constexpr = False, align: tl.constexpr = None):
+                        volatile: tl.constexpr = False, align: tl.constexpr = None, base=None):
     """Load P + I elements, one buffer at a time."""
-    offs = _castpile_offsets(offs)
+    offs = _castpile_offsets(offs, base)
     pos = _castpile_positions(src, count, offs)
     R: tl.constexpr = len(pos.shape) - len(offs.shape)
     dtype = example.dtype.element_ty
@@ -590,7 +634,7 @@ def _castpile_load_loop(src, count: tl.constexpr, smask, example, offs, bounds, 
         res = res + tl.cast(other, dtype)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        v = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=other,
+        v = tl.load(_castpile_rebased(peer, base) + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=other,
                     cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
         res = tl.where(pos == p, _castpile_prepend(v, R), res)
     return res
@@ -602,7 +646,8 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
                           keep_dims: tl.constexpr = False, return_indices: tl.constexpr = False,
                           return_indices_tie_break_left: tl.constexpr = True,
                           cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
-                          volatile: tl.constexpr = False, align: tl.constexpr = None, combine_fn: tl.constexpr = None):
+                          volatile: tl.constexpr = False, align: tl.constexpr = None, combine_fn: tl.constexpr = None,
+                          base=None):
     """A reduction ``OP`` (see :mod:`.reduction`; ``combine_fn``: ``tl.reduce``'s) over axis 0 of a table's access,
     one buffer at a time, without the P + I tensor.
 
@@ -611,13 +656,13 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
     to the first buffer, whichever ``return_indices_tie_break_left``).  Lanes the user's ``mask`` turns off take
     part as ``other``; a lane out of bounds gives 0 (position 0).
     """
-    offs = _castpile_offsets(offs)
+    offs = _castpile_offsets(offs, base)
     acc = None  # the fold starts at buffer 0
     at = None
     seen = None
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        x = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=0 if other is None else other,
+        x = tl.load(_castpile_rebased(peer, base) + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=0 if other is None else other,
                     cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
         acc, at, seen = _castpile_fold(p, x, valid, acc, at, seen, OP, steps, operands, dtype, return_indices,
                                         combine_fn)
@@ -627,18 +672,39 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
 @triton.jit
 def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
                          cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None,
-                         site: tl.constexpr = None):
+                         base=None, site: tl.constexpr = None):
     """Store ``value`` (broadcast to P + I), one buffer at a time; a value that does not broadcast is an error
     naming the store's ``site``."""
-    offs = _castpile_offsets(offs)
+    offs = _castpile_offsets(offs, base)
     pos = _castpile_positions(src, count, offs)
     dtype = example.dtype.element_ty
     value = tl.cast(value, dtype)
     _castpile_fits(value.shape, _castpile_stack_shape(pos.shape, offs.shape), site)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, bounds, offs, mask),
+        tl.store(_castpile_rebased(peer, base) + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, bounds, offs, mask),
                  cache_modifier=cache_modifier, eviction_policy=eviction_policy)
+
+
+@triton.jit
+def _castpile_atomic_loop(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, value, mask=None,
+                          sem: tl.constexpr = None, scope: tl.constexpr = None, align: tl.constexpr = None,
+                          base=None, keep_old: tl.constexpr = True):
+    """An atomic read-modify-write on every addressed element; the old values (``None`` unless ``keep_old``)."""
+    offs = _castpile_offsets(offs, base)
+    pos = _castpile_positions(src, count, offs)
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    dtype = example.dtype.element_ty
+    value = tl.cast(value, dtype)
+    res = _castpile_zeros(pos, offs, dtype)
+    for p in tl.static_range(count):
+        peer, valid = _castpile_peer(src, smask, p, example, align)
+        lanes = _castpile_lane_mask(valid, bounds, offs, mask)
+        old = _castpile_atomic_op(OP, _castpile_rebased(peer, base) + offs, _castpile_slice(value, pos, p, offs), lanes, sem, scope)
+        if keep_old:  # masked-off lanes hold 0, as in a masked load
+            res = tl.where((pos == p) & _castpile_prepend(lanes, R), _castpile_prepend(old, R), res)
+    if keep_old:
+        return res
 
 
 @triton.constexpr_function

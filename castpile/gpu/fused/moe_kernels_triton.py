@@ -172,7 +172,7 @@ def moe_dispatch(x, topk_idx, topk_weights, hist, sends, recv_x, recv_x_ptrs, me
             _castpile_store_gather(dst, dst.numel, dst_mask, recv_x, cols, (cols >= 0) & (cols < H), row[None, :, :], align=16, site='castpile/gpu/fused/moe_kernels.py:172')
         info = meta_base + at * (M * 4); info_mask = go > 0
         _castpile_store_gather(info, info.numel, info_mask, meta, 0, (0 < M), t[None, :], site='castpile/gpu/fused/moe_kernels.py:174')
-        _castpile_store_gather(info, info.numel, info_mask, meta, ks + 1, (ks + 1 >= 0) & (ks + 1 < M), e[None, :, :], ks < K, site='castpile/gpu/fused/moe_kernels.py:175')
+        _castpile_store_gather(info, info.numel, info_mask, meta, ks + 1, (ks + 1 < M), e[None, :, :], ks < K, site='castpile/gpu/fused/moe_kernels.py:175')
         _castpile_store_gather(info, info.numel, info_mask, meta, K + ks + 1, (K + ks + 1 >= 0) & (K + ks + 1 < M), j[None, :, :], ks < K, site='castpile/gpu/fused/moe_kernels.py:176')
         _castpile_store_gather(info, info.numel, info_mask, meta, 2*K + ks + 1, (2*K + ks + 1 >= 0) & (2*K + ks + 1 < M), w.to(tl.int32, bitcast=True)[None, :, :], ks < K, site='castpile/gpu/fused/moe_kernels.py:177')
         t0 += TB
@@ -181,8 +181,10 @@ def moe_dispatch(x, topk_idx, topk_weights, hist, sends, recv_x, recv_x_ptrs, me
     _castpile_store_gather(spans, WORLD, None, ranges, 2*WORLD*b + 2*rank + 1, None, pos - start, site='castpile/gpu/fused/moe_kernels.py:181')
     heads = counts_ptrs; heads_shape1 = E + 1
     es = tl.arange(0, triton.next_power_of_2(E))
-    _castpile_store_gather(heads, WORLD, None, counts, es + heads_shape1*rank, (rank >= 0) & (rank < WORLD) & (es >= 0) & (es < heads_shape1), pairs[None, :], es < E, site='castpile/gpu/fused/moe_kernels.py:184')
-    _castpile_store_gather(heads, WORLD, None, counts, E + heads_shape1*rank, (rank >= 0) & (rank < WORLD) & (E >= 0) & (E < heads_shape1), rows, site='castpile/gpu/fused/moe_kernels.py:185')
+    # Every block writes the same counts (block b of each rank reads what block b of every source wrote, after the
+    # barrier they meet at): relaxed atomic exchanges, so that the blocks' equal writes do not race (docs/races.md).
+    _castpile_atomic_gather(heads, WORLD, None, counts, es, (rank >= 0) & (rank < WORLD) & (es < heads_shape1), "xchg", pairs[None, :], es < E, sem="relaxed", scope="sys", base=heads_shape1*rank, keep_old=False)
+    _castpile_atomic_gather(heads, WORLD, None, counts, E + heads_shape1*rank, (rank >= 0) & (rank < WORLD) & (E >= 0) & (E < heads_shape1), "xchg", rows, sem="relaxed", scope="sys", keep_old=False)
     barrier(pad, pad_ptrs, rank, WORLD, True)  # block b of every source has sent
     _group(counts, ranges, meta, grouped_rows, slot_positions, expert_counts, expert_offsets, recv_counts, rank, T,
            K, E, WORLD, TB)
@@ -267,7 +269,7 @@ def moe_combine(expert_out, out, slot_positions, sends, meta, ranges, comb, comb
                 )
                 for h0 in range(0, H, HB):
                     cols = h0 + tl.arange(0, HB)
-                    _castpile_store_gather(back, back.numel, back_mask, comb, cols, (cols >= 0) & (cols < H), _partial(expert_out, slot_positions, meta, r, live, cols, H, K), align=16, site='castpile/gpu/fused/moe_kernels.py:270')
+                    _castpile_store_gather(back, back.numel, back_mask, comb, cols, (cols >= 0) & (cols < H), _partial(expert_out, slot_positions, meta, r, live, cols, H, K), align=16, site='castpile/gpu/fused/moe_kernels.py:272')
         j += TB
     barrier(pad, pad_ptrs, rank, WORLD, True)  # block b of every rank has pushed its partials for these tokens
     _sum_partials(comb, sends, out, T, H, ROW, WORLD, TB, HB)
@@ -333,9 +335,47 @@ def _castpile_prepend(x, r: tl.constexpr):
 
 
 @triton.jit
-def _castpile_offsets(offs):
-    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
-    return offs + tl.zeros((), tl.int32)
+def _castpile_offsets(offs, base=None):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor), and ``base`` added to it where that is no
+    scalar (a scalar ``base`` joins the pointer instead)."""
+    offs = offs + tl.zeros((), tl.int32)
+    if base is not None:
+        if len((base + tl.zeros((), tl.int32)).shape) != 0:
+            offs = offs + base
+    return offs
+
+
+@triton.jit
+def _castpile_rebased(ptr, base):
+    """``ptr`` (one buffer's pointer, or a tile of them) advanced by ``base``: an access's index summands that castpile
+    classed as scalars (``base=``; ``None``: none), which join the pointer before the tensor offsets do, as hand-written
+    ``ptr + row * D + cols`` does.  A ``base`` that is no scalar after all is part of the offsets instead
+    (:func:`_castpile_offsets`), and ``ptr`` is returned as it is."""
+    if base is None:
+        return ptr
+    elif len((base + tl.zeros((), tl.int32)).shape) != 0:
+        return ptr
+    else:
+        return ptr + base
+
+
+@triton.jit
+def _castpile_atomic_op(OP: tl.constexpr, ptrs, value, mask, sem: tl.constexpr, scope: tl.constexpr):
+    """``tl.atomic_<OP>`` with a mask."""
+    if OP == "add":
+        return tl.atomic_add(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "max":
+        return tl.atomic_max(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "min":
+        return tl.atomic_min(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "and":
+        return tl.atomic_and(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "or":
+        return tl.atomic_or(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "xor":
+        return tl.atomic_xor(ptrs, value, mask=mask, sem=sem, scope=scope)
+    else:
+        return tl.atomic_xchg(ptrs, value, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
@@ -349,9 +389,11 @@ def _castpile_full(value, ptrs, example):
 
 
 @triton.jit
-def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None, user_mask=None):
-    """The P + I pointer tensor of an access and its mask (never ``None``): ``mask`` and ``user_mask`` (shape I) ANDed in."""
-    offs = _castpile_offsets(offs)
+def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None, user_mask=None,
+                       base=None):
+    """The P + I pointer tensor of an access and its mask (never ``None``): ``mask`` and ``user_mask`` (shape I) ANDed in;
+    each buffer's pointer advanced by ``base`` before the offsets are added (:func:`_castpile_rebased`)."""
+    offs = _castpile_offsets(offs, base)
     ptr_ty = tl.pointer_type(example.dtype.element_ty)
     if src.dtype.is_ptr():
         rows = tl.arange(0, triton.next_power_of_2(count))
@@ -374,6 +416,7 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, ali
             ptrs = tl.multiple_of(ptrs, [align, align])
         elif len(ptrs.shape) == 3:
             ptrs = tl.multiple_of(ptrs, [align, align, align])
+    ptrs = _castpile_rebased(ptrs, base)
     for _ in tl.static_range(len(offs.shape)):
         ptrs = tl.expand_dims(ptrs, len(ptrs.shape))
         valid = tl.expand_dims(valid, len(valid.shape))
@@ -392,10 +435,20 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, ali
 @triton.jit
 def _castpile_store_gather(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
                            cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None,
-                           site: tl.constexpr = None):
+                           base=None, site: tl.constexpr = None):
     """Store ``value`` (broadcast to P + I) with one scatter; a value that does not broadcast is an error
     naming the store's ``site``."""
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask, base)
     _castpile_fits(tl.cast(value, example.dtype.element_ty).shape, ptrs.shape, site)
     tl.store(ptrs, _castpile_full(value, ptrs, example), mask=valid, cache_modifier=cache_modifier,
              eviction_policy=eviction_policy)
+
+
+@triton.jit
+def _castpile_atomic_gather(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, value, mask=None,
+                            sem: tl.constexpr = None, scope: tl.constexpr = None, align: tl.constexpr = None,
+                            base=None, keep_old: tl.constexpr = True):
+    """An atomic read-modify-write on all P + I elements at once; the old values."""
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask, base)
+    old = _castpile_atomic_op(OP, ptrs, _castpile_full(value, ptrs, example), valid, sem, scope)
+    return tl.where(valid, old, tl.zeros_like(old))  # masked-off lanes hold 0, as in a masked load

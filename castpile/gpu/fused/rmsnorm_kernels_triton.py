@@ -196,7 +196,8 @@ def low_latency_rmsnorm(buf, ll, ll_ptrs, epochs, partials, arrivals, residual, 
         at = tile // per_row * row_words + tile % per_row * WORDS + tl.arange(0, WORDS)
         ok = tile % per_row * WORDS + tl.arange(0, WORDS) < row_words
         x = tl.load(buf.to(tl.pointer_type(tl.int32)) + at, mask=ok)
-        _castpile_store_loop(lls, WORLD, None, ll, at + m*rank + slot, None, (flag | x.to(tl.uint32).to(tl.int64))[None, :], ok, align=16, site='castpile/gpu/fused/rmsnorm_kernels.py:199')
+        _castpile_atomic_loop(lls, WORLD, None, ll, at + m*rank + slot, None, "xchg", (flag | x.to(tl.uint32).to(tl.int64))[None, :], ok, sem="relaxed", scope="sys", align=16, keep_old=False
+        )
         tile += tl.num_programs(0)
     h_rows = residual if HAS_RESIDUAL else out
     tile = tl.program_id(0)
@@ -239,23 +240,12 @@ def _castpile_leading_ones(shape, r):
     return all(int(s) == 1 for s in list(shape)[:r])
 
 
-@triton.constexpr_function
-def _castpile_fits(value_shape, target_shape, site):
-    """True when a value of ``value_shape`` broadcasts to ``target_shape`` (P + I); an error naming the
-    store's ``site`` (``"path:line"``) when it does not."""
-    value, target = [int(s) for s in list(value_shape)], [int(s) for s in list(target_shape)]
-    if len(value) > len(target) or any(v not in (1, t) for v, t in zip(value[::-1], target[::-1])):
-        where = "" if site is None else f"{site}: error: "
-        raise ValueError(f"{where}a stored value of shape {tuple(value)} does not broadcast to the shape of "
-                         f"the access, P + I = {tuple(target)}")
-    return True
-
-
-@triton.constexpr_function
-def _castpile_stack_shape(positions_shape, index_shape):
-    """P + I from the shape of the stack positions (P + (1,) * len(I)) and I."""
-    positions, index = list(positions_shape), list(index_shape)
-    return tl.constexpr([int(s) for s in positions[: len(positions) - len(index)]] + [int(s) for s in index])
+@triton.jit
+def _castpile_prepend(x, r: tl.constexpr):
+    """``x`` with ``r`` leading unit dims."""
+    for _ in tl.static_range(r):
+        x = tl.expand_dims(x, 0)
+    return x
 
 
 @triton.jit
@@ -316,9 +306,54 @@ def _castpile_slice(v, pos, p: tl.constexpr, offs):
 
 
 @triton.jit
-def _castpile_offsets(offs):
-    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
-    return offs + tl.zeros((), tl.int32)
+def _castpile_zeros(pos, offs, dtype):
+    """Zeros of shape P + I and type ``dtype``."""
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
+    return (pos * 0 + _castpile_prepend(offs, R) * 0).to(dtype)
+
+
+@triton.jit
+def _castpile_offsets(offs, base=None):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor), and ``base`` added to it where that is no
+    scalar (a scalar ``base`` joins the pointer instead)."""
+    offs = offs + tl.zeros((), tl.int32)
+    if base is not None:
+        if len((base + tl.zeros((), tl.int32)).shape) != 0:
+            offs = offs + base
+    return offs
+
+
+@triton.jit
+def _castpile_rebased(ptr, base):
+    """``ptr`` (one buffer's pointer, or a tile of them) advanced by ``base``: an access's index summands that castpile
+    classed as scalars (``base=``; ``None``: none), which join the pointer before the tensor offsets do, as hand-written
+    ``ptr + row * D + cols`` does.  A ``base`` that is no scalar after all is part of the offsets instead
+    (:func:`_castpile_offsets`), and ``ptr`` is returned as it is."""
+    if base is None:
+        return ptr
+    elif len((base + tl.zeros((), tl.int32)).shape) != 0:
+        return ptr
+    else:
+        return ptr + base
+
+
+@triton.jit
+def _castpile_atomic_op(OP: tl.constexpr, ptrs, value, mask, sem: tl.constexpr, scope: tl.constexpr):
+    """``tl.atomic_<OP>`` with a mask."""
+    if OP == "add":
+        return tl.atomic_add(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "max":
+        return tl.atomic_max(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "min":
+        return tl.atomic_min(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "and":
+        return tl.atomic_and(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "or":
+        return tl.atomic_or(ptrs, value, mask=mask, sem=sem, scope=scope)
+    elif OP == "xor":
+        return tl.atomic_xor(ptrs, value, mask=mask, sem=sem, scope=scope)
+    else:
+        return tl.atomic_xchg(ptrs, value, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
@@ -345,7 +380,8 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
                           keep_dims: tl.constexpr = False, return_indices: tl.constexpr = False,
                           return_indices_tie_break_left: tl.constexpr = True,
                           cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""),
-                          volatile: tl.constexpr = False, align: tl.constexpr = None, combine_fn: tl.constexpr = None):
+                          volatile: tl.constexpr = False, align: tl.constexpr = None, combine_fn: tl.constexpr = None,
+                          base=None):
     """A reduction ``OP`` (see :mod:`.reduction`; ``combine_fn``: ``tl.reduce``'s) over axis 0 of a table's access,
     one buffer at a time, without the P + I tensor.
 
@@ -354,13 +390,13 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
     to the first buffer, whichever ``return_indices_tie_break_left``).  Lanes the user's ``mask`` turns off take
     part as ``other``; a lane out of bounds gives 0 (position 0).
     """
-    offs = _castpile_offsets(offs)
+    offs = _castpile_offsets(offs, base)
     acc = None  # the fold starts at buffer 0
     at = None
     seen = None
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        x = tl.load(peer + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=0 if other is None else other,
+        x = tl.load(_castpile_rebased(peer, base) + offs, mask=_castpile_lane_mask(valid, bounds, offs, mask), other=0 if other is None else other,
                     cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
         acc, at, seen = _castpile_fold(p, x, valid, acc, at, seen, OP, steps, operands, dtype, return_indices,
                                         combine_fn)
@@ -368,20 +404,24 @@ def _castpile_reduce_loop(src, count: tl.constexpr, smask, example, offs, bounds
 
 
 @triton.jit
-def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
-                         cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None,
-                         site: tl.constexpr = None):
-    """Store ``value`` (broadcast to P + I), one buffer at a time; a value that does not broadcast is an error
-    naming the store's ``site``."""
-    offs = _castpile_offsets(offs)
+def _castpile_atomic_loop(src, count: tl.constexpr, smask, example, offs, bounds, OP: tl.constexpr, value, mask=None,
+                          sem: tl.constexpr = None, scope: tl.constexpr = None, align: tl.constexpr = None,
+                          base=None, keep_old: tl.constexpr = True):
+    """An atomic read-modify-write on every addressed element; the old values (``None`` unless ``keep_old``)."""
+    offs = _castpile_offsets(offs, base)
     pos = _castpile_positions(src, count, offs)
+    R: tl.constexpr = len(pos.shape) - len(offs.shape)
     dtype = example.dtype.element_ty
     value = tl.cast(value, dtype)
-    _castpile_fits(value.shape, _castpile_stack_shape(pos.shape, offs.shape), site)
+    res = _castpile_zeros(pos, offs, dtype)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, bounds, offs, mask),
-                 cache_modifier=cache_modifier, eviction_policy=eviction_policy)
+        lanes = _castpile_lane_mask(valid, bounds, offs, mask)
+        old = _castpile_atomic_op(OP, _castpile_rebased(peer, base) + offs, _castpile_slice(value, pos, p, offs), lanes, sem, scope)
+        if keep_old:  # masked-off lanes hold 0, as in a masked load
+            res = tl.where((pos == p) & _castpile_prepend(lanes, R), _castpile_prepend(old, R), res)
+    if keep_old:
+        return res
 
 
 @triton.constexpr_function

@@ -289,7 +289,7 @@ def one_wave_tile(a, a_peers, b, out, flags, flag_peers, pad, pad_ptrs, rank, Ms
         for step in tl.static_range(1, WORLD):  # on rank + step, the blocks that read this shard
             peer_flags = _castpile_table_entry(flag_peers, step - 1)
             j0 = (WORLD - 1 - step) * SENDERS
-            _castpile_signal(peer_flags, 1, None, flags, SENDERS*(j0 + readers) + pid, None, 1, None, readers < SENDERS)
+            _castpile_signal(peer_flags, 1, None, flags, SENDERS*(j0 + readers), None, 1, None, readers < SENDERS, base=pid)
         shard = tl.cast(rank, tl.int32)  # (rank 1 is a constexpr: both branches must give a tensor)
         pn = pid
         acc = tile_product(a_src, b_src, shard * Ms, pn * BN, shard * Ms + Ms, N, K, BM, BN, BK, TMA)
@@ -350,18 +350,31 @@ def _castpile_table_entry(table, r):
 
 
 @triton.jit
-def _castpile_index(indices, extents, strides):
-    """``offs, bounds`` of an access from its indices, each evaluated once by the caller."""
+def _castpile_index(indices, extents, strides, lower=None):
+    """``offs, bounds`` of an access from its indices, each evaluated once by the caller; ``lower``: for each dim,
+    whether its bounds check ``index >= 0`` (not where castpile proved the index non-negative), else every dim's."""
     offs = _castpile_offsets(indices[0]) * strides[0]
     for d in tl.static_range(1, len(indices)):
         offs = offs + indices[d] * strides[d]
     if extents is None:  # no bounds: all true (a tuple with None does not compile)
         return offs, tl.full(offs.shape, 1, tl.int1)
     else:
-        bounds = (indices[0] >= 0) & (indices[0] < extents[0])
+        bounds = _castpile_bound(indices[0], extents[0], lower, 0)
         for d in tl.static_range(1, len(indices)):
-            bounds = bounds & (indices[d] >= 0) & (indices[d] < extents[d])
+            bounds = bounds & _castpile_bound(indices[d], extents[d], lower, d)
         return offs, bounds
+
+
+@triton.jit
+def _castpile_bound(index, extent, lower, d: tl.constexpr):
+    """``0 <= index < extent``, or ``index < extent`` where ``lower`` (see :func:`_castpile_index`) says dim ``d``'s
+    index is proven non-negative."""
+    if lower is None:
+        return (index >= 0) & (index < extent)
+    elif lower[d]:
+        return (index >= 0) & (index < extent)
+    else:
+        return index < extent
 
 
 @triton.jit
@@ -430,9 +443,28 @@ def _castpile_slice(v, pos, p: tl.constexpr, offs):
 
 
 @triton.jit
-def _castpile_offsets(offs):
-    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
-    return offs + tl.zeros((), tl.int32)
+def _castpile_offsets(offs, base=None):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor), and ``base`` added to it where that is no
+    scalar (a scalar ``base`` joins the pointer instead)."""
+    offs = offs + tl.zeros((), tl.int32)
+    if base is not None:
+        if len((base + tl.zeros((), tl.int32)).shape) != 0:
+            offs = offs + base
+    return offs
+
+
+@triton.jit
+def _castpile_rebased(ptr, base):
+    """``ptr`` (one buffer's pointer, or a tile of them) advanced by ``base``: an access's index summands that castpile
+    classed as scalars (``base=``; ``None``: none), which join the pointer before the tensor offsets do, as hand-written
+    ``ptr + row * D + cols`` does.  A ``base`` that is no scalar after all is part of the offsets instead
+    (:func:`_castpile_offsets`), and ``ptr`` is returned as it is."""
+    if base is None:
+        return ptr
+    elif len((base + tl.zeros((), tl.int32)).shape) != 0:
+        return ptr
+    else:
+        return ptr + base
 
 
 @triton.jit
@@ -611,9 +643,11 @@ def _castpile_signal_lanes(ptrs, valid, example, value, wait_for, op: tl.constex
 
 
 @triton.jit
-def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None, user_mask=None):
-    """The P + I pointer tensor of an access and its mask (never ``None``): ``mask`` and ``user_mask`` (shape I) ANDed in."""
-    offs = _castpile_offsets(offs)
+def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None, user_mask=None,
+                       base=None):
+    """The P + I pointer tensor of an access and its mask (never ``None``): ``mask`` and ``user_mask`` (shape I) ANDed in;
+    each buffer's pointer advanced by ``base`` before the offsets are added (:func:`_castpile_rebased`)."""
+    offs = _castpile_offsets(offs, base)
     ptr_ty = tl.pointer_type(example.dtype.element_ty)
     if src.dtype.is_ptr():
         rows = tl.arange(0, triton.next_power_of_2(count))
@@ -636,6 +670,7 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, ali
             ptrs = tl.multiple_of(ptrs, [align, align])
         elif len(ptrs.shape) == 3:
             ptrs = tl.multiple_of(ptrs, [align, align, align])
+    ptrs = _castpile_rebased(ptrs, base)
     for _ in tl.static_range(len(offs.shape)):
         ptrs = tl.expand_dims(ptrs, len(ptrs.shape))
         valid = tl.expand_dims(valid, len(valid.shape))
@@ -654,10 +689,11 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, ali
 @triton.jit
 def _castpile_signal(src, count: tl.constexpr, smask, example, offs, bounds, value=1, wait_for=None, mask=None,
                      op: tl.constexpr = tl.constexpr("set"), sem: tl.constexpr = tl.constexpr("release"),
-                     scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None, site: tl.constexpr = None):
+                     scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None, site: tl.constexpr = None,
+                     base=None):
     """``castpile.signal`` on a multicast access: every addressed flag set to ``value`` (``op="add"``: ``value``
     added), by :func:`_castpile_signal_lanes`."""
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask, base)
     _castpile_signal_lanes(ptrs, valid, example, value, wait_for, op, sem, scope, site)
 
 
@@ -682,15 +718,15 @@ def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
 @triton.jit
 def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
                          cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None,
-                         site: tl.constexpr = None):
+                         base=None, site: tl.constexpr = None):
     """Store ``value`` (broadcast to P + I), one buffer at a time; a value that does not broadcast is an error
     naming the store's ``site``."""
-    offs = _castpile_offsets(offs)
+    offs = _castpile_offsets(offs, base)
     pos = _castpile_positions(src, count, offs)
     dtype = example.dtype.element_ty
     value = tl.cast(value, dtype)
     _castpile_fits(value.shape, _castpile_stack_shape(pos.shape, offs.shape), site)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, bounds, offs, mask),
+        tl.store(_castpile_rebased(peer, base) + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, bounds, offs, mask),
                  cache_modifier=cache_modifier, eviction_policy=eviction_policy)

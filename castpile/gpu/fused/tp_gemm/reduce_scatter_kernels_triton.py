@@ -75,7 +75,7 @@ def matmul_reduce_scatter(a, b, out, scratch, scratch_ptrs, flags, flag_ptrs, pa
             dest = _castpile_table_entry(scratch_ptrs, owner); dest_shape0 = WORLD - 1
             rows = r0 + tl.arange(0, BM)
             cols = c0 + tl.arange(0, BN)
-            _castpile_store_loop(dest, 1, None, scratch, Ms*N*slot + N*rows[:, None] + cols[None, :], (slot >= 0) & (slot < dest_shape0) & (rows[:, None] >= 0) & (rows[:, None] < Ms) & (cols[None, :] >= 0) & (cols[None, :] < N), part.to(out.dtype.element_ty), align=16, site='castpile/gpu/fused/tp_gemm/reduce_scatter_kernels.py:78')
+            _castpile_store_loop(dest, 1, None, scratch, N*rows[:, None] + cols[None, :], (slot >= 0) & (slot < dest_shape0) & (rows[:, None] >= 0) & (rows[:, None] < Ms) & (cols[None, :] >= 0) & (cols[None, :] < N), part.to(out.dtype.element_ty), align=16, base=Ms*N*slot, site='castpile/gpu/fused/tp_gemm/reduce_scatter_kernels.py:78')
             pending = j
             t += tl.num_programs(0)
         if pending >= 0:
@@ -225,9 +225,28 @@ def _castpile_slice(v, pos, p: tl.constexpr, offs):
 
 
 @triton.jit
-def _castpile_offsets(offs):
-    """``offs`` as a tensor (a Python int index becomes a 0-d tensor)."""
-    return offs + tl.zeros((), tl.int32)
+def _castpile_offsets(offs, base=None):
+    """``offs`` as a tensor (a Python int index becomes a 0-d tensor), and ``base`` added to it where that is no
+    scalar (a scalar ``base`` joins the pointer instead)."""
+    offs = offs + tl.zeros((), tl.int32)
+    if base is not None:
+        if len((base + tl.zeros((), tl.int32)).shape) != 0:
+            offs = offs + base
+    return offs
+
+
+@triton.jit
+def _castpile_rebased(ptr, base):
+    """``ptr`` (one buffer's pointer, or a tile of them) advanced by ``base``: an access's index summands that castpile
+    classed as scalars (``base=``; ``None``: none), which join the pointer before the tensor offsets do, as hand-written
+    ``ptr + row * D + cols`` does.  A ``base`` that is no scalar after all is part of the offsets instead
+    (:func:`_castpile_offsets`), and ``ptr`` is returned as it is."""
+    if base is None:
+        return ptr
+    elif len((base + tl.zeros((), tl.int32)).shape) != 0:
+        return ptr
+    else:
+        return ptr + base
 
 
 @triton.jit
@@ -406,9 +425,11 @@ def _castpile_signal_lanes(ptrs, valid, example, value, wait_for, op: tl.constex
 
 
 @triton.jit
-def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None, user_mask=None):
-    """The P + I pointer tensor of an access and its mask (never ``None``): ``mask`` and ``user_mask`` (shape I) ANDed in."""
-    offs = _castpile_offsets(offs)
+def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, align: tl.constexpr = None, user_mask=None,
+                       base=None):
+    """The P + I pointer tensor of an access and its mask (never ``None``): ``mask`` and ``user_mask`` (shape I) ANDed in;
+    each buffer's pointer advanced by ``base`` before the offsets are added (:func:`_castpile_rebased`)."""
+    offs = _castpile_offsets(offs, base)
     ptr_ty = tl.pointer_type(example.dtype.element_ty)
     if src.dtype.is_ptr():
         rows = tl.arange(0, triton.next_power_of_2(count))
@@ -431,6 +452,7 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, ali
             ptrs = tl.multiple_of(ptrs, [align, align])
         elif len(ptrs.shape) == 3:
             ptrs = tl.multiple_of(ptrs, [align, align, align])
+    ptrs = _castpile_rebased(ptrs, base)
     for _ in tl.static_range(len(offs.shape)):
         ptrs = tl.expand_dims(ptrs, len(ptrs.shape))
         valid = tl.expand_dims(valid, len(valid.shape))
@@ -449,10 +471,11 @@ def _castpile_pointers(src, count: tl.constexpr, smask, example, offs, mask, ali
 @triton.jit
 def _castpile_signal(src, count: tl.constexpr, smask, example, offs, bounds, value=1, wait_for=None, mask=None,
                      op: tl.constexpr = tl.constexpr("set"), sem: tl.constexpr = tl.constexpr("release"),
-                     scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None, site: tl.constexpr = None):
+                     scope: tl.constexpr = tl.constexpr("sys"), align: tl.constexpr = None, site: tl.constexpr = None,
+                     base=None):
     """``castpile.signal`` on a multicast access: every addressed flag set to ``value`` (``op="add"``: ``value``
     added), by :func:`_castpile_signal_lanes`."""
-    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask)
+    ptrs, valid = _castpile_pointers(src, count, smask, example, offs, bounds, align, mask, base)
     _castpile_signal_lanes(ptrs, valid, example, value, wait_for, op, sem, scope, site)
 
 
@@ -477,15 +500,15 @@ def _castpile_peer(src, smask, p: tl.constexpr, example, align: tl.constexpr):
 @triton.jit
 def _castpile_store_loop(src, count: tl.constexpr, smask, example, offs, bounds, value, mask=None,
                          cache_modifier: tl.constexpr = tl.constexpr(""), eviction_policy: tl.constexpr = tl.constexpr(""), align: tl.constexpr = None,
-                         site: tl.constexpr = None):
+                         base=None, site: tl.constexpr = None):
     """Store ``value`` (broadcast to P + I), one buffer at a time; a value that does not broadcast is an error
     naming the store's ``site``."""
-    offs = _castpile_offsets(offs)
+    offs = _castpile_offsets(offs, base)
     pos = _castpile_positions(src, count, offs)
     dtype = example.dtype.element_ty
     value = tl.cast(value, dtype)
     _castpile_fits(value.shape, _castpile_stack_shape(pos.shape, offs.shape), site)
     for p in tl.static_range(count):
         peer, valid = _castpile_peer(src, smask, p, example, align)
-        tl.store(peer + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, bounds, offs, mask),
+        tl.store(_castpile_rebased(peer, base) + offs, _castpile_slice(value, pos, p, offs), mask=_castpile_lane_mask(valid, bounds, offs, mask),
                  cache_modifier=cache_modifier, eviction_policy=eviction_policy)

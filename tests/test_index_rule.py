@@ -1,0 +1,371 @@
+"""The index rule (docs/language.md, "What castpile emits for an index"): what it keeps, and the code it gives.
+
+* Semantics, in the interpreter against torch, under both strategies: row loops (``for`` over a range from 0,
+  the persistent ``while`` from ``tl.program_id``: the interpreter runs ranges of constexprs only, and
+  tests/lowering/test_lowering_index_rule.py compiles the ``for`` from it) read, update and reduce each buffer's row; an index that goes negative (``row - 1``, ``cols - 2``,
+  an index evaluated once that holds -1) still reads nothing; a summand castpile classed as a scalar that is a
+  tensor after all (a Multicast parameter passed one) takes its place in the offsets.  The same kernels compile
+  for sm_90.
+* The code: the row loops of the issue-35 sweep (benchmarks/kernels/row_bodies.py, generated under both strategies)
+  compiled for sm_90 on the CPU.  Every 2-D kernel's PTX is its hand-written twin's instruction for instruction
+  (hand_row_bodies.py: ``ptr + row * D + cols`` under ``cols < D``), with no signed compare of a register against
+  -1 or 0 (the ``row >= 0`` that made ptxas recompute the lanes' predicates each row) and the row offset widened to
+  64 bits once per row, not per chunk (``mul.wide.s32``); the lowering before the rule
+  (``row_bodies_spec.before_rule``) had both, so these checks see the difference.
+"""
+
+import re
+import sys
+from pathlib import Path
+
+import libcst as cst
+import pytest
+import torch
+
+import castpile
+from castpile.compiler.bindings import JitBindings
+from castpile.compiler.index_facts import IndexFacts
+from castpile.compiler.plan import Plan
+from castpile.compiler.scopes import Resolver, Scope, collect_scope
+from compile_sm90 import Job, compile_for_sm90, signature
+from testkit import address_table, transpiled
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNELS = ROOT / "benchmarks" / "kernels"
+sys.path.insert(0, str(KERNELS))
+from row_bodies_spec import BINDINGS, BODIES, CASTS, LOOPS, before_rule, cp_name, hand_name  # noqa: E402
+
+SOURCE = '''\
+import triton
+import triton.language as tl
+
+import castpile as cp
+from castpile import multicast_like
+
+
+@triton.jit
+def row_sums(out, table, M: tl.constexpr, D, W: tl.constexpr, BLOCK: tl.constexpr):
+    """out[row] = the stack's sum of row ``row``, a for loop (the interpreter runs ranges of constexprs only)."""
+    bufs = multicast_like(out, table[:W], shape=(M, D))
+    cols = tl.arange(0, BLOCK)
+    for row in range(0, M):
+        tl.store(out + row * BLOCK + cols, tl.sum(bufs[row, cols], axis=0))
+
+
+@triton.jit
+def row_updates(out, table, M, D, W: tl.constexpr, BLOCK: tl.constexpr):
+    """A while loop: each buffer's row += 1, then atomically += 2; out[row] = the stack's row loaded, summed."""
+    bufs = multicast_like(out, table[:W], shape=(M, D))
+    cols = tl.arange(0, BLOCK)
+    row = tl.program_id(0)
+    while row < M:
+        bufs[row, cols] += 1
+        tl.atomic_add(bufs[row, cols], 2.0)
+        x = bufs[row, cols]
+        tl.store(out + row * BLOCK + cols, tl.sum(x, axis=0))
+        row += tl.num_programs(0)
+
+
+@triton.jit
+def shifted(out, table, M: tl.constexpr, D, W: tl.constexpr, BLOCK: tl.constexpr):
+    """out[row] = twice the stack's sum at row - 1, column - 2 (loaded, and reduced): negative indices read 0."""
+    bufs = multicast_like(out, table[:W], shape=(M, D))
+    cols = tl.arange(0, BLOCK)
+    for row in range(M):
+        x = bufs[row - 1, cols - 2]
+        tl.store(out + row * BLOCK + cols, tl.sum(x, axis=0) + tl.sum(bufs[row - 1, cols - 2], axis=0))
+
+
+@triton.jit
+def counted(out, table, ctr, M, D, W: tl.constexpr, BLOCK: tl.constexpr):
+    """out[pid] = the stack's sum at row (ctr's old value) - 1, an index evaluated once: -1 for the first program."""
+    bufs = multicast_like(out, table[:W], shape=(M, D))
+    cols = tl.arange(0, BLOCK)
+    tl.store(out + tl.program_id(0) * BLOCK + cols, tl.sum(bufs[tl.atomic_add(ctr, 1) - 1, cols], axis=0))
+
+
+@triton.jit
+def _rows_sum(bufs: cp.Multicast, r, BLOCK: tl.constexpr):
+    """The stack's sums at rows ``r`` (a tensor: the summand castpile classes as a scalar is none)."""
+    cols = tl.arange(0, BLOCK)
+    x = bufs[r, cols]
+    return tl.sum(bufs[r, cols], axis=0) + tl.sum(x, axis=0)
+
+
+@triton.jit
+def rows_of(out, table, M, D, W: tl.constexpr, R: tl.constexpr, BLOCK: tl.constexpr):
+    """out[k] = twice the stack's sum at row k - 1, through a Multicast parameter (row -1 reads 0)."""
+    bufs = multicast_like(out, table[:W], shape=(M, D))
+    k = tl.arange(0, R)
+    h = _rows_sum(bufs, k[:, None] - 1, BLOCK)
+    tl.store(out + k[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :], h)
+
+
+@triton.jit
+def tiled(out, table, M, D, W: tl.constexpr, BLOCK: tl.constexpr):
+    """row_sums through a tile of addresses, a persistent while loop: the row offset joins each pointer of the tile."""
+    ptrs = tl.load(table + tl.arange(0, W))
+    t = multicast_like(out, ptrs, shape=(M, D))
+    cols = tl.arange(0, BLOCK)
+    row = tl.program_id(0)
+    while row < M:
+        tl.store(out + row * BLOCK + cols, tl.sum(t[row, cols], axis=0))
+        row += tl.num_programs(0)
+'''
+
+M, D, BLOCK, R = 5, 12, 16, 4
+
+
+@pytest.fixture(scope="module", params=castpile.STRATEGIES)
+def k(request, tmp_path_factory):
+    return transpiled(
+        tmp_path_factory.mktemp(request.param), SOURCE, f"index_rule_{request.param}", strategy=request.param
+    )
+
+
+def stack(w: int) -> list[torch.Tensor]:
+    generator = torch.Generator().manual_seed(w)
+    return [torch.randint(-50, 50, (M, D), generator=generator).float() for _ in range(w)]
+
+
+def padded(rows: torch.Tensor) -> torch.Tensor:
+    """(n, D) rows as the kernels store them: BLOCK columns, 0 past D."""
+    return torch.cat([rows, torch.zeros(rows.shape[0], BLOCK - D)], 1)
+
+
+@pytest.mark.parametrize("w", [1, 2, 3, 4])
+def test_row_loops_read_and_update_each_row(k, w):
+    bufs = stack(w)
+    out = torch.full((M, BLOCK), 99.0)
+    k.row_sums[(2,)](out, address_table(bufs), M, D, w, BLOCK)
+    assert torch.equal(out, padded(sum(bufs)))
+    k.row_updates[(2,)](out, address_table(bufs), M, D, w, BLOCK)
+    expected = [b + 3 for b in stack(w)]
+    assert all(torch.equal(b, e) for b, e in zip(bufs, expected))
+    assert torch.equal(out, padded(sum(expected)))
+
+
+@pytest.mark.parametrize("w", [2, 4])
+def test_a_tile_of_addresses(k, w):
+    bufs = stack(w)
+    out = torch.full((M, BLOCK), 99.0)
+    k.tiled[(3,)](out, address_table(bufs), M, D, w, BLOCK)
+    assert torch.equal(out, padded(sum(bufs)))
+
+
+@pytest.mark.parametrize("w", [1, 3])
+def test_negative_indices_read_nothing(k, w):
+    bufs = stack(w)
+    total = sum(bufs)
+    out = torch.full((M, BLOCK), 99.0)
+    k.shifted[(2,)](out, address_table(bufs), M, D, w, BLOCK)
+    expected = torch.zeros(M, BLOCK)
+    expected[1:, 2 : D + 2] = 2 * total[:-1]  # row 0 reads row -1, columns 0 and 1 read columns -2 and -1: 0
+    assert torch.equal(out, expected)
+
+
+@pytest.mark.parametrize("w", [1, 3])
+def test_an_index_evaluated_once_that_is_negative_reads_nothing(k, w):
+    bufs = stack(w)
+    out = torch.full((2, BLOCK), 99.0)
+    ctr = torch.zeros(1, dtype=torch.int32)
+    k.counted[(2,)](out, address_table(bufs), ctr, M, D, w, BLOCK)  # the interpreter runs program 0 first
+    assert torch.equal(out, torch.stack([torch.zeros(BLOCK), padded(sum(bufs))[0]]))
+
+
+@pytest.mark.parametrize("w", [1, 2])
+def test_a_scalar_summand_that_is_a_tensor_joins_the_offsets(k, w):
+    bufs = stack(w)
+    out = torch.full((R, BLOCK), 99.0)
+    k.rows_of[(1,)](out, address_table(bufs), M, D, w, R, BLOCK)
+    expected = torch.zeros(R, BLOCK)
+    expected[1:] = 2 * padded(sum(bufs))[: R - 1]
+    assert torch.equal(out, expected)
+
+
+def test_the_rule_is_in_the_lowered_text():
+    """What the semantic tests run is the rule's form (else they would prove nothing about it)."""
+    text = castpile.transpile(SOURCE.encode(), "k.py", strategy="loop").decode()
+    row_sum = next(line for line in text.splitlines() if "_castpile_reduce_loop(bufs" in line and "row * BLOCK" in line)
+    assert "base=D*row" in row_sum and "(row < M) & (cols < D)" in row_sum and ">= 0" not in row_sum
+    assert "(row - 1 >= 0)" in text and "(cols - 2 >= 0)" in text  # not proven: kept
+    assert "(True, False)" in text  # the index evaluated once keeps its lower bound, the arange's goes
+    assert "(r >= 0)" in text and "base=bufs_stride0*r" in text  # a parameter: kept, and classed as a scalar
+
+
+def test_the_kernels_compile_for_sm90(tmp_path):
+    jobs = []
+    for strategy in castpile.STRATEGIES:
+        path = tmp_path / f"index_rule_{strategy}.py"
+        path.write_bytes(castpile.transpile(SOURCE.encode(), str(path), strategy=strategy))
+        for kernel in ("row_sums", "row_updates", "shifted", "counted", "rows_of", "tiled"):
+            sig = signature(SOURCE, kernel, {"out": "*fp32", "table": "*i64", "ctr": "*i32"})
+            constexprs = {"M": M, "W": 4 if kernel != "rows_of" else 3, "BLOCK": BLOCK, "R": R}
+            constexprs = {name: value for name, value in constexprs.items() if sig.get(name) == "constexpr"}
+            jobs.append(Job(path, kernel, sig, constexprs, name=f"{kernel} [{strategy}]"))
+    results = compile_for_sm90(jobs, tmp_path, processes=2)
+    failed = {name: result.error for name, result in results.items() if not result.ok}
+    assert not failed, failed
+
+
+# -- the proof ------------------------------------------------------------------------------------------------
+
+
+def facts(body: str, params: str = "M, D, i") -> IndexFacts:
+    """The facts of a jit function ``def k(<params>)`` with ``body``, its assignments as the analysis collects them."""
+    module = cst.parse_module(f"import triton.language as tl\n\n\ndef k({params}):\n" + body)
+    func = cst.ensure_type(module.body[-1], cst.FunctionDef)
+    scopes = [Scope(), Scope()]
+    collect_scope(module.body, scopes[0])
+    collect_scope(func.body.body, scopes[1])
+    resolver = Resolver(scopes)
+    found = JitBindings(func, resolver, set(), Plan())
+    return IndexFacts(resolver, found.assignments, {p.name.value for p in func.params.params})
+
+
+PROVEN = [
+    ("    row = tl.program_id(0)\n    row += tl.num_programs(0)\n", "row"),
+    ("    for row in range(tl.program_id(0), M, tl.num_programs(0)):\n        pass\n", "row"),
+    ("    for row in tl.range(3, M):\n        pass\n", "row * 2 + 1"),
+    ("    for row in range(M):\n        pass\n", "row // 4"),
+    ("    cols = tl.arange(0, 16)\n", "tl.multiple_of(cols, 16)[:, None] % 8"),
+    ("    a = 1\n    b = a\n    a = b + a\n", "a * b"),  # a cycle of names, every value made from proven ones
+]
+NOT_PROVEN = [
+    ("    pass\n", "M"),  # a parameter
+    ("    pass\n", "BLOCK"),  # a global
+    ("    row = tl.program_id(0)\n    row -= 1\n", "row"),  # counting down
+    ("    row = tl.program_id(0)\n    row += i\n", "row"),  # by a parameter
+    ("    for row in range(-1, M):\n        pass\n", "row"),
+    ("    for row in range(0, M, i):\n        pass\n", "row"),  # a step that may be negative
+    ("    for row in [1, 2]:\n        pass\n", "row"),
+    ("    row, other = 1, 2\n", "row"),  # unpacked: not followed
+    ("    range = tl.arange\n    for row in range(0, 4):\n        pass\n", "row"),  # range is not the builtin
+    ("    M = 3\n", "M"),  # a parameter assigned in the body still holds its argument first
+    ("    r = tl.load(i)\n", "r"),
+    ("    cols = tl.arange(-2, 2)\n", "cols"),
+    ("    row = tl.program_id(0)\n", "row - 1"),
+    ("    row = tl.program_id(0)\n", "row // -2"),
+    ("    cols = tl.arange(0, 16)\n", "cols[1:]"),
+]
+
+
+@pytest.mark.parametrize("body,index", PROVEN)
+def test_proven_non_negative(body, index):
+    assert facts(body).nonnegative(cst.parse_expression(index))
+
+
+@pytest.mark.parametrize("body,index", NOT_PROVEN)
+def test_not_proven(body, index):
+    assert not facts(body).nonnegative(cst.parse_expression(index))
+
+
+def test_summands_classed_as_scalars():
+    found = facts("    cols = tl.arange(0, 16)\n    r = tl.load(i)\n    row = tl.program_id(0)\n    row += 1\n")
+    scalars, others = found.summands(cst.parse_expression("row * D - 3 + cols - r + tl.num_programs(0)"))
+    code = cst.Module(body=[]).code_for_node
+    assert [(sign, code(node)) for sign, node in scalars] == [(1, "row * D"), (-1, "3"), (1, "tl.num_programs(0)")]
+    assert [(sign, code(node)) for sign, node in others] == [(1, "cols"), (-1, "r")]
+
+
+# -- the code: the issue-35 row loops against their hand twins ------------------------------------------------
+
+GENERATED = {
+    "loop": KERNELS / "generated" / "row_bodies_loop.py",
+    "gather": KERNELS / "generated" / "row_bodies_gather.py",
+}
+HAND = KERNELS / "hand_row_bodies.py"
+HAND_KERNELS = (
+    "hand_none_for", "hand_none_while", "hand_res_before_for", "hand_res_before_while", "hand_res_after_for",
+    "hand_res_after_while", "hand_res_weight_for", "hand_res_weight_while", "hand_res_weight_hoisted_for",
+    "hand_res_weight_hoisted_while", "hand_scalar_for", "hand_scalar_while", "hand_two_stacks_for",
+    "hand_two_stacks_while",
+)  # fmt: skip
+CASTPILE_KERNELS = (
+    "cp_none_for_2d_to", "cp_none_for_2d_dtype", "cp_none_for_1d_to", "cp_none_for_1d_dtype", "cp_none_while_2d_to",
+    "cp_none_while_2d_dtype", "cp_none_while_1d_to", "cp_none_while_1d_dtype", "cp_res_before_for_2d_to",
+    "cp_res_before_for_2d_dtype", "cp_res_before_for_1d_to", "cp_res_before_for_1d_dtype", "cp_res_before_while_2d_to",
+    "cp_res_before_while_2d_dtype", "cp_res_before_while_1d_to", "cp_res_before_while_1d_dtype",
+    "cp_res_after_for_2d_to", "cp_res_after_for_2d_dtype", "cp_res_after_for_1d_to", "cp_res_after_for_1d_dtype",
+    "cp_res_after_while_2d_to", "cp_res_after_while_2d_dtype", "cp_res_after_while_1d_to",
+    "cp_res_after_while_1d_dtype", "cp_res_weight_for_2d_to", "cp_res_weight_for_2d_dtype", "cp_res_weight_for_1d_to",
+    "cp_res_weight_for_1d_dtype", "cp_res_weight_while_2d_to", "cp_res_weight_while_2d_dtype",
+    "cp_res_weight_while_1d_to", "cp_res_weight_while_1d_dtype", "cp_res_weight_hoisted_for_2d_to",
+    "cp_res_weight_hoisted_for_2d_dtype", "cp_res_weight_hoisted_for_1d_to", "cp_res_weight_hoisted_for_1d_dtype",
+    "cp_res_weight_hoisted_while_2d_to", "cp_res_weight_hoisted_while_2d_dtype", "cp_res_weight_hoisted_while_1d_to",
+    "cp_res_weight_hoisted_while_1d_dtype", "cp_scalar_for_2d_to", "cp_scalar_for_2d_dtype", "cp_scalar_for_1d_to",
+    "cp_scalar_for_1d_dtype", "cp_scalar_while_2d_to", "cp_scalar_while_2d_dtype", "cp_scalar_while_1d_to",
+    "cp_scalar_while_1d_dtype", "cp_two_stacks_for_2d_to", "cp_two_stacks_for_2d_dtype", "cp_two_stacks_for_1d_to",
+    "cp_two_stacks_for_1d_dtype", "cp_two_stacks_while_2d_to", "cp_two_stacks_while_2d_dtype",
+    "cp_two_stacks_while_1d_to", "cp_two_stacks_while_1d_dtype",
+)  # fmt: skip
+#: The kernels' parameters as the sweep launches them (bf16 buffers), and what Triton's JIT records of them:
+#: pointers and M, D divisible by 16 (benchmarks/sweeps/sweep_row_bodies.py: 4096 x 8192).
+ROW_SIGNATURE = {
+    **dict.fromkeys(("ex", "res", "w", "out"), "*bf16"),
+    **dict.fromkeys(("table", "table2"), "*i64"),
+    "stats": "*fp32",
+    **dict.fromkeys(("M", "D"), "i32"),
+    **dict.fromkeys(("eps", "alpha"), "fp32"),
+    **dict.fromkeys(("W", "BLOCK_D"), "constexpr"),
+}
+ROW_ATTRS = {k: [["tt.divisibility", 16]] for k, (a, t) in enumerate(ROW_SIGNATURE.items()) if t[0] == "*" or a in "MD"}
+LOWER_BOUND = re.compile(r"setp\.(?:gt\.s32\s+%p\d+, %r\d+, -1|ge\.s32\s+%p\d+, %r\d+, 0|lt\.s32\s+%p\d+, %r\d+, 0);")
+
+
+def instructions(ptx: str) -> list[str]:
+    """The kernel's PTX instructions in order, labels and debug lines left out, its name as ``K``."""
+    body = ptx[ptx.index(".entry") :]
+    body = body[: body.index(".section")] if ".section" in body else body
+    lines = (
+        re.sub(r"\b(cp|hand)_\w+?_param_", "K_param_", line.strip()) for line in body[body.index("{") :].splitlines()
+    )
+    return [line for line in lines if line and not line.startswith(("//", ".loc", ".file", "$L__tmp"))]
+
+
+def test_the_kernel_lists_are_the_sweeps():
+    assert tuple(hand_name(b, lp) for b in BODIES for lp in LOOPS) == HAND_KERNELS
+    assert (
+        tuple(cp_name(b, lp, bd, c) for b in BODIES for lp in LOOPS for bd in BINDINGS for c in CASTS)
+        == CASTPILE_KERNELS
+    )
+
+
+def test_row_loops_compile_to_their_hand_twins_ptx_for_sm90(tmp_path):
+    before = tmp_path / "row_bodies_before.py"
+    before.write_text(before_rule(GENERATED["loop"].read_text()))
+    options = {"num_warps": 8}
+    jobs = []
+    for W in (2, 4):
+        constexprs = {"W": W, "BLOCK_D": 8192}
+        jobs += [
+            Job(HAND, name, ROW_SIGNATURE, constexprs, ROW_ATTRS, f"{name} {W}", options=options)
+            for name in HAND_KERNELS
+        ]
+        for strategy, path in GENERATED.items():
+            jobs += [
+                Job(path, name, ROW_SIGNATURE, constexprs, ROW_ATTRS, f"{name} {strategy} {W}", options=options)
+                for name in CASTPILE_KERNELS
+                if W == 2 or "_2d_" in name
+            ]
+        name = "cp_res_weight_hoisted_for_2d_to"
+        jobs.append(Job(before, name, ROW_SIGNATURE, constexprs, ROW_ATTRS, f"before {W}", options=options))
+    results = compile_for_sm90(jobs, tmp_path, processes=2)
+    failed = {name: result.error for name, result in results.items() if not result.ok}
+    assert not failed, failed
+    ptx = {name: result.ptx.read_text() for name, result in results.items()}
+    differ = []
+    for W in (2, 4):
+        for strategy in GENERATED:
+            for name in CASTPILE_KERNELS:
+                if "_2d_" not in name:
+                    continue
+                ours, hand = ptx[f"{name} {strategy} {W}"], ptx[f"hand_{name[3:].rsplit('_', 2)[0]} {W}"]
+                assert not LOWER_BOUND.search(ours), f"{name} {strategy} W {W}: a lower-bound compare"
+                assert ours.count("mul.wide.s32") == hand.count("mul.wide.s32"), f"{name} {strategy} W {W}"
+                if instructions(ours) != instructions(hand):
+                    differ.append(f"{name} {strategy} W {W}")
+        old, hand = ptx[f"before {W}"], ptx[f"hand_res_weight_hoisted_for {W}"]
+        assert LOWER_BOUND.search(old) and old.count("mul.wide.s32") > hand.count("mul.wide.s32")
+        assert instructions(old) != instructions(hand)
+    assert not differ, f"PTX other than the hand twin's: {differ}"
