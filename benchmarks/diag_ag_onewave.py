@@ -122,6 +122,7 @@ def main():
                     CONSUMERS=triton.next_power_of_2(st.consumers),
                     TMA=cfg.tma,
                     TMA_STORE=cfg.tma and st.shard_rows % cfg.block_m == 0,
+                    TMA_A=cfg.tma and st.shard_rows % cfg.block_m == 0,
                     PROXY_FENCE=cfg.tma,
                     K_SEGMENT=st.k_segment,
                     ONE_WAVE=True,

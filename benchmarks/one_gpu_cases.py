@@ -324,6 +324,8 @@ def cases(world: int, device) -> dict:
         "moe_ops": lambda: MoE(world, device, tokens=64, hidden=512, topk=3, through_ops=True),
         "all_gather_matmul_one_wave": lambda: AllGatherMatmul(world, device, shard_rows=32, k=512, n=256),
         "all_gather_matmul_rows": lambda: AllGatherMatmul(world, device, shard_rows=256, k=1024, n=512),
+        # shards that are not whole row tiles: TMA reads A through a descriptor per shard
+        "all_gather_matmul_ragged_rows": lambda: AllGatherMatmul(world, device, shard_rows=200, k=1024, n=512),
         "all_gather_matmul_k_segment": lambda: AllGatherMatmul(world, device, shard_rows=64, k=4096, n=2048),
         "matmul_reduce_scatter": lambda: MatmulReduceScatter(world, device, m=world * 128, k=256, n=512),
         # from 1024 rows the wide tile (128 x 256, 8 warps) at every W, not at W = 8 alone

@@ -68,16 +68,6 @@ def _ag_states(world, path, **options):
     return states
 
 
-def ag_races(states):
-    """``sim.run``'s ``races=`` for an all-gather GEMM run: the race checker's default, but off on the TMA path.
-
-    There, the last row tile of a shard (SHARD = 24 rows, BM = 16) loads a TMA box that reaches 8 rows into the
-    next shard before that shard's chunks are waited for: the rows are discarded, but the read races with their
-    arrival, and the checker says so (tests/test_races.py holds that report; docs/races.md, "What it found").
-    """
-    return False if states[0].config.tma else None
-
-
 def _ag_run(states, world, calls, seed):
     """``calls`` back-to-back calls on every rank, new data each, ranks out of step; (outputs, inputs) per call."""
     gen = torch.Generator().manual_seed(seed)
@@ -99,7 +89,7 @@ def _ag_run(states, world, calls, seed):
             outs.append((out, state.gathered.tensor.clone()))
         return outs
 
-    return sim.run(body, world, timeout=600, races=ag_races(states)), data
+    return sim.run(body, world, timeout=600), data
 
 
 @pytest.mark.parametrize("path", sorted(TILES))
@@ -249,7 +239,7 @@ def test_all_gather_waits_for_a_late_rank():
             time.sleep(1.0)
         return tp_gemm.all_gather_matmul(states[rank], shards[rank], b)
 
-    for out in sim.run(body, world, timeout=300, races=ag_races(states)):
+    for out in sim.run(body, world, timeout=300):
         assert torch.equal(out, torch.cat(shards) @ b)
 
 
@@ -405,7 +395,7 @@ def test_kernels_compile_for_sm90(tmp_path):
     rs = RS_SIGNATURE
     for rank in (0, 1):
         sig = dict(ag, rank="constexpr") if rank else ag
-        flags = {"TMA": True, "TMA_STORE": True, "PROXY_FENCE": True}
+        flags = {"TMA": True, "TMA_STORE": True, "PROXY_FENCE": True, "TMA_A": True}
         extra = {"rank": 1} if rank else {}
         jobs.append(
             _job(
@@ -431,6 +421,20 @@ def test_kernels_compile_for_sm90(tmp_path):
                 f"ag-tma-onewave-rank{rank}",
             )
         )
+        ragged = {"TMA": True, "TMA_STORE": False, "PROXY_FENCE": True, "TMA_A": False}
+        for shape, options in {
+            "rows": {},
+            "kseg": {"K_SEGMENT": tp_gemm.K_SEGMENT},
+            "onewave": {"COMM_BLOCKS": 64, "ONE_WAVE": True, "STRIPE": 128, "SEGMENT": 16},
+        }.items():  # shards that are not whole row tiles: B through TMA, A through pointers
+            jobs.append(
+                _job(
+                    "all_gather_matmul",
+                    {**sig, **dict.fromkeys([*ag_const, *ragged], "constexpr")},
+                    {**ag_const, **ragged, **extra, **options},
+                    f"ag-tma-ragged-{shape}-rank{rank}",
+                )
+            )
         sig = dict(rs, rank="constexpr") if rank else rs
         jobs.append(
             _job(

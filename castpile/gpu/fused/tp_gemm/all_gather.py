@@ -248,6 +248,7 @@ def all_gather_matmul(
             CONSUMERS=triton.next_power_of_2(state.consumers),
             TMA=config.tma,
             TMA_STORE=config.tma and ms % config.block_m == 0,
+            TMA_A=config.tma and ms % config.block_m == 0,
             PROXY_FENCE=config.tma and out.is_cuda,
             K_SEGMENT=state.k_segment,
             ONE_WAVE=state.one_wave,

@@ -152,7 +152,7 @@ def chunk_runs(c, rank, Ms, chunk_rows, K: tl.constexpr, COMM_BLOCKS: tl.constex
 def gathered_tiles(a, b, out, flags, rank, Ms, N, chunk_rows, K: tl.constexpr, WORLD: tl.constexpr,
                    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
                    COMM_BLOCKS: tl.constexpr, TMA: tl.constexpr, TMA_STORE: tl.constexpr, PROXY_FENCE: tl.constexpr,
-                   K_SEGMENT: tl.constexpr):
+                   K_SEGMENT: tl.constexpr, TMA_A: tl.constexpr):
     """GEMM block ``g = pid - COMM_BLOCKS`` of ``grid - COMM_BLOCKS``: tiles g, g + that, ... in arrival order.
 
     Virtual row tile ``v`` is row tile ``v % row_tiles`` of shard ``(rank + v //
@@ -166,12 +166,15 @@ def gathered_tiles(a, b, out, flags, rank, Ms, N, chunk_rows, K: tl.constexpr, W
     needs the whole shard): a peer's tile is multiplied segment by segment, each
     after the chunks of that segment, so it starts when the first segment has
     arrived instead of the whole shard.  At the end the block waits for the
-    rest, so that every flag it was sent is reset.
+    rest, so that every flag it was sent is reset.  A tile reads rows of its own
+    shard only: through TMA where shards are whole row tiles (``TMA_A``), else
+    through pointers masked at the shard's end (a box would reach into the next
+    shard, which may not have arrived).
     """
     g = tl.program_id(0) - COMM_BLOCKS
     consumers = tl.num_programs(0) - COMM_BLOCKS
     M = WORLD * Ms
-    a_src = operand(a, M, K, BM, BK, TMA)
+    a_src = operand(a, M, K, BM, BK, TMA_A)
     b_src = operand(b, K, N, BK, BN, TMA)
     out_dst = operand(out, M, N, BM, BN, TMA_STORE)
     row_tiles = tl.cdiv(Ms, BM)
@@ -187,18 +190,20 @@ def gathered_tiles(a, b, out, flags, rank, Ms, N, chunk_rows, K: tl.constexpr, W
         local = v % row_tiles * BM
         if K_SEGMENT > 0:
             if v // row_tiles == 0:
-                acc = tile_product(a_src, b_src, shard * Ms + local, pn * BN, shard * Ms + Ms, N, K, BM, BN, BK, TMA)
+                acc = tile_product(a_src, b_src, shard * Ms + local, pn * BN, shard * Ms + Ms, N, K, BM, BN, BK, TMA,
+                                   TMA_A)
             else:
                 acc = tl.zeros((BM, BN), tl.float32)
                 for segment in range((K + K_SEGMENT - 1) // K_SEGMENT):
                     ready = wait_chunks(flags, ready, v // row_tiles * chunks + (segment + 1) * COMM_BLOCKS, rank,
                                         chunks, consumers, g, WORLD, WAIT_WIDTH, PROXY_FENCE)
                     acc = span_product(acc, a_src, b_src, shard * Ms + local, pn * BN, segment * K_SEGMENT,
-                                       shard * Ms + Ms, N, K, K_SEGMENT // BK, BM, BN, BK, TMA)
+                                       shard * Ms + Ms, N, K, K_SEGMENT // BK, BM, BN, BK, TMA, TMA_A)
         else:
             need = v // row_tiles * chunks + (tl.minimum(local + BM, Ms) - 1) // chunk_rows + 1
             ready = wait_chunks(flags, ready, need, rank, chunks, consumers, g, WORLD, WAIT_WIDTH, PROXY_FENCE)
-            acc = tile_product(a_src, b_src, shard * Ms + local, pn * BN, shard * Ms + Ms, N, K, BM, BN, BK, TMA)
+            acc = tile_product(a_src, b_src, shard * Ms + local, pn * BN, shard * Ms + Ms, N, K, BM, BN, BK, TMA,
+                               TMA_A)
         if TMA_STORE:  # shards are whole tiles
             store_tile(out_dst, acc, shard * Ms + local, pn * BN, M, N, BM, BN, True)
         else:
@@ -233,7 +238,7 @@ def all_gather_matmul(a, a_peers, b, out, flags, flag_peers, pad, pad_ptrs, rank
                       GROUP_M: tl.constexpr, COMM_BLOCKS: tl.constexpr, COPY_BLOCK: tl.constexpr,
                       CONSUMERS: tl.constexpr, TMA: tl.constexpr, TMA_STORE: tl.constexpr,
                       PROXY_FENCE: tl.constexpr, K_SEGMENT: tl.constexpr = 0, ONE_WAVE: tl.constexpr = False,
-                      STRIPE: tl.constexpr = 0, SEGMENT: tl.constexpr = 1):
+                      STRIPE: tl.constexpr = 0, SEGMENT: tl.constexpr = 1, TMA_A: tl.constexpr = False):
     """``out = all_gather(shards) @ b``: the first COMM_BLOCKS blocks push this rank's shard, the rest multiply.
 
     ``a`` [WORLD * Ms, K]: this rank's gathered buffer (symmetric; its shard
@@ -244,23 +249,25 @@ def all_gather_matmul(a, a_peers, b, out, flags, flag_peers, pad, pad_ptrs, rank
     ``ONE_WAVE``: every block has one tile and the first COMM_BLOCKS send a
     stripe of STRIPE columns each and multiply; the others multiply a peer's
     tile SEGMENT stripes at a time as they arrive (:func:`one_wave_tile`).
+    ``TMA_A``: A through TMA too (give it with ``TMA`` where shards are whole
+    row tiles), else through pointers that stop at each shard's end.
     """
     if ONE_WAVE:
         one_wave_tile(a, a_peers, b, out, flags, flag_peers, pad, pad_ptrs, rank, Ms, N, K, WORLD, BM, BN, BK,
-                      COMM_BLOCKS, COPY_BLOCK, STRIPE, SEGMENT, TMA, TMA_STORE, PROXY_FENCE)
+                      COMM_BLOCKS, COPY_BLOCK, STRIPE, SEGMENT, TMA, TMA_STORE, PROXY_FENCE, TMA_A)
     elif tl.program_id(0) < COMM_BLOCKS:
         push_shard(a, a_peers, flags, flag_peers, pad, pad_ptrs, rank, Ms, chunk_rows,
                    tl.num_programs(0) - COMM_BLOCKS, K, WORLD, COMM_BLOCKS, COPY_BLOCK, CONSUMERS, K_SEGMENT)
     else:
         gathered_tiles(a, b, out, flags, rank, Ms, N, chunk_rows, K, WORLD, BM, BN, BK, GROUP_M, COMM_BLOCKS, TMA,
-                       TMA_STORE, PROXY_FENCE, K_SEGMENT)
+                       TMA_STORE, PROXY_FENCE, K_SEGMENT, TMA_A)
 
 
 @triton.jit
 def one_wave_tile(a, a_peers, b, out, flags, flag_peers, pad, pad_ptrs, rank, Ms, N, K: tl.constexpr,
                   WORLD: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SENDERS: tl.constexpr,
                   COPY_BLOCK: tl.constexpr, STRIPE: tl.constexpr, SEGMENT: tl.constexpr, TMA: tl.constexpr,
-                  TMA_STORE: tl.constexpr, PROXY_FENCE: tl.constexpr):
+                  TMA_STORE: tl.constexpr, PROXY_FENCE: tl.constexpr, TMA_A: tl.constexpr):
     """Block pid's one tile, where a row tile holds a whole shard and the grid has a block per tile.
 
     SENDERS is the number of column tiles.  Blocks ``0 .. SENDERS - 1`` each
@@ -277,7 +284,7 @@ def one_wave_tile(a, a_peers, b, out, flags, flag_peers, pad, pad_ptrs, rank, Ms
     """
     pid = tl.program_id(0)
     M = WORLD * Ms
-    a_src = operand(a, M, K, BM, BK, TMA)
+    a_src = operand(a, M, K, BM, BK, TMA_A)
     b_src = operand(b, K, N, BK, BN, TMA)
     if pid < SENDERS:
         barrier(pad, pad_ptrs, rank, WORLD, True)  # every peer's previous call is done with its buffer
@@ -292,7 +299,7 @@ def one_wave_tile(a, a_peers, b, out, flags, flag_peers, pad, pad_ptrs, rank, Ms
             _castpile_signal(peer_flags, 1, None, flags, SENDERS*(j0 + readers), None, 1, None, readers < SENDERS, base=pid)
         shard = tl.cast(rank, tl.int32)  # (rank 1 is a constexpr: both branches must give a tensor)
         pn = pid
-        acc = tile_product(a_src, b_src, shard * Ms, pn * BN, shard * Ms + Ms, N, K, BM, BN, BK, TMA)
+        acc = tile_product(a_src, b_src, shard * Ms, pn * BN, shard * Ms + Ms, N, K, BM, BN, BK, TMA, TMA_A)
     else:
         j = pid - SENDERS
         shard = (rank + 1 + j // SENDERS) % WORLD
@@ -305,7 +312,7 @@ def one_wave_tile(a, a_peers, b, out, flags, flag_peers, pad, pad_ptrs, rank, Ms
             tl.debug_barrier()  # what the waiting threads acquired, every thread may read
             proxy_fence(PROXY_FENCE)
             acc = span_product(acc, a_src, b_src, shard * Ms, pn * BN, segment * SEGMENT * STRIPE, shard * Ms + Ms,
-                               N, K, SEGMENT * STRIPE // BK, BM, BN, BK, TMA)
+                               N, K, SEGMENT * STRIPE // BK, BM, BN, BK, TMA, TMA_A)
     if TMA_STORE:  # shards are whole tiles
         store_tile(operand(out, M, N, BM, BN, True), acc, shard * Ms, pn * BN, M, N, BM, BN, True)
     else:

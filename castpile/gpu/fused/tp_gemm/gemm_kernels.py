@@ -50,22 +50,23 @@ def load_tile(src, r0, c0, rows, cols: tl.constexpr, BR: tl.constexpr, BC: tl.co
 
 @triton.jit
 def tile_product(a_src, b_src, r0, c0, a_rows, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
-                 BK: tl.constexpr, TMA: tl.constexpr):
-    """fp32 ``A[r0:r0+BM, :] @ B[:, c0:c0+BN]`` for A [?, K] and B [K, N].
+                 BK: tl.constexpr, TMA: tl.constexpr, TMA_A: tl.constexpr):
+    """fp32 ``A[r0:r0+BM, :] @ B[:, c0:c0+BN]`` for A [?, K] and B [K, N]; B through TMA if ``TMA``, A if ``TMA_A``.
 
-    Rows at or past ``a_rows`` read as 0 through pointers; a TMA descriptor has
-    its own bounds (the matrix's), so there they read whatever is there.
+    Rows at or past ``a_rows`` read as 0 through pointers, and are not read; a TMA
+    descriptor has its own bounds (the matrix's), so there they read whatever is
+    there: a caller whose rows past ``a_rows`` may not be read yet passes A as pointers.
     """
     return span_product(tl.zeros((BM, BN), tl.float32), a_src, b_src, r0, c0, 0, a_rows, N, K, (K + BK - 1) // BK,
-                        BM, BN, BK, TMA)
+                        BM, BN, BK, TMA, TMA_A)
 
 
 @triton.jit
 def span_product(acc, a_src, b_src, r0, c0, k0, a_rows, N, K: tl.constexpr, STEPS: tl.constexpr, BM: tl.constexpr,
-                 BN: tl.constexpr, BK: tl.constexpr, TMA: tl.constexpr):
+                 BN: tl.constexpr, BK: tl.constexpr, TMA: tl.constexpr, TMA_A: tl.constexpr):
     """``acc + A[r0:r0+BM, k0:k0+STEPS*BK] @ B[k0:k0+STEPS*BK, c0:c0+BN]``; columns of A / rows of B past K read 0."""
     for k in range(STEPS):
-        a = load_tile(a_src, r0, k0 + k * BK, a_rows, K, BM, BK, TMA)
+        a = load_tile(a_src, r0, k0 + k * BK, a_rows, K, BM, BK, TMA_A)
         b = load_tile(b_src, k0 + k * BK, c0, K, N, BK, BN, TMA)
         acc = tl.dot(a, b, acc)
     return acc
@@ -113,6 +114,6 @@ def matmul_tile(a_src, b_src, c_dst, t, tiles_m, tiles_n, M, N, K: tl.constexpr,
                 BK: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr):
     """Tile ``t`` of :func:`matmul`."""
     pm, pn = tile_position(t, tiles_m, tiles_n, GROUP_M)
-    acc = tile_product(a_src, b_src, pm * BM, pn * BN, M, N, K, BM, BN, BK, TMA)
+    acc = tile_product(a_src, b_src, pm * BM, pn * BN, M, N, K, BM, BN, BK, TMA, TMA)
     store_tile(c_dst, acc, pm * BM, pn * BN, M, N, BM, BN, TMA)
 
