@@ -43,6 +43,7 @@ INTERPRETED = {
     "benchmarks/kernels/hang_kernels.py": "test_debug_waits",  # compiled as transpiled in debug mode, generated/
     "benchmarks/kernels/generated/hang_kernels_debug_waits.py": "test_debug_waits",
     "benchmarks/kernels/generated/nvshmem_kernels_loop.py": "test_remote_modules",
+    "benchmarks/kernels/own_kernels.py": "test_launch_gate",
     "benchmarks/kernels/hand_row_bodies.py": "test_index_rule",  # compiled, not interpreted: PTX against castpile's
     "benchmarks/kernels/generated/row_bodies_loop.py": "test_index_rule",
     "benchmarks/kernels/generated/row_bodies_gather.py": "test_index_rule",

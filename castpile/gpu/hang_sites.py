@@ -48,7 +48,7 @@ def frame_path(frame) -> str:
     return path if isinstance(path, str) and path.endswith(".py") else frame.f_code.co_filename
 
 
-def _stack(frame) -> list:
+def callers(frame) -> list:
     """``frame`` and its callers, innermost first."""
     frames = []
     while frame is not None:
@@ -63,7 +63,7 @@ def _internal(frame, library: tuple[str, ...]) -> bool:
 
 def user_frame(frame, library: tuple[str, ...], skip: str = ""):
     """The innermost of ``frame`` and its callers that is the user's: in no castpile helper, library or ``skip`` file."""
-    for f in _stack(frame):
+    for f in callers(frame):
         if f.f_code.co_filename not in (__file__, skip) and not _internal(f, library):
             return f
     return None
@@ -104,7 +104,7 @@ def describe(frame, library: tuple[str, ...] | None = None) -> str:
     """
     library = library_dirs() if library is None else library
     here = __file__
-    frames = [f for f in _stack(frame) if f.f_code.co_filename != here]
+    frames = [f for f in callers(frame) if f.f_code.co_filename != here]
     spinning = None
     values = ""
     for f in frames:

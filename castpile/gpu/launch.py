@@ -39,6 +39,8 @@ from dataclasses import dataclass
 import triton
 from triton import knobs
 
+from .launch_gate import is_gate
+
 #: Keyword arguments that configure the launch rather than bind a kernel parameter.
 LAUNCH_OPTIONS = (
     "num_warps",
@@ -263,10 +265,11 @@ def launch_hooked() -> bool:
     """True while a Triton launch hook is installed (bound launches then go through ``kernel[grid]``).
 
     Triton 3.6 and later keep the hooks in a ``HookChain`` that is never None; it counts
-    as installed only when it holds a hook.
+    as installed only when it holds a hook.  One-GPU runs' launch gate
+    (:mod:`castpile.gpu.launch_gate`) does not count: bound launches are bound at a barrier of their own.
     """
     hooks = (knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook)
-    return any(h is not None and getattr(h, "calls", True) for h in hooks)
+    return any(not is_gate(h) for hook in hooks if hook is not None for h in getattr(hook, "calls", [hook]))
 
 
 def _address(value):

@@ -53,6 +53,22 @@ def local_bytes(launch) -> int:
     return 4 * int(getattr(kernel, "n_spills", 0) or 0)
 
 
+#: ``CUfunction_attribute`` of a kernel's local memory per thread (cuda.h).
+CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3
+
+
+def function_local_bytes(function: int) -> int:
+    """The local memory per thread of a loaded kernel, by its ``CUfunction`` handle (``cuFuncGetAttribute``)."""
+    value = ctypes.c_int()
+    _check(
+        _driver().cuFuncGetAttribute(
+            ctypes.byref(value), CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, ctypes.c_void_p(function)
+        ),
+        "cuFuncGetAttribute",
+    )
+    return value.value
+
+
 def reserve(nbytes: int) -> None:
     """Raise the stack limit to ``nbytes`` if it is lower: call it while no kernel that waits on others runs.
     A kernel that needs no local memory asks nothing of the driver."""

@@ -27,7 +27,8 @@ Rules that keep the ranks from deadlocking each other on one device, which :func
 follows and a body must too: no device-wide synchronisation while ranks run
 (``torch.cuda.synchronize``, CUDA-graph capture: the launch caches of tensors made here never
 replay graphs), no kernel started while a peer still has to load it (every rank binds a new
-launch before any starts it: :func:`launch_caches`), and kernels loaded eagerly (``CUDA_MODULE_LOADING=EAGER``, set on import if
+launch before any starts it: :func:`launch_caches` for the library's launches, the launch
+gate of :mod:`castpile.gpu.launch_gate` for a body's own ``kernel[grid]`` launches), and kernels loaded eagerly (``CUDA_MODULE_LOADING=EAGER``, set on import if
 CUDA is not yet initialised: a lazily loaded kernel's first launch may wait for the whole
 device).  A rank that waits for a signal no peer sends cannot be stopped: :func:`run`
 raises :class:`RankTimeout`, and the GPU stays busy until the process exits; unless its kernels
@@ -46,7 +47,7 @@ from collections.abc import Sequence
 
 import torch
 
-from . import allocation_names, device_share, local_memory, wait_deadlines
+from . import allocation_names, device_share, launch_gate, local_memory, rank_activity, wait_deadlines
 from .launch_cache import LaunchCache
 from .symmetric import (
     LowLatencyScratch,
@@ -73,13 +74,30 @@ class RankError(RuntimeError):
 
 
 class RankTimeout(RuntimeError):
-    """Some ranks did not finish in time; their kernels may still be spinning on the GPU."""
+    """Some ranks did not finish in time; their kernels may still be spinning on the GPU.
 
-    def __init__(self, hung: list[int], timeout: float):
+    ``activities`` maps each hung rank to what it was doing (:mod:`castpile.gpu.rank_activity`,
+    :meth:`castpile.gpu.launch_gate.LaunchGate.state`): compiling or loading a kernel, waiting at
+    the launch gate for named peers, or waiting for its stream's kernels.
+    """
+
+    def __init__(self, hung: list[int], timeout: float, activities: dict[int, str] | None = None):
         self.hung = hung
+        self.activities = activities or {}
+        doing = "".join(f"\n  rank {r} {self.activities[r]}" for r in hung if r in self.activities)
+        busy = any(a.startswith(("compiles", "loads", "prepares")) for a in self.activities.values())
+        if busy:
+            cause = (
+                "a rank was still compiling or loading a kernel: give run() a longer timeout (the first call of a "
+                "kernel compiles it), or launch the kernels once before"
+            )
+        else:
+            cause = (
+                "a rank that waits for a signal no peer sends (a missing or mismatched barrier, different grids "
+                "on different ranks) hangs like this"
+            )
         super().__init__(
-            f"ranks {hung} did not finish within {timeout:g} s: a rank that waits for a signal no peer sends "
-            "(a missing or mismatched barrier, different grids on different ranks) hangs like this.  Its kernel "
+            f"ranks {hung} did not finish within {timeout:g} s:{doing}\n{cause}.  A kernel already launched "
             "cannot be stopped: the GPU stays busy until this process exits"
         )
 
@@ -249,8 +267,11 @@ def run(fn, world_size: int, *, args=(), timeout: float = 120.0, device=None) ->
     results: dict[int, object] = {}
     errors: dict[int, str] = {}
 
+    gate = launch_gate.LaunchGate(world_size)
+
     def body(rank: int) -> None:
         kept = _Kept(device)
+        gate.enter(rank)
         try:
             torch.cuda.set_device(device)
             triton.set_allocator(kept)
@@ -259,16 +280,21 @@ def run(fn, world_size: int, *, args=(), timeout: float = 120.0, device=None) ->
             ranks[rank].synchronize()
         except BaseException:
             errors[rank] = traceback.format_exc()
+        finally:
+            gate.leave()
 
     threads = [
         threading.Thread(target=body, args=(r,), name=f"castpile-rank-{r}", daemon=True) for r in range(world_size)
     ]
-    for t in threads:
-        t.start()
-    deadline = time.monotonic() + timeout
-    for t in threads:
-        t.join(max(0.0, deadline - time.monotonic()))
-    hung = [r for r, t in enumerate(threads) if t.is_alive()]
+    with launch_gate.installed(gate):
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + timeout
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        hung = [r for r, t in enumerate(threads) if t.is_alive()]
+        activities = {r: gate.state(r) or rank_activity.describe(threads[r]) for r in hung}
+        gate.break_()
     gave_up = None
     if not hung:  # every rank's kernels are done: the record holds all its waits that gave up
         try:
@@ -278,7 +304,7 @@ def run(fn, world_size: int, *, args=(), timeout: float = 120.0, device=None) ->
     if errors:
         raise RankError(errors) from gave_up
     if hung:
-        raise RankTimeout(hung, timeout)
+        raise RankTimeout(hung, timeout, activities)
     if gave_up is not None:
         raise gave_up
     return [results[r] for r in range(world_size)]
