@@ -3,6 +3,8 @@ cells resolve as Python resolves them, a ``%%time`` cell's kernel is read, and a
 cell and the user's line.  Before: E606 for a ``Multicast`` imported in an earlier cell, E202 for a helper of an
 earlier cell, E701 in a ``%%time`` cell, and tracebacks naming the cache entry and the transpiled line."""
 
+import re
+
 from testkit.notebook import run_cells
 
 IMPORTS = """\
@@ -84,3 +86,62 @@ def test_a_kernels_error_names_the_cell_and_the_users_line(tmp_path):
     cell = next(line for line in error.splitlines() if ", in kern" in line)
     assert "ipykernel_" in cell and "line 5" in cell, cell  # the kernel's cell, at the line in the cell
     assert "ZeroDivisionError" in outputs[4] and "Cell In[5]" in outputs[4]  # other errors: IPython's own display
+
+
+SIM_IMPORTS = """\
+import torch
+import triton
+import triton.language as tl
+from castpile.gpu import sim
+
+
+@triton.jit
+def peer_sum(out, buf_ptrs, n, WORLD: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for p in tl.static_range(WORLD):
+        acc += tl.load(tl.load(buf_ptrs + p).to(tl.pointer_type(tl.float32)) + offs, mask=offs < n, other=0)
+    tl.store(out + offs, acc, mask=offs < n)
+"""
+
+SIM_INPUTS = """\
+W, n = 2, 40
+inputs = [torch.randn(n) for _ in range(W)]
+symm = sim.symmetric_empty(W, (n,), torch.float32)
+for rank in range(W):
+    symm[rank].tensor.copy_(inputs[rank])
+
+
+def on_rank(rank):
+    out = torch.empty(n)
+    peer_sum[(2,)](out, symm[rank].buffer_ptrs, n, WORLD=W, BLOCK=32)
+    return out
+"""
+
+SIM_RUN = """\
+outs = sim.run(on_rank, W, timeout=60)
+assert all(torch.allclose(out, inputs[0] + inputs[1]) for out in outs), outs
+print("exact")
+"""
+
+
+def test_sim_run_warns_of_ipykernels_threads_once_with_advice_a_notebook_can_follow(tmp_path):
+    """Three sim.run calls on three lines of two cells: one ForkWithThreadsWarning in the whole notebook, whose
+    advice is the notebook's (restart the kernel, set the variable in its first cell), and each cell's prints once.
+    Before: the warning three times on the first call at W 2 (each forked rank flushed its copy of the parent's
+    unwritten stderr as it ended) and a print before sim.run once more per rank; earlier still, warned again from
+    each calling line, with advice (start no threads before sim.run) that ipykernel's own threads make impossible
+    to follow."""
+    outputs = run_cells(
+        [SIM_IMPORTS, SIM_INPUTS, SIM_RUN + "\n" + SIM_RUN, SIM_RUN],  # two calls in one cell, one in the next
+        tmp_path / "cache",
+    )
+    everything = "".join(outputs)
+    assert everything.count("ForkWithThreadsWarning") == 1, everything  # ipykernel always has threads: not 0
+    warning = outputs[2]
+    assert "ForkWithThreadsWarning: the parent process had threads [" in warning, warning
+    assert "'Heartbeat'" in warning, warning  # ipykernel's threads, named
+    assert re.search(r"in a notebook, ipykernel's own threads .* first cell", warning), warning
+    assert "os.environ['TORCHINDUCTOR_COMPILE_THREADS'] = '1'" in warning, warning
+    assert outputs[:2] == ["", ""], outputs[:2]
+    assert outputs[2].count("exact\n") == 2 and outputs[3] == "exact\n", outputs[2:]

@@ -192,6 +192,20 @@ def test_forking_without_threads_does_not_warn():
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
+def test_what_the_parent_printed_before_run_is_written_once():
+    """Output to a pipe is buffered: each forked rank held a copy of the parent's unwritten text and wrote it as it
+    ended (W + 1 copies of a print before sim.run; in a notebook, of the ForkWithThreadsWarning)."""
+    script = (
+        "from castpile.gpu import sim\nprint('before')\n"
+        "assert sim.run(lambda rank: print('rank', rank) or rank, 3, timeout=20) == [0, 1, 2]\nprint('after')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"} | {"TRITON_INTERPRET": "1"}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "before" and lines[-1] == "after" and sorted(lines[1:-1]) == ["rank 0", "rank 1", "rank 2"]
+
+
 def test_a_kernel_waiting_for_a_missing_peer_times_out():
     handles = sim.symmetric_empty(2, (8,), torch.float32)
 

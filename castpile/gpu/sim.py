@@ -394,6 +394,11 @@ def run(
     if threads and frozenset(threads) not in _WARNED_THREADS:
         _WARNED_THREADS.add(frozenset(threads))
         warnings.warn(_forked_threads(threads), ForkWithThreadsWarning, stacklevel=2)
+    # A rank inherits what the parent's streams hold unwritten (the warning above, a print before sim.run with
+    # output to a pipe or a notebook) and flushes it when it ends: written once, here, it is not repeated per rank.
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.flush()
     if races is None:
         races = os.environ.get(RACES_VARIABLE, "") == "1"
     logs = _RaceLogs(world_size) if races else None
