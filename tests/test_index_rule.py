@@ -4,10 +4,13 @@
   the persistent ``while`` from ``tl.program_id``: the interpreter runs ranges of constexprs only, and
   tests/lowering/test_lowering_index_rule.py compiles the ``for`` from it) read, update and reduce each buffer's row; an index that goes negative (``row - 1``, ``cols - 2``,
   an index evaluated once that holds -1) still reads nothing; a summand castpile classed as a scalar that is a
-  tensor after all (a Multicast parameter passed one) takes its place in the offsets.  The same kernels compile
-  for sm_90.
+  tensor after all (a Multicast parameter passed one) takes its place in the offsets; a flat binding's row loop
+  under a mask that proves its bounds (castpile/compiler/mask_bounds.py) reads, stores and adds each row, and one
+  whose mask proves nothing still reads nothing past the extent.  The same kernels compile for sm_90.
 * The code: the row loops of the issue-35 sweep (benchmarks/kernels/row_bodies.py, generated under both strategies)
-  compiled for sm_90 on the CPU.  Every 2-D kernel's PTX is its hand-written twin's instruction for instruction
+  compiled for sm_90 on the CPU.  Every kernel's PTX, 2-D bindings and 1-D ones (``shape=(M * D,)``, read at
+  ``row * D + cols`` under ``mask=cols < D``: the mask proves the bounds, castpile/compiler/mask_bounds.py), is its
+  hand-written twin's instruction for instruction
   (hand_row_bodies.py: ``ptr + row * D + cols`` under ``cols < D``), with no signed compare of a register against
   -1 or 0 (the ``row >= 0`` that made ptxas recompute the lanes' predicates each row) and the row offset widened to
   64 bits once per row, not per chunk (``mul.wide.s32``); the lowering before the rule
@@ -111,6 +114,42 @@ def tiled(out, table, M, D, W: tl.constexpr, BLOCK: tl.constexpr):
     while row < M:
         tl.store(out + row * BLOCK + cols, tl.sum(t[row, cols], axis=0))
         row += tl.num_programs(0)
+
+
+@triton.jit
+def flat_row_sums(out, table, M: tl.constexpr, D, W: tl.constexpr, BLOCK: tl.constexpr):
+    """row_sums over a flat binding, read under ``mask=cols < D``: the mask proves the bounds."""
+    bufs = multicast_like(out, table[:W], shape=(M * D,))
+    cols = tl.arange(0, BLOCK)
+    mask = cols < D
+    for row in range(0, M):
+        tl.store(out + row * BLOCK + cols, tl.sum(tl.load(bufs[row * D + cols], mask=mask, other=0), axis=0))
+
+
+@triton.jit
+def flat_row_writes(out, table, M, D, W: tl.constexpr, BLOCK: tl.constexpr):
+    """A persistent while loop over a flat binding, under masks that prove the bounds: out[row] = the stack's row
+    summed, then every buffer's row set to 5 and atomically += 2."""
+    bufs = multicast_like(out, table[:W], shape=(M * D,))
+    cols = tl.arange(0, BLOCK)
+    mask = cols < D
+    row = tl.program_id(0)
+    while row < M:
+        tl.store(out + row * BLOCK + cols, tl.sum(tl.load(bufs[cols + row * D], mask=mask, other=0), axis=0))
+        tl.store(bufs[row * D + cols], tl.full((BLOCK,), 5.0, tl.float32), mask=mask)
+        tl.atomic_add(bufs[D * row + cols], 2.0, mask=D > cols)
+        row += tl.num_programs(0)
+
+
+@triton.jit
+def flat_overlapping(out, table, M: tl.constexpr, D, W: tl.constexpr, BLOCK: tl.constexpr):
+    """out[row] = the stack's sum of D + 2 elements from row ``row``'s start: the mask proves nothing, and the last
+    row's two past the extent read 0."""
+    bufs = multicast_like(out, table[:W], shape=(M * D,))
+    cols = tl.arange(0, BLOCK)
+    for row in range(0, M):
+        x = tl.load(bufs[row * D + cols], mask=cols < D + 2, other=0)
+        tl.store(out + row * BLOCK + cols, tl.sum(x, axis=0))
 '''
 
 M, D, BLOCK, R = 5, 12, 16, 4
@@ -183,6 +222,30 @@ def test_a_scalar_summand_that_is_a_tensor_joins_the_offsets(k, w):
     assert torch.equal(out, expected)
 
 
+@pytest.mark.parametrize("w", [1, 2, 3])
+def test_a_flat_row_loop_under_a_mask_that_proves_its_bounds(k, w):
+    bufs = [b.flatten() for b in stack(w)]
+    out = torch.full((M, BLOCK), 99.0)
+    k.flat_row_sums[(1,)](out, address_table(bufs), M, D, w, BLOCK)
+    assert torch.equal(out, padded(sum(stack(w))))
+    out = torch.full((M, BLOCK), 99.0)
+    k.flat_row_writes[(2,)](out, address_table(bufs), M, D, w, BLOCK)
+    assert torch.equal(out, padded(sum(stack(w))))
+    assert all(torch.equal(b, torch.full((M * D,), 7.0)) for b in bufs)
+
+
+@pytest.mark.parametrize("w", [1, 3])
+def test_a_mask_that_proves_nothing_still_reads_nothing_past_the_extent(k, w):
+    bufs = [b.flatten() for b in stack(w)]
+    total = torch.cat([sum(bufs), torch.zeros(BLOCK)])  # what lies past the extent reads 0
+    out = torch.full((M, BLOCK), 99.0)
+    k.flat_overlapping[(1,)](out, address_table(bufs), M, D, w, BLOCK)
+    expected = torch.zeros(M, BLOCK)
+    for row in range(M):
+        expected[row, : D + 2] = total[row * D : row * D + D + 2]
+    assert torch.equal(out, expected)
+
+
 def test_the_rule_is_in_the_lowered_text():
     """What the semantic tests run is the rule's form (else they would prove nothing about it)."""
     text = castpile.transpile(SOURCE.encode(), "k.py", strategy="loop").decode()
@@ -191,6 +254,9 @@ def test_the_rule_is_in_the_lowered_text():
     assert "(row - 1 >= 0)" in text and "(cols - 2 >= 0)" in text  # not proven: kept
     assert "(True, False)" in text  # the index evaluated once keeps its lower bound, the arange's goes
     assert "(r >= 0)" in text and "base=bufs_stride0*r" in text  # a parameter: kept, and classed as a scalar
+    flat = [line for line in text.splitlines() if "(bufs, W, None, out, cols, None," in line and "base=D*row" in line]
+    assert len(flat) == 4  # the flat loops' proven load, reduction, store and atomic: no bounds, the row in base=
+    assert "(D*row + cols >= 0) & (D*row + cols < bufs_shape0" in text  # the mask that proves nothing: kept
 
 
 def test_the_kernels_compile_for_sm90(tmp_path):
@@ -198,7 +264,10 @@ def test_the_kernels_compile_for_sm90(tmp_path):
     for strategy in castpile.STRATEGIES:
         path = tmp_path / f"index_rule_{strategy}.py"
         path.write_bytes(castpile.transpile(SOURCE.encode(), str(path), strategy=strategy))
-        for kernel in ("row_sums", "row_updates", "shifted", "counted", "rows_of", "tiled"):
+        for kernel in (
+            "row_sums", "row_updates", "shifted", "counted", "rows_of", "tiled", "flat_row_sums", "flat_row_writes",
+            "flat_overlapping",
+        ):  # fmt: skip
             sig = signature(SOURCE, kernel, {"out": "*fp32", "table": "*i64", "ctr": "*i32"})
             constexprs = {"M": M, "W": 4 if kernel != "rows_of" else 3, "BLOCK": BLOCK, "R": R}
             constexprs = {name: value for name, value in constexprs.items() if sig.get(name) == "constexpr"}
@@ -346,7 +415,6 @@ def test_row_loops_compile_to_their_hand_twins_ptx_for_sm90(tmp_path):
             jobs += [
                 Job(path, name, ROW_SIGNATURE, constexprs, ROW_ATTRS, f"{name} {strategy} {W}", options=options)
                 for name in CASTPILE_KERNELS
-                if W == 2 or "_2d_" in name
             ]
         name = "cp_res_weight_hoisted_for_2d_to"
         jobs.append(Job(before, name, ROW_SIGNATURE, constexprs, ROW_ATTRS, f"before {W}", options=options))
@@ -358,8 +426,6 @@ def test_row_loops_compile_to_their_hand_twins_ptx_for_sm90(tmp_path):
     for W in (2, 4):
         for strategy in GENERATED:
             for name in CASTPILE_KERNELS:
-                if "_2d_" not in name:
-                    continue
                 ours, hand = ptx[f"{name} {strategy} {W}"], ptx[f"hand_{name[3:].rsplit('_', 2)[0]} {W}"]
                 assert not LOWER_BOUND.search(ours), f"{name} {strategy} W {W}: a lower-bound compare"
                 assert ours.count("mul.wide.s32") == hand.count("mul.wide.s32"), f"{name} {strategy} W {W}"

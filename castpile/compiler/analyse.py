@@ -39,6 +39,7 @@ from .contract import (
     literal_int,
     literal_string,
 )
+from .mask_bounds import MaskBounds
 from .passing import Helpers
 from .plan import Access, AugStore, Binding, CallOn, GuardedReduce, Load, Plan, Reduction, Step, Store
 from .scopes import Scope, collect_globals, collect_scope, dotted
@@ -405,10 +406,21 @@ class _ModuleAnalyser(TargetChecks):
             return True
         arange = aranges.per_buffer(access.binding, indices, mask)
         if arange is None:
+            access.mask_bounded = op not in ("atomic_cas", "signal", "wait") and self._mask_bounds(access, mask)
             return True
         name = access.binding.name
         self.plan.error(mask, diagnostics.PER_BUFFER_MASK, op=op, name=name, arange=arange)
         return False
+
+    def _mask_bounds(self, access: Access, mask: cst.BaseExpression) -> bool:
+        """Whether ``mask`` proves the one index of ``access`` inside its binding's one extent (see
+        :mod:`castpile.compiler.mask_bounds`)."""
+        binding, facts = access.binding, self.fact_frames[-1]
+        if facts is None or binding.remote is not None or binding.shape is None or len(binding.shape) != 1:
+            return False
+        if len(access.subscript.slice) != 1 or not isinstance(index := access.subscript.slice[0].slice, cst.Index):
+            return False
+        return MaskBounds(facts).holds(index.value, binding.shape[0], mask, self.ancestors)
 
     def _owned_memory(self, access: Access, call: cst.Call, positions: dict[str, int], op: str) -> bool:
         """Whether a compare-and-swap on ``access`` (``tl.atomic_cas``, ``castpile.signal`` with ``wait_for``) has

@@ -206,8 +206,9 @@ class Lowerer:
         """``base, offs``: the offsets of the index summands classed as scalars, for the buffer's pointer to take
         first, and of the others (``indices``: the explicit indices' texts, impure ones in fresh names: whole, with
         the others).  A dim whose index is all scalar goes to ``base`` whole; one that mixes scalar and tensor
-        summands is split only without bounds (with them the bounds need the whole index in every lane, and the
-        split measured slower: docs/perf-findings.md).  ``None`` where nothing goes to ``base``, or everything does,
+        summands is split only without bounds (a binding without a shape, or an access whose mask proves its
+        index inside: :mod:`.mask_bounds`; with bounds the mask needs the whole index in every lane, and the split
+        measured slower: docs/perf-findings.md).  ``None`` where nothing goes to ``base``, or everything does,
         or for a ``remote=`` binding (its transfers take the whole offsets)."""
         if access.binding.remote is not None or len(access.summands) != len(indices):
             return None
@@ -218,7 +219,7 @@ class Lowerer:
             if access.pure_indices[d] and not tensor:
                 scalars.append(text)
                 tensors.append("0")
-            elif access.pure_indices[d] and scalar and stack.shape is None:
+            elif access.pure_indices[d] and scalar and (stack.shape is None or access.mask_bounded):
                 scalars.append(self._summed(scalar))
                 tensors.append(self._summed(tensor))
             else:
@@ -252,7 +253,9 @@ class Lowerer:
             texts = tuple(self._index_texts(access, indices))
             split = self._split(access, indices)
             base, offs = split if split is not None else (None, offsets(texts, stack.shape, stack.strides))
-            bounds = bounds_mask(texts, stack.shape, lower) if stack.shape is not None else None
+            bounds = (
+                bounds_mask(texts, stack.shape, lower) if stack.shape is not None and not access.mask_bounded else None
+            )
             if (
                 bounds is not None and stack.shape is not None and stack.shape_optional
             ):  # Triton evaluates one side of a constexpr condition

@@ -67,7 +67,9 @@ class Access:
     once.  ``spans`` holds the extents that a trailing ``...`` stands for.  ``nonnegative``
     says for each explicit index whether it is proven never negative (its bounds need no
     lower half), ``summands`` holds its summands with their signs, those classed as scalars
-    first, then the others (see :mod:`castpile.compiler.index_facts`).
+    first, then the others (see :mod:`castpile.compiler.index_facts`).  ``mask_bounded``: the call's ``mask=``
+    proves the index inside the binding's extent, so the access has no bounds mask (see
+    :mod:`castpile.compiler.mask_bounds`).
     """
 
     binding: Binding
@@ -78,6 +80,7 @@ class Access:
     summands: list[tuple[list[tuple[int, cst.BaseExpression]], list[tuple[int, cst.BaseExpression]]]] = field(
         default_factory=list
     )
+    mask_bounded: bool = False
 
     @property
     def pure(self) -> bool:

@@ -1,0 +1,248 @@
+"""Whether an access's ``mask=`` proves its index inside the binding's extent, so that its bounds need no check.
+
+The 1-D row a persistent loop reads (docs/language.md, "What castpile emits for an index")::
+
+    bufs = multicast_like(x, table[:W], shape=(M * D,))
+    cols = tl.arange(0, BLOCK)
+    mask = cols < D
+    for row in range(tl.program_id(0), M, tl.num_programs(0)):
+        h = tl.sum(tl.load(bufs[row * D + cols], mask=mask, other=0), axis=0)
+
+Where a lane's mask holds, ``0 <= cols < D`` (so ``D >= 1``), and in the loop ``0 <= row < M``: the index
+``D*row + cols`` lies in ``[0, D*(M - 1) + D - 1] = [0, M*D - 1]``, inside the extent ``M * D``.  The proof, every
+part required:
+
+* the binding has one extent, ``shape=(E,)``, and no ``remote=``; the access's one index is ``row * c + t`` (either
+  order of both, no other summand);
+* ``c`` is a positive integer literal or a parameter that is never assigned; ``t`` is ``tl.arange(a, b)`` with ``a``
+  proven non-negative (:mod:`.index_facts`), written there or through a name whose one assignment is that call
+  (an ``arange``'s arguments are compile-time values: it has one value wherever it is read);
+* the call's ``mask=`` is a ``&`` of conditions, one of them ``t < c`` (or ``c > t``), written there or through a
+  name whose one assignment is that ``&``;
+* ``row`` is proven non-negative and below ``U`` where the access is, ``U`` a parameter never assigned and ``c * U``
+  equal to ``E`` (as integer algebra): ``row`` is the target of an enclosing ``for row in range(..., U[, step])``
+  (``tl.range`` too) that is its only assignment, or ``while row < U:`` encloses the access and no assignment of
+  ``row`` in that loop's body comes before the access's statement or holds it.
+
+    >>> import libcst as cst
+    >>> from castpile.compiler.index_facts import IndexFacts
+    >>> from castpile.compiler.scopes import Resolver, Scope, collect_scope
+    >>> module = cst.parse_module("import triton.language as tl\\n")
+    >>> scope = Scope()
+    >>> collect_scope(module.body, scope)
+    >>> loop = cst.parse_statement("for row in range(tl.program_id(0), M, 4):\\n    pass\\n")
+    >>> cols, mask = (cst.parse_statement(s).body[0] for s in ("cols = tl.arange(0, B)", "mask = cols < D"))
+    >>> facts = IndexFacts(Resolver([scope]), {"row": [loop], "cols": [cols], "mask": [mask]}, {"M", "D"})
+    >>> proof = MaskBounds(facts)
+    >>> index, extent = cst.parse_expression("row * D + cols"), cst.parse_expression("M * D")
+    >>> proof.holds(index, extent, cst.Name("mask"), [loop, loop.body])
+    True
+    >>> proof.holds(index, cst.parse_expression("M * D + 1"), cst.Name("mask"), [loop, loop.body])
+    False
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .algebra import simplify
+from .index_facts import IndexFacts
+from .walk import Walker
+
+_RANGES = ("range", "static_range")  # tl.range, tl.static_range (the builtin range is checked apart)
+
+
+class MaskBounds:
+    """The proof of the module docstring, over one jit function's :class:`IndexFacts`."""
+
+    def __init__(self, facts: IndexFacts):
+        self.facts = facts
+
+    def holds(
+        self,
+        index: cst.BaseExpression,
+        extent: cst.BaseExpression,
+        mask: cst.BaseExpression,
+        ancestors: list[cst.CSTNode],
+    ) -> bool:
+        """Whether ``index`` lies in ``[0, extent)`` wherever ``mask`` holds (``ancestors``: the nodes that hold the
+        access, outermost first)."""
+        summands = _summands(index)
+        if summands is None or len(summands) != 2:
+            return False
+        for scaled, lanes in (summands, summands[::-1]):
+            arange = self._arange(lanes)
+            if arange is None or not isinstance(scaled, cst.BinaryOperation):
+                continue
+            if not isinstance(scaled.operator, cst.Multiply):
+                continue
+            for row, scale in ((scaled.left, scaled.right), (scaled.right, scaled.left)):
+                if (
+                    isinstance(row, cst.Name)
+                    and self._fixed(scale)
+                    and self._bounds_lanes(mask, lanes, scale)
+                    and self._row_below(row.value, scale, extent, ancestors)
+                ):
+                    return True
+        return False
+
+    # -- the lanes: t = tl.arange(a, b), 0 <= t < c under the mask ------------------------------------------
+
+    def _arange(self, node: cst.BaseExpression) -> cst.Call | None:
+        """The ``tl.arange`` call ``node`` is, or that a name's one assignment gives it."""
+        value = self._only_value(node.value) if isinstance(node, cst.Name) else node
+        if not isinstance(value, cst.Call) or self.facts.resolver.triton_language(value.func) != "arange":
+            return None
+        return value if self.facts.nonnegative(value) else None
+
+    def _bounds_lanes(self, mask: cst.BaseExpression, lanes: cst.BaseExpression, scale: cst.BaseExpression) -> bool:
+        """Whether ``mask`` is a ``&`` of conditions with ``lanes < scale`` among them."""
+        if isinstance(mask, cst.Name):
+            value = self._only_value(mask.value)
+            if value is None:
+                return False
+            mask = value
+        return any(_below(condition, lanes, scale) for condition in _conjuncts(mask))
+
+    # -- the row: 0 <= row < U where the access is, c * U == extent ------------------------------------------
+
+    def _row_below(
+        self, row: str, scale: cst.BaseExpression, extent: cst.BaseExpression, ancestors: list[cst.CSTNode]
+    ) -> bool:
+        if not self.facts.nonnegative(cst.Name(row)):
+            return False
+        limit = self._limit(row, ancestors)
+        if limit is None or not self._fixed(limit):
+            return False
+        product = f"({_code(scale)}) * ({_code(limit)})"
+        return simplify(product) == simplify(_code(extent))
+
+    def _limit(self, row: str, ancestors: list[cst.CSTNode]) -> cst.BaseExpression | None:
+        """``U`` of the innermost loop that holds the access and keeps ``row < U`` there, if any."""
+        for depth in range(len(ancestors) - 2, -1, -1):
+            loop, inside = ancestors[depth], ancestors[depth + 1]
+            if isinstance(loop, cst.For) and inside is loop.body:
+                limit = self._for_limit(row, loop)
+            elif isinstance(loop, cst.While) and inside is loop.body:
+                limit = self._while_limit(row, loop, ancestors[depth + 2] if depth + 2 < len(ancestors) else None)
+            else:
+                continue
+            if limit is not None:
+                return limit
+        return None
+
+    def _for_limit(self, row: str, loop: cst.For) -> cst.BaseExpression | None:
+        """``U`` of ``for row in range(..., U, ...)`` when the loop is ``row``'s only assignment and counts up."""
+        if not (isinstance(loop.target, cst.Name) and loop.target.value == row):
+            return None
+        if self.facts.assignments.get(row) != [loop] or not self.facts.nonnegative(loop.target):
+            return None
+        call = loop.iter
+        if not isinstance(call, cst.Call) or any(
+            arg.star or (arg.keyword is not None and arg.keyword.value in ("arg1", "arg2", "step")) for arg in call.args
+        ):
+            return None
+        builtin = (
+            isinstance(call.func, cst.Name)
+            and call.func.value == "range"
+            and not any(scope.bound("range") for scope in self.facts.resolver.scopes)
+        )
+        if not builtin and self.facts.resolver.triton_language(call.func) not in _RANGES:
+            return None
+        args = [arg.value for arg in call.args if arg.keyword is None]
+        return args[0] if len(args) == 1 else args[1] if len(args) in (2, 3) else None
+
+    def _while_limit(self, row: str, loop: cst.While, statement: cst.CSTNode | None) -> cst.BaseExpression | None:
+        """``U`` of ``while row < U:`` when no assignment of ``row`` in its body precedes or holds ``statement``."""
+        test = loop.test
+        if not (
+            isinstance(test, cst.Comparison)
+            and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.LessThan)
+            and isinstance(test.left, cst.Name)
+            and test.left.value == row
+        ):
+            return None
+        body = loop.body
+        if statement is None or not isinstance(body, cst.IndentedBlock) or statement not in body.body:
+            return None
+        assigning = set(map(id, self.facts.assignments.get(row, [])))
+        for earlier in body.body[: body.body.index(statement) + 1]:
+            if _holds_any(earlier, assigning):
+                return None
+        return test.comparisons[0].comparator
+
+    # -- shared ----------------------------------------------------------------------------------------------
+
+    def _only_value(self, name: str) -> cst.BaseExpression | None:
+        """The value of ``name``'s one assignment when it is a plain ``name = value``."""
+        statements = self.facts.assignments.get(name, [])
+        if name in self.facts.params or len(statements) != 1 or not isinstance(statements[0], cst.Assign):
+            return None
+        targets = statements[0].targets
+        if len(targets) != 1 or not (isinstance(targets[0].target, cst.Name) and targets[0].target.value == name):
+            return None
+        return statements[0].value
+
+    def _fixed(self, node: cst.BaseExpression) -> bool:
+        """A positive integer literal, or a parameter no statement assigns."""
+        if isinstance(node, cst.Integer):
+            return node.evaluated_value > 0
+        return (
+            isinstance(node, cst.Name)
+            and node.value in self.facts.params
+            and not self.facts.assignments.get(node.value)
+        )
+
+
+def _summands(node: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+    """The summands of ``node``'s ``+`` chain (``None`` where it subtracts)."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        left, right = _summands(node.left), _summands(node.right)
+        return None if left is None or right is None else left + right
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
+        return None
+    return [node]
+
+
+def _conjuncts(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The operands of ``node``'s ``&`` chain."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitAnd):
+        return _conjuncts(node.left) + _conjuncts(node.right)
+    return [node]
+
+
+def _below(condition: cst.BaseExpression, lanes: cst.BaseExpression, scale: cst.BaseExpression) -> bool:
+    """Whether ``condition`` is ``lanes < scale`` or ``scale > lanes``."""
+    if not isinstance(condition, cst.Comparison) or len(condition.comparisons) != 1:
+        return False
+    operator, right = condition.comparisons[0].operator, condition.comparisons[0].comparator
+    if isinstance(operator, cst.LessThan):
+        return condition.left.deep_equals(lanes) and right.deep_equals(scale)
+    if isinstance(operator, cst.GreaterThan):
+        return condition.left.deep_equals(scale) and right.deep_equals(lanes)
+    return False
+
+
+class _Holds(Walker):
+    def __init__(self, wanted: set[int]):
+        super().__init__()
+        self.wanted = wanted
+        self.found = False
+
+    def walk(self, node: cst.CSTNode) -> None:
+        if id(node) in self.wanted:
+            self.found = True
+        if not self.found:
+            super().walk(node)
+
+
+def _holds_any(statement: cst.CSTNode, wanted: set[int]) -> bool:
+    """Whether ``statement`` is or holds a node whose ``id`` is in ``wanted``."""
+    holds = _Holds(wanted)
+    holds.walk(statement)
+    return holds.found
+
+
+def _code(node: cst.BaseExpression) -> str:
+    return cst.Module([]).code_for_node(node)
