@@ -2,14 +2,21 @@
 
 An access to a 1-D binding ``shape=(M * D,)`` at ``row * D + cols`` whose ``mask=`` holds ``cols < D``, in a loop
 that keeps ``row < M``, has no bounds mask and its row offset in ``base=``: the mask proves the index inside the
-extent.  Here: (source, whether the bounds go) pairs with the cases left alone.  tests/test_index_rule.py holds
+extent.  Here: (source, whether the bounds go) pairs with the cases left alone, and drawn flat row loops (the
+proof's forms and near misses of each of its conditions, under both strategies) run in the interpreter against a
+model of the contract, with sentinels around the extent, and compiled for sm_90.  tests/test_index_rule.py holds
 the semantics (the flat row loops, in the interpreter against torch, and compiled for sm_90) and the PTX of the
 issue-35 sweep's 1-D kernels equal to their hand twins'.
 """
 
+import random
+
 import pytest
+import torch
 
 import castpile
+from compile_sm90 import Job, compile_for_sm90, signature
+from testkit import transpiled
 
 HEAD = """\
 import triton
@@ -85,3 +92,194 @@ def test_the_mask_proves_the_bounds(case):
 def test_left_alone(case):
     line = lowered(LEFT_ALONE[case])
     assert "bufs_shape0" in line, line  # the bounds (or the index helper) name the extent
+
+
+# -- drawn forms against a model ------------------------------------------------------------------------------
+#
+# Random flat row loops, the proof's forms and their near misses drawn together (a seeded generator: the same
+# cases every run), run in the interpreter and compared with what the contract says (tl.load / tl.atomic_add:
+# the mask ANDed with the bounds; out-of-bounds elements are never touched).  The buffers carry a margin of
+# sentinels on both sides of the extent, so bounds dropped where the mask does not prove them read or write it.
+
+FLAT = """\
+import triton
+import triton.language as tl
+from castpile import multicast_like
+
+
+@triton.jit
+def flat_load(out, table, M{m_type}, D, W: tl.constexpr, BLOCK: tl.constexpr):
+    bufs = multicast_like(out, table[:W], shape=({extent},))
+{setup}
+{loop}
+        x = tl.load(bufs[{index}], mask={mask}, other=0)
+        tl.store(out + row * BLOCK + tl.arange(0, BLOCK), tl.sum(x, axis=0))
+{step}
+
+@triton.jit
+def flat_add(out, table, M{m_type}, D, W: tl.constexpr, BLOCK: tl.constexpr):
+    bufs = multicast_like(out, table[:W], shape=({extent},))
+{setup}
+{loop}
+        tl.atomic_add(bufs[{index}], 1.0, mask={mask})
+{step}
+"""
+FLAT_M = (2, 3, 5)
+FLAT_D = (3, 8, 12)
+FLAT_BLOCK, MARGIN = 16, 40
+
+
+def draw_flat(rng, k: int) -> dict:
+    """One case: the kernel's text pieces and what the model needs of them."""
+    M, D = rng.choice(FLAT_M), rng.choice(FLAT_D)
+    miss = rng.choice((None, None, None, "stop", "lanes", "bound", "extent", "stepped"))  # a proof form, or one miss
+    loop = rng.choice(("for", "tl.range", "while")) if miss != "stepped" else "while stepped first"
+    stop = rng.choice(("M - 1", "M + 1")) if miss == "stop" else "M"
+    literal = rng.random() < 0.3
+    c = str(D) if literal else "D"
+    lanes_shift = -1 if miss == "lanes" else 0
+    arange = "tl.arange(0, BLOCK)" + (" - 1" if lanes_shift else "")
+    named_lanes, named_mask = rng.random() < 0.7, rng.random() < 0.6
+    t = "cols" if named_lanes else (f"({arange})" if lanes_shift else arange)
+    bound, bound_c = rng.choice((("<", 1), ("<=", 0), ("|", 0)) if miss == "bound" else (("<", 0), (">", 0)))
+    if bound == "<":
+        mask, limit = (f"{t} < {c} + 1", 1) if bound_c else (f"{t} < {c}", 0)
+    elif bound == ">":
+        mask, limit = f"{c} > {t}", 0
+    elif bound == "<=":
+        mask, limit = f"{t} <= {c}", 1
+    else:
+        mask, limit = f"({t} < {c}) | ({t} < 2)", None
+    if rng.random() < 0.3:
+        mask = f"({mask}) & (row >= 0)"
+    extents = (("M * D - D", -1), ("M * D + 3", 3)) if miss == "extent" else (("M * D", 0), ("D * M", 0))
+    extent, extent_shift = rng.choice(extents)
+    order = rng.choice(("row * {c} + {t}", "{t} + {c} * row", "{c} * row + {t}"))
+    index = order.format(c=c, t=t)
+    setup = []
+    if named_lanes:
+        setup.append(f"    cols = {arange}")
+    if named_mask and "row" not in mask:
+        setup.append(f"    mask = {mask}")
+        mask_text = "mask"
+    else:
+        mask_text = mask
+    if loop in ("for", "tl.range"):  # the interpreter runs ranges of constexprs only
+        start, step = rng.choice((("0", "1"), ("1", "2")))
+    else:
+        start, step = rng.choice((("0", "1"), ("tl.program_id(0)", "tl.num_programs(0)"), ("0", "tl.num_programs(0)")))
+    if loop in ("for", "tl.range"):
+        head = "range" if loop == "for" else "tl.range"
+        loop_text, step_text = f"    for row in {head}({start}, {stop}, {step}):", ""
+    else:
+        setup.append(f"    row = {start}")
+        loop_text = f"    while row < {stop}:"
+        step_text = f"        row += {step}"
+        if loop == "while stepped first":
+            loop_text += "\n" + step_text
+            step_text = ""
+    source = FLAT.format(
+        m_type=": tl.constexpr" if loop != "while" and not loop.startswith("while") else "",
+        extent=extent if not literal else extent.replace("D", c),
+        setup="\n".join(setup),
+        loop=loop_text,
+        index=index,
+        mask=mask_text,
+        step=step_text + "\n" if step_text else "",
+    )
+    return dict(
+        source=source,
+        name=f"flat_{k}",
+        M=M,
+        D=D,
+        stop={"M": M, "M - 1": M - 1, "M + 1": M + 1}[stop],
+        start=start,
+        step=step,
+        stepped_first=loop == "while stepped first",
+        lanes_shift=lanes_shift,
+        bound=(bound, limit),
+        extent=M * D + extent_shift * (D if extent_shift == -1 else 1),
+        w=rng.choice((1, 2, 3)),
+        grid=rng.choice((1, 2, 3)),
+        strategy=rng.choice(castpile.STRATEGIES),
+    )
+
+
+def flat_rows(case: dict) -> list[int]:
+    """The rows the kernel's programs access, in order, as Python runs the loops (repeats included)."""
+    rows = []
+    for program in range(case["grid"]):
+        start = program if case["start"] == "tl.program_id(0)" else int(case["start"])
+        step = case["grid"] if case["step"] == "tl.num_programs(0)" else int(case["step"])
+        rows += [r + step if case["stepped_first"] else r for r in range(start, case["stop"], step)]
+    return rows
+
+
+def flat_active(case: dict, col: int) -> bool:
+    """Whether the mask holds for lane column ``col``."""
+    bound, limit = case["bound"]
+    D = case["D"]
+    if bound == "|":
+        return col < D or col < 2
+    return col < D + limit if limit is not None else col < D
+
+
+def flat_model(case: dict, bufs: list[torch.Tensor], out_rows: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """What the contract says flat_load stores in ``out`` and flat_add leaves in the buffers (with their margins)."""
+    out = torch.zeros(out_rows, FLAT_BLOCK)
+    added = [b.clone() for b in bufs]
+    for row in flat_rows(case):
+        for lane in range(FLAT_BLOCK):
+            col = lane + case["lanes_shift"]
+            i = row * case["D"] + col
+            if flat_active(case, col) and 0 <= i < case["extent"]:
+                out[row, lane] = sum(float(b[MARGIN + i]) for b in bufs)
+                for a in added:
+                    a[MARGIN + i] += 1
+    return out, added
+
+
+FLAT_CASES = [draw_flat(random.Random(k), k) for k in range(24)]
+
+
+@pytest.mark.parametrize("case", FLAT_CASES, ids=lambda c: c["name"])
+def test_drawn_flat_row_loops_do_what_the_contract_says(case, tmp_path):
+    kernels = transpiled(tmp_path, case["source"], case["name"], strategy=case["strategy"])
+    M, D, w = case["M"], case["D"], case["w"]
+    generator = torch.Generator().manual_seed(len(case["source"]))
+    bufs = [torch.randint(-9, 9, (2 * MARGIN + M * D + 3,), generator=generator).float() for _ in range(w)]
+    for b in bufs:
+        b[:MARGIN] = 1000.0
+        b[MARGIN + case["extent"] :] = 1000.0  # the sentinels: never read, never written
+    out_rows = case["stop"] + case["grid"] + 1
+    want_out, want_bufs = flat_model(case, bufs, out_rows)
+    table = torch.tensor([b[MARGIN:].data_ptr() for b in bufs], dtype=torch.int64)
+    out = torch.zeros(out_rows, FLAT_BLOCK)
+    kernels.flat_load[(case["grid"],)](out, table, M, D, w, FLAT_BLOCK)
+    assert torch.equal(out, want_out), case["source"]
+    kernels.flat_add[(case["grid"],)](out, table, M, D, w, FLAT_BLOCK)
+    assert all(torch.equal(b, e) for b, e in zip(bufs, want_bufs)), case["source"]
+
+
+def test_the_drawn_forms_reach_both_sides_of_the_rule():
+    """Some drawn cases drop the bounds and some keep them (else the model checked one side only)."""
+    dropped = []
+    for case in FLAT_CASES:
+        text = castpile.transpile(case["source"].encode(), "k.py", strategy="loop").decode()
+        dropped.append(all("bufs_shape0" not in line for line in text.splitlines() if "(bufs, W" in line))
+    assert 5 <= sum(dropped) <= len(dropped) - 5, dropped
+
+
+def test_the_drawn_forms_compile_for_sm90(tmp_path):
+    jobs = []
+    for case in FLAT_CASES:
+        path = tmp_path / f"{case['name']}.py"
+        path.write_bytes(castpile.transpile(case["source"].encode(), str(path), strategy=case["strategy"]))
+        for kernel in ("flat_load", "flat_add"):
+            sig = signature(case["source"], kernel, {"out": "*fp32", "table": "*i64"})
+            constexprs = {"M": case["M"], "W": case["w"], "BLOCK": FLAT_BLOCK}
+            constexprs = {name: value for name, value in constexprs.items() if sig.get(name) == "constexpr"}
+            jobs.append(Job(path, kernel, sig, constexprs, name=f"{case['name']} {kernel}"))
+    results = compile_for_sm90(jobs, tmp_path, processes=2)
+    failed = {name: result.error for name, result in results.items() if not result.ok}
+    assert not failed, failed
