@@ -444,7 +444,7 @@ def test_kernels_compile_for_sm90(tmp_path):
                 f"rs-tma-rank{rank}",
             )
         )
-    flags = {"TMA": False, "TMA_STORE": False, "PROXY_FENCE": False}
+    flags = {"TMA": False, "TMA_STORE": False, "PROXY_FENCE": False, "TMA_A": False}
     jobs.append(
         _job(
             "all_gather_matmul",
