@@ -53,6 +53,14 @@ PROVEN = {
     + FOR
     + READ.replace("row * D", "row * 64"),
     "the access in a branch of the loop": ROWS + FOR + "        if row % 2 == 0:\n    " + READ,
+    "a named index in the loop": ROWS
+    + FOR
+    + "        offs = row * D + cols\n"
+    + READ.replace("row * D + cols", "offs"),
+    "a named index in the while, the step after both": ROWS
+    + "    row = tl.program_id(0)\n    while row < M:\n        offs = cols + row * D\n"
+    + READ.replace("row * D + cols", "offs")
+    + "        row += tl.num_programs(0)\n",
 }
 LEFT_ALONE = {
     "no mask": ROWS + FOR + "        x = bufs[row * D + cols]\n",
@@ -73,6 +81,17 @@ LEFT_ALONE = {
     "a difference": ROWS + FOR + READ.replace("row * D + cols", "row * D - cols"),
     "a row counting down": ROWS + "    for row in range(M, 0, -1):\n" + READ,
     "the row assigned in the loop": ROWS + FOR + "        row = row + 0\n" + READ,
+    "a named index assigned before the loop": ROWS
+    + "    row = tl.program_id(0)\n    offs = row * D + cols\n    while row < M:\n"
+    + READ.replace("row * D + cols", "offs")
+    + "        row += tl.num_programs(0)\n",
+    "a named index after the step": ROWS
+    + "    row = tl.program_id(0)\n    while row < M:\n        row += tl.num_programs(0)\n        offs = row * D + cols\n"
+    + READ.replace("row * D + cols", "offs"),
+    "a named index assigned twice": ROWS
+    + FOR
+    + "        offs = row * D + cols\n        offs = offs + 0\n"
+    + READ.replace("row * D + cols", "offs"),
 }
 
 
@@ -85,7 +104,8 @@ def lowered(body: str) -> str:
 @pytest.mark.parametrize("case", PROVEN)
 def test_the_mask_proves_the_bounds(case):
     line = lowered(PROVEN[case])
-    assert "bufs_shape0" not in line and "base=" in line, line  # no bounds (they name the extent), the row in base=
+    assert "bufs_shape0" not in line, line  # no bounds (they name the extent)
+    assert ("base=" in line) is ("offs" not in PROVEN[case]), line  # the row in base=, unless the index is a name
 
 
 @pytest.mark.parametrize("case", LEFT_ALONE)
@@ -112,7 +132,7 @@ def flat_load(out, table, M{m_type}, D, W: tl.constexpr, BLOCK: tl.constexpr):
     bufs = multicast_like(out, table[:W], shape=({extent},))
 {setup}
 {loop}
-        x = tl.load(bufs[{index}], mask={mask}, other=0)
+{pre}        x = tl.load(bufs[{access}], mask={mask}, other=0)
         tl.store(out + row * BLOCK + tl.arange(0, BLOCK), tl.sum(x, axis=0))
 {step}
 
@@ -121,7 +141,7 @@ def flat_add(out, table, M{m_type}, D, W: tl.constexpr, BLOCK: tl.constexpr):
     bufs = multicast_like(out, table[:W], shape=({extent},))
 {setup}
 {loop}
-        tl.atomic_add(bufs[{index}], 1.0, mask={mask})
+{pre}        tl.atomic_add(bufs[{access}], 1.0, mask={mask})
 {step}
 """
 FLAT_M = (2, 3, 5)
@@ -132,8 +152,10 @@ FLAT_BLOCK, MARGIN = 16, 40
 def draw_flat(rng, k: int) -> dict:
     """One case: the kernel's text pieces and what the model needs of them."""
     M, D = rng.choice(FLAT_M), rng.choice(FLAT_D)
-    miss = rng.choice((None, None, None, "stop", "lanes", "bound", "extent", "stepped"))  # a proof form, or one miss
-    loop = rng.choice(("for", "tl.range", "while")) if miss != "stepped" else "while stepped first"
+    miss = rng.choice((None, None, None, "stop", "lanes", "bound", "extent", "stepped", "named"))  # one miss at most
+    loop = rng.choice(("for", "tl.range", "while")) if miss not in ("stepped", "named") else "while"
+    loop = "while stepped first" if miss == "stepped" else loop
+    naming = "before" if miss == "named" else rng.choice((None, None, "in"))  # offs = the index, before the loop
     stop = rng.choice(("M - 1", "M + 1")) if miss == "stop" else "M"
     literal = rng.random() < 0.3
     c = str(D) if literal else "D"
@@ -173,6 +195,8 @@ def draw_flat(rng, k: int) -> dict:
         loop_text, step_text = f"    for row in {head}({start}, {stop}, {step}):", ""
     else:
         setup.append(f"    row = {start}")
+        if naming == "before":
+            setup.append(f"    offs = {index}")
         loop_text = f"    while row < {stop}:"
         step_text = f"        row += {step}"
         if loop == "while stepped first":
@@ -183,7 +207,8 @@ def draw_flat(rng, k: int) -> dict:
         extent=extent if not literal else extent.replace("D", c),
         setup="\n".join(setup),
         loop=loop_text,
-        index=index,
+        pre=f"        offs = {index}\n" if naming == "in" else "",
+        access="offs" if naming else index,
         mask=mask_text,
         step=step_text + "\n" if step_text else "",
     )
@@ -196,6 +221,7 @@ def draw_flat(rng, k: int) -> dict:
         start=start,
         step=step,
         stepped_first=loop == "while stepped first",
+        index_row_first=naming == "before",
         lanes_shift=lanes_shift,
         bound=(bound, limit),
         extent=M * D + extent_shift * (D if extent_shift == -1 else 1),
@@ -205,13 +231,15 @@ def draw_flat(rng, k: int) -> dict:
     )
 
 
-def flat_rows(case: dict) -> list[int]:
-    """The rows the kernel's programs access, in order, as Python runs the loops (repeats included)."""
+def flat_rows(case: dict) -> list[tuple[int, int]]:
+    """The rows the kernel's programs store to and index, in order, as Python runs the loops (repeats included)."""
     rows = []
     for program in range(case["grid"]):
         start = program if case["start"] == "tl.program_id(0)" else int(case["start"])
         step = case["grid"] if case["step"] == "tl.num_programs(0)" else int(case["step"])
-        rows += [r + step if case["stepped_first"] else r for r in range(start, case["stop"], step)]
+        for r in range(start, case["stop"], step):
+            row = r + step if case["stepped_first"] else r
+            rows.append((row, start if case["index_row_first"] else row))
     return rows
 
 
@@ -228,10 +256,10 @@ def flat_model(case: dict, bufs: list[torch.Tensor], out_rows: int) -> tuple[tor
     """What the contract says flat_load stores in ``out`` and flat_add leaves in the buffers (with their margins)."""
     out = torch.zeros(out_rows, FLAT_BLOCK)
     added = [b.clone() for b in bufs]
-    for row in flat_rows(case):
+    for row, indexed in flat_rows(case):
         for lane in range(FLAT_BLOCK):
             col = lane + case["lanes_shift"]
-            i = row * case["D"] + col
+            i = indexed * case["D"] + col
             if flat_active(case, col) and 0 <= i < case["extent"]:
                 out[row, lane] = sum(float(b[MARGIN + i]) for b in bufs)
                 for a in added:
@@ -268,6 +296,7 @@ def test_the_drawn_forms_reach_both_sides_of_the_rule():
         text = castpile.transpile(case["source"].encode(), "k.py", strategy="loop").decode()
         dropped.append(all("bufs_shape0" not in line for line in text.splitlines() if "(bufs, W" in line))
     assert 5 <= sum(dropped) <= len(dropped) - 5, dropped
+    assert any("offs = " in case["source"] and d for case, d in zip(FLAT_CASES, dropped)), "no named index proven"
 
 
 def test_the_drawn_forms_compile_for_sm90(tmp_path):

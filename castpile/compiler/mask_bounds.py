@@ -13,7 +13,8 @@ Where a lane's mask holds, ``0 <= cols < D`` (so ``D >= 1``), and in the loop ``
 part required:
 
 * the binding has one extent, ``shape=(E,)``, and no ``remote=``; the access's one index is ``row * c + t`` (either
-  order of both, no other summand);
+  order of both, no other summand), written there or through a name whose one assignment is that sum, in the body of
+  the loop that bounds ``row`` below;
 * ``c`` is a positive integer literal or a parameter that is never assigned; ``t`` is ``tl.arange(a, b)`` with ``a``
   proven non-negative (:mod:`.index_facts`), written there or through a name whose one assignment is that call
   (an ``arange``'s arguments are compile-time values: it has one value wherever it is read);
@@ -22,7 +23,7 @@ part required:
 * ``row`` is proven non-negative and below ``U`` where the access is, ``U`` a parameter never assigned and ``c * U``
   equal to ``E`` (as integer algebra): ``row`` is the target of an enclosing ``for row in range(..., U[, step])``
   (``tl.range`` too) that is its only assignment, or ``while row < U:`` encloses the access and no assignment of
-  ``row`` in that loop's body comes before the access's statement or holds it.
+  ``row`` in that loop's body comes before the access's statement (and the index name's assignment's) or holds it.
 
     >>> import libcst as cst
     >>> from castpile.compiler.index_facts import IndexFacts
@@ -67,6 +68,13 @@ class MaskBounds:
     ) -> bool:
         """Whether ``index`` lies in ``[0, extent)`` wherever ``mask`` holds (``ancestors``: the nodes that hold the
         access, outermost first)."""
+        sites: list[cst.CSTNode] = []
+        if isinstance(index, cst.Name):  # offs = row * D + cols, assigned once where the row is bounded
+            statements = self.facts.assignments.get(index.value, [])
+            value = self._only_value(index.value)
+            if value is None:
+                return False
+            index, sites = value, statements
         summands = _summands(index)
         if summands is None or len(summands) != 2:
             return False
@@ -81,7 +89,7 @@ class MaskBounds:
                     isinstance(row, cst.Name)
                     and self._fixed(scale)
                     and self._bounds_lanes(mask, lanes, scale)
-                    and self._row_below(row.value, scale, extent, ancestors)
+                    and self._row_below(row.value, scale, extent, ancestors, sites)
                 ):
                     return True
         return False
@@ -107,28 +115,37 @@ class MaskBounds:
     # -- the row: 0 <= row < U where the access is, c * U == extent ------------------------------------------
 
     def _row_below(
-        self, row: str, scale: cst.BaseExpression, extent: cst.BaseExpression, ancestors: list[cst.CSTNode]
+        self,
+        row: str,
+        scale: cst.BaseExpression,
+        extent: cst.BaseExpression,
+        ancestors: list[cst.CSTNode],
+        sites: list[cst.CSTNode],
     ) -> bool:
         if not self.facts.nonnegative(cst.Name(row)):
             return False
-        limit = self._limit(row, ancestors)
+        limit = self._limit(row, ancestors, sites)
         if limit is None or not self._fixed(limit):
             return False
         product = f"({_code(scale)}) * ({_code(limit)})"
         return simplify(product) == simplify(_code(extent))
 
-    def _limit(self, row: str, ancestors: list[cst.CSTNode]) -> cst.BaseExpression | None:
-        """``U`` of the innermost loop that holds the access and keeps ``row < U`` there, if any."""
+    def _limit(self, row: str, ancestors: list[cst.CSTNode], sites: list[cst.CSTNode]) -> cst.BaseExpression | None:
+        """``U`` of the innermost loop that holds the access and keeps ``row < U`` there, if any (``sites``: the
+        assignment of the index's name, which must be in that loop's body where the row is below ``U`` too)."""
         for depth in range(len(ancestors) - 2, -1, -1):
             loop, inside = ancestors[depth], ancestors[depth + 1]
             if isinstance(loop, cst.For) and inside is loop.body:
                 limit = self._for_limit(row, loop)
+                within = [_holds_any(loop.body, {id(site)}) for site in sites]
             elif isinstance(loop, cst.While) and inside is loop.body:
-                limit = self._while_limit(row, loop, ancestors[depth + 2] if depth + 2 < len(ancestors) else None)
+                statement = ancestors[depth + 2] if depth + 2 < len(ancestors) else None
+                limit = self._while_limit(row, loop, statement)
+                within = [self._while_limit(row, loop, _holder(loop, site)) is not None for site in sites]
             else:
                 continue
             if limit is not None:
-                return limit
+                return limit if all(within) else None
         return None
 
     def _for_limit(self, row: str, loop: cst.For) -> cst.BaseExpression | None:
@@ -235,6 +252,13 @@ class _Holds(Walker):
             self.found = True
         if not self.found:
             super().walk(node)
+
+
+def _holder(loop: cst.While, node: cst.CSTNode) -> cst.CSTNode | None:
+    """The statement of ``loop``'s body that is or holds ``node``, if any."""
+    body = loop.body
+    statements = body.body if isinstance(body, cst.IndentedBlock) else ()
+    return next((statement for statement in statements if _holds_any(statement, {id(node)})), None)
 
 
 def _holds_any(statement: cst.CSTNode, wanted: set[int]) -> bool:
