@@ -88,6 +88,11 @@ LEFT_ALONE = {
     "a named index after the step": ROWS
     + "    row = tl.program_id(0)\n    while row < M:\n        row += tl.num_programs(0)\n        offs = row * D + cols\n"
     + READ.replace("row * D + cols", "offs"),
+    "lanes of a tl.static_range variable, the mask of its first pass": ROWS
+    + FOR
+    + "        for c in tl.static_range(2):\n            if c == 0:\n"
+    + "                mask = tl.arange(c, c + BLOCK) < D\n"
+    + "            x = tl.load(bufs[row * D + tl.arange(c, c + BLOCK)], mask=mask, other=0)\n",
     "a named index assigned twice": ROWS
     + FOR
     + "        offs = row * D + cols\n        offs = offs + 0\n"
@@ -104,14 +109,14 @@ def lowered(body: str) -> str:
 @pytest.mark.parametrize("case", PROVEN)
 def test_the_mask_proves_the_bounds(case):
     line = lowered(PROVEN[case])
-    assert "bufs_shape0" not in line, line  # no bounds (they name the extent)
+    assert "_castpile_unbounded(bufs_shape0)" in line and "< bufs_shape0" not in line, line  # no bounds
     assert ("base=" in line) is ("offs" not in PROVEN[case]), line  # the row in base=, unless the index is a name
 
 
 @pytest.mark.parametrize("case", LEFT_ALONE)
 def test_left_alone(case):
     line = lowered(LEFT_ALONE[case])
-    assert "bufs_shape0" in line, line  # the bounds (or the index helper) name the extent
+    assert "bufs_shape0" in line and "_castpile_unbounded" not in line, line  # the bounds (or the index helper)
 
 
 # -- drawn forms against a model ------------------------------------------------------------------------------
@@ -294,7 +299,7 @@ def test_the_drawn_forms_reach_both_sides_of_the_rule():
     dropped = []
     for case in FLAT_CASES:
         text = castpile.transpile(case["source"].encode(), "k.py", strategy="loop").decode()
-        dropped.append(all("bufs_shape0" not in line for line in text.splitlines() if "(bufs, W" in line))
+        dropped.append(all("_castpile_unbounded" in line for line in text.splitlines() if "(bufs, W" in line))
     assert 5 <= sum(dropped) <= len(dropped) - 5, dropped
     assert any("offs = " in case["source"] and d for case, d in zip(FLAT_CASES, dropped)), "no named index proven"
 
@@ -312,3 +317,19 @@ def test_the_drawn_forms_compile_for_sm90(tmp_path):
     results = compile_for_sm90(jobs, tmp_path, processes=2)
     failed = {name: result.error for name, result in results.items() if not result.ok}
     assert not failed, failed
+
+
+def test_a_float_extent_is_an_error_where_triton_compiles_the_access(tmp_path):
+    """``row < M`` bounds nothing for a float ``M`` (``x.numel() / D``): the access's helper refuses the extent."""
+    source = HEAD.replace("M, D, W", "M, D, W") + ROWS + "    row = tl.program_id(0)\n    while row < M:\n" + READ
+    source += "        tl.store(out + row * BLOCK + cols, tl.sum(x, axis=0))\n        row += tl.num_programs(0)\n"
+    path = tmp_path / "float_rows.py"
+    path.write_bytes(castpile.transpile(source.encode(), str(path), strategy="loop"))
+    assert "_castpile_unbounded(bufs_shape0)" in path.read_text()
+    jobs = [
+        Job(path, "k", signature(source, "k", {"out": "*fp32", "table": "*i64", "M": m}), {"W": 2, "BLOCK": 16}, name=m)
+        for m in ("i32", "fp32")
+    ]
+    results = compile_for_sm90(jobs, tmp_path, processes=1)
+    assert results["i32"].ok, results["i32"].error
+    assert not results["fp32"].ok and "the extent is not an integer" in results["fp32"].error

@@ -163,39 +163,34 @@ OUTPUTS = {HERE / "row_bodies.py": cp_source, HERE / "hand_row_bodies.py": hand_
 _RULED_CALL = re.compile(
     r'_castpile_reduce_loop\((\w+), W, None, ex, cols, \(row < M\) & \(cols < D\), "sum", (.*?), base=D\*row\)'
 )
-_MASKED_CALL = re.compile(r'_castpile_reduce_loop\((\w+), W, None, ex, cols, None, "sum", (.*?), base=D\*row\)')
-_FLAT_BINDING = re.compile(r"(\w+) = table2?; (\w+) = M \* D\n")
+_MASKED_CALL = re.compile(
+    r'_castpile_reduce_loop\((\w+), W, None, ex, cols, _castpile_unbounded\((\w+)\), "sum", (.*?), base=D\*row\)'
+)
 
 
 def before_rule(text: str) -> str:
     """The generated module ``text`` as castpile's lowering wrote it before issue 35's rules (at 7e43397): each stack
     reduction's offsets ``D*row + cols`` added to the buffer's pointer at once, the 2-D bounds
     ``(row >= 0) & (row < M) & (cols >= 0) & (cols < D)`` and the 1-D bounds ``(D*row + cols >= 0) & (D*row + cols <
-    E)`` (``E`` the binding's extent name).  The helpers take no ``base=`` then, and do what they did
+    E)`` (``E`` the binding's extent name, which the mask rule's ``_castpile_unbounded(E)`` names).  The helpers take no ``base=`` then, and do what they did
     (``_castpile_rebased`` returns the pointer as it is)::
 
         >>> before_rule('_castpile_reduce_loop(bufs, W, None, ex, cols, (row < M) & (cols < D), "sum", align=16, base=D*row)')
         '_castpile_reduce_loop(bufs, W, None, ex, D*row + cols, (row >= 0) & (row < M) & (cols >= 0) & (cols < D), "sum", align=16)'
-        >>> before_rule('    b = table; b_shape0 = M * D\\n    h = _castpile_reduce_loop(b, W, None, ex, cols, None, "sum", mask, base=D*row)')
-        '    b = table; b_shape0 = M * D\\n    h = _castpile_reduce_loop(b, W, None, ex, D*row + cols, (D*row + cols >= 0) & (D*row + cols < b_shape0), "sum", mask)'
+        >>> before_rule('_castpile_reduce_loop(b, W, None, ex, cols, _castpile_unbounded(b_shape0), "sum", mask, base=D*row)')
+        '_castpile_reduce_loop(b, W, None, ex, D*row + cols, (D*row + cols >= 0) & (D*row + cols < b_shape0), "sum", mask)'
     """
 
     def call(m: re.Match) -> str:
         bounds = "(row >= 0) & (row < M) & (cols >= 0) & (cols < D)"
         return f'_castpile_reduce_loop({m.group(1)}, W, None, ex, D*row + cols, {bounds}, "sum", {m.group(2)})'
 
-    def kernel(chunk: str) -> str:
-        extents = dict(_FLAT_BINDING.findall(chunk))
+    def flat(m: re.Match) -> str:
+        offs = "D*row + cols"
+        bounds = f"({offs} >= 0) & ({offs} < {m.group(2)})"
+        return f'_castpile_reduce_loop({m.group(1)}, W, None, ex, {offs}, {bounds}, "sum", {m.group(3)})'
 
-        def flat(m: re.Match) -> str:
-            offs = "D*row + cols"
-            bounds = f"({offs} >= 0) & ({offs} < {extents[m.group(1)]})"
-            return f'_castpile_reduce_loop({m.group(1)}, W, None, ex, {offs}, {bounds}, "sum", {m.group(2)})'
-
-        return _MASKED_CALL.sub(flat, chunk)
-
-    out = _RULED_CALL.sub(call, text)
-    out = "\n@triton.jit\n".join(kernel(chunk) for chunk in out.split("\n@triton.jit\n"))
+    out = _MASKED_CALL.sub(flat, _RULED_CALL.sub(call, text))
     if out == text or "base=D*row" in out:
         raise ValueError("not a generated row_bodies module as castpile writes it since issue 35")
     return out

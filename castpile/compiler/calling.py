@@ -51,6 +51,7 @@ GIVING_UP = {
 
 # The helpers the lowering calls for parts of an access rather than for the access itself.
 INDEX = "_castpile_index"  # offs, bounds of indices evaluated once
+UNBOUNDED = "_castpile_unbounded"  # no bounds: the call's mask proves the access inside an integer extent
 SPAN = "_castpile_span"  # what a trailing ``...`` stands for, one dim
 TRAILING = "_castpile_trailing"  # an explicit index before ``...``
 IN_ORDER = "_castpile_in_order"  # values evaluated in the order written, handed over in the helper's

@@ -48,6 +48,7 @@ from .calling import (
     SITE_WORD,
     SPAN,
     TRAILING,
+    UNBOUNDED,
     WAIT_FLAGS,
 )
 from .contract import ATOMICS, VALUE_PARAMS
@@ -253,9 +254,10 @@ class Lowerer:
             texts = tuple(self._index_texts(access, indices))
             split = self._split(access, indices)
             base, offs = split if split is not None else (None, offsets(texts, stack.shape, stack.strides))
-            bounds = (
-                bounds_mask(texts, stack.shape, lower) if stack.shape is not None and not access.mask_bounded else None
-            )
+            if access.mask_bounded and stack.shape is not None:
+                bounds = f"{self.called(UNBOUNDED)}({stack.shape[0]})"
+            else:
+                bounds = bounds_mask(texts, stack.shape, lower) if stack.shape is not None else None
             if (
                 bounds is not None and stack.shape is not None and stack.shape_optional
             ):  # Triton evaluates one side of a constexpr condition

@@ -16,12 +16,14 @@ part required:
   order of both, no other summand), written there or through a name whose one assignment is that sum, in the body of
   the loop that bounds ``row`` below;
 * ``c`` is a positive integer literal or a parameter that is never assigned; ``t`` is ``tl.arange(a, b)`` with ``a``
-  proven non-negative (:mod:`.index_facts`), written there or through a name whose one assignment is that call
-  (an ``arange``'s arguments are compile-time values: it has one value wherever it is read);
+  proven non-negative (:mod:`.index_facts`) and both arguments integer literals, parameters never assigned, or
+  ``+ - *`` of those (so it has one value wherever it is read: not so of a ``tl.static_range`` variable's), written
+  there or through a name whose one assignment is that call;
 * the call's ``mask=`` is a ``&`` of conditions, one of them ``t < c`` (or ``c > t``), written there or through a
   name whose one assignment is that ``&``;
 * ``row`` is proven non-negative and below ``U`` where the access is, ``U`` a parameter never assigned and ``c * U``
-  equal to ``E`` (as integer algebra): ``row`` is the target of an enclosing ``for row in range(..., U[, step])``
+  equal to ``E`` (as integer algebra; the access's helper checks, when Triton compiles it, that ``E`` is an integer:
+  ``row < U`` bounds nothing for a float ``U``): ``row`` is the target of an enclosing ``for row in range(..., U[, step])``
   (``tl.range`` too) that is its only assignment, or ``while row < U:`` encloses the access and no assignment of
   ``row`` in that loop's body comes before the access's statement (and the index name's assignment's) or holds it.
 
@@ -33,7 +35,7 @@ part required:
     >>> collect_scope(module.body, scope)
     >>> loop = cst.parse_statement("for row in range(tl.program_id(0), M, 4):\\n    pass\\n")
     >>> cols, mask = (cst.parse_statement(s).body[0] for s in ("cols = tl.arange(0, B)", "mask = cols < D"))
-    >>> facts = IndexFacts(Resolver([scope]), {"row": [loop], "cols": [cols], "mask": [mask]}, {"M", "D"})
+    >>> facts = IndexFacts(Resolver([scope]), {"row": [loop], "cols": [cols], "mask": [mask]}, {"M", "D", "B"})
     >>> proof = MaskBounds(facts)
     >>> index, extent = cst.parse_expression("row * D + cols"), cst.parse_expression("M * D")
     >>> proof.holds(index, extent, cst.Name("mask"), [loop, loop.body])
@@ -101,6 +103,8 @@ class MaskBounds:
         value = self._only_value(node.value) if isinstance(node, cst.Name) else node
         if not isinstance(value, cst.Call) or self.facts.resolver.triton_language(value.func) != "arange":
             return None
+        if not all(not arg.star and self._constant(arg.value) for arg in value.args):
+            return None  # its value is the same wherever it is read (not so of a tl.static_range variable's)
         return value if self.facts.nonnegative(value) else None
 
     def _bounds_lanes(self, mask: cst.BaseExpression, lanes: cst.BaseExpression, scale: cst.BaseExpression) -> bool:
@@ -200,6 +204,14 @@ class MaskBounds:
         if len(targets) != 1 or not (isinstance(targets[0].target, cst.Name) and targets[0].target.value == name):
             return None
         return statements[0].value
+
+    def _constant(self, node: cst.BaseExpression) -> bool:
+        """An integer literal, a parameter no statement assigns, or ``+ - *`` of those."""
+        if isinstance(node, cst.Integer):
+            return True
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Subtract, cst.Multiply)):
+            return self._constant(node.left) and self._constant(node.right)
+        return self._fixed(node) and isinstance(node, cst.Name)
 
     def _fixed(self, node: cst.BaseExpression) -> bool:
         """A positive integer literal, or a parameter no statement assigns."""

@@ -37,7 +37,7 @@ def cp_none_for_1d_to(ex, table, table2, res, w, out, stats, M, D, eps, alpha, W
     cols = tl.arange(0, BLOCK_D)
     mask = cols < D
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0), "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
 
@@ -49,7 +49,7 @@ def cp_none_for_1d_dtype(ex, table, table2, res, w, out, stats, M, D, eps, alpha
     cols = tl.arange(0, BLOCK_D)
     mask = cols < D
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0_), "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
 
@@ -90,7 +90,7 @@ def cp_none_while_1d_to(ex, table, table2, res, w, out, stats, M, D, eps, alpha,
     mask = cols < D
     row = tl.program_id(0)
     while row < M:
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0__), "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
         row += tl.num_programs(0)
@@ -104,7 +104,7 @@ def cp_none_while_1d_dtype(ex, table, table2, res, w, out, stats, M, D, eps, alp
     mask = cols < D
     row = tl.program_id(0)
     while row < M:
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0___), "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
         row += tl.num_programs(0)
@@ -146,7 +146,7 @@ def cp_res_before_for_1d_to(ex, table, table2, res, w, out, stats, M, D, eps, al
     mask = cols < D
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
         r = tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0____), "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
         h += r
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
@@ -160,7 +160,7 @@ def cp_res_before_for_1d_dtype(ex, table, table2, res, w, out, stats, M, D, eps,
     mask = cols < D
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
         r = tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0_____), "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
         h += r
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
@@ -207,7 +207,7 @@ def cp_res_before_while_1d_to(ex, table, table2, res, w, out, stats, M, D, eps, 
     row = tl.program_id(0)
     while row < M:
         r = tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0______), "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
         h += r
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
@@ -223,7 +223,7 @@ def cp_res_before_while_1d_dtype(ex, table, table2, res, w, out, stats, M, D, ep
     row = tl.program_id(0)
     while row < M:
         r = tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0_______), "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
         h += r
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
@@ -263,7 +263,7 @@ def cp_res_after_for_1d_to(ex, table, table2, res, w, out, stats, M, D, eps, alp
     cols = tl.arange(0, BLOCK_D)
     mask = cols < D
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0________), "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
         h += tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
@@ -276,7 +276,7 @@ def cp_res_after_for_1d_dtype(ex, table, table2, res, w, out, stats, M, D, eps, 
     cols = tl.arange(0, BLOCK_D)
     mask = cols < D
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0_________), "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
         h += tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
@@ -320,7 +320,7 @@ def cp_res_after_while_1d_to(ex, table, table2, res, w, out, stats, M, D, eps, a
     mask = cols < D
     row = tl.program_id(0)
     while row < M:
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0__________), "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
         h += tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
@@ -335,7 +335,7 @@ def cp_res_after_while_1d_dtype(ex, table, table2, res, w, out, stats, M, D, eps
     mask = cols < D
     row = tl.program_id(0)
     while row < M:
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0___________), "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
         h += tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
@@ -377,7 +377,7 @@ def cp_res_weight_for_1d_to(ex, table, table2, res, w, out, stats, M, D, eps, al
     cols = tl.arange(0, BLOCK_D)
     mask = cols < D
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0____________), "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
         h += tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         wt = tl.load(w + cols, mask=mask, other=0).to(tl.float32)
@@ -391,7 +391,7 @@ def cp_res_weight_for_1d_dtype(ex, table, table2, res, w, out, stats, M, D, eps,
     cols = tl.arange(0, BLOCK_D)
     mask = cols < D
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0_____________), "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
         h += tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         wt = tl.load(w + cols, mask=mask, other=0).to(tl.float32)
@@ -438,7 +438,7 @@ def cp_res_weight_while_1d_to(ex, table, table2, res, w, out, stats, M, D, eps, 
     mask = cols < D
     row = tl.program_id(0)
     while row < M:
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0______________), "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
         h += tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         wt = tl.load(w + cols, mask=mask, other=0).to(tl.float32)
@@ -454,7 +454,7 @@ def cp_res_weight_while_1d_dtype(ex, table, table2, res, w, out, stats, M, D, ep
     mask = cols < D
     row = tl.program_id(0)
     while row < M:
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0_______________), "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
         h += tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         wt = tl.load(w + cols, mask=mask, other=0).to(tl.float32)
@@ -498,7 +498,7 @@ def cp_res_weight_hoisted_for_1d_to(ex, table, table2, res, w, out, stats, M, D,
     mask = cols < D
     wt = tl.load(w + cols, mask=mask, other=0).to(tl.float32)
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0________________), "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
         h += tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale * wt).to(out.dtype.element_ty), mask=mask)
@@ -512,7 +512,7 @@ def cp_res_weight_hoisted_for_1d_dtype(ex, table, table2, res, w, out, stats, M,
     mask = cols < D
     wt = tl.load(w + cols, mask=mask, other=0).to(tl.float32)
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0_________________), "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
         h += tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale * wt).to(out.dtype.element_ty), mask=mask)
@@ -559,7 +559,7 @@ def cp_res_weight_hoisted_while_1d_to(ex, table, table2, res, w, out, stats, M, 
     wt = tl.load(w + cols, mask=mask, other=0).to(tl.float32)
     row = tl.program_id(0)
     while row < M:
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0__________________), "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
         h += tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale * wt).to(out.dtype.element_ty), mask=mask)
@@ -575,7 +575,7 @@ def cp_res_weight_hoisted_while_1d_dtype(ex, table, table2, res, w, out, stats, 
     wt = tl.load(w + cols, mask=mask, other=0).to(tl.float32)
     row = tl.program_id(0)
     while row < M:
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0___________________), "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
         h += tl.load(res + row * D + cols, mask=mask, other=0).to(tl.float32)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale * wt).to(out.dtype.element_ty), mask=mask)
@@ -615,7 +615,7 @@ def cp_scalar_for_1d_to(ex, table, table2, res, w, out, stats, M, D, eps, alpha,
     cols = tl.arange(0, BLOCK_D)
     mask = cols < D
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0____________________), "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(stats + row, scale)
         tl.store(out + row * D + cols, (h * (scale * alpha)).to(out.dtype.element_ty), mask=mask)
@@ -628,7 +628,7 @@ def cp_scalar_for_1d_dtype(ex, table, table2, res, w, out, stats, M, D, eps, alp
     cols = tl.arange(0, BLOCK_D)
     mask = cols < D
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0_____________________), "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(stats + row, scale)
         tl.store(out + row * D + cols, (h * (scale * alpha)).to(out.dtype.element_ty), mask=mask)
@@ -672,7 +672,7 @@ def cp_scalar_while_1d_to(ex, table, table2, res, w, out, stats, M, D, eps, alph
     mask = cols < D
     row = tl.program_id(0)
     while row < M:
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0______________________), "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(stats + row, scale)
         tl.store(out + row * D + cols, (h * (scale * alpha)).to(out.dtype.element_ty), mask=mask)
@@ -687,7 +687,7 @@ def cp_scalar_while_1d_dtype(ex, table, table2, res, w, out, stats, M, D, eps, a
     mask = cols < D
     row = tl.program_id(0)
     while row < M:
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0_______________________), "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(stats + row, scale)
         tl.store(out + row * D + cols, (h * (scale * alpha)).to(out.dtype.element_ty), mask=mask)
@@ -732,8 +732,8 @@ def cp_two_stacks_for_1d_to(ex, table, table2, res, w, out, stats, M, D, eps, al
     cols = tl.arange(0, BLOCK_D)
     mask = cols < D
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
-        g = _castpile_reduce_loop(more, W, None, ex, cols, None, "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0________________________), "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
+        g = _castpile_reduce_loop(more, W, None, ex, cols, _castpile_unbounded(more_shape0), "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
         h += g
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
@@ -747,8 +747,8 @@ def cp_two_stacks_for_1d_dtype(ex, table, table2, res, w, out, stats, M, D, eps,
     cols = tl.arange(0, BLOCK_D)
     mask = cols < D
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
-        g = _castpile_reduce_loop(more, W, None, ex, cols, None, "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0_________________________), "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
+        g = _castpile_reduce_loop(more, W, None, ex, cols, _castpile_unbounded(more_shape0_), "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
         h += g
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
@@ -797,8 +797,8 @@ def cp_two_stacks_while_1d_to(ex, table, table2, res, w, out, stats, M, D, eps, 
     mask = cols < D
     row = tl.program_id(0)
     while row < M:
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
-        g = _castpile_reduce_loop(more, W, None, ex, cols, None, "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0__________________________), "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
+        g = _castpile_reduce_loop(more, W, None, ex, cols, _castpile_unbounded(more_shape0__), "sum", mask, 0, steps="to", operands=(tl.float32,), align=16, base=D*row)
         h += g
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
@@ -814,8 +814,8 @@ def cp_two_stacks_while_1d_dtype(ex, table, table2, res, w, out, stats, M, D, ep
     mask = cols < D
     row = tl.program_id(0)
     while row < M:
-        h = _castpile_reduce_loop(bufs, W, None, ex, cols, None, "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
-        g = _castpile_reduce_loop(more, W, None, ex, cols, None, "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
+        h = _castpile_reduce_loop(bufs, W, None, ex, cols, _castpile_unbounded(bufs_shape0___________________________), "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
+        g = _castpile_reduce_loop(more, W, None, ex, cols, _castpile_unbounded(more_shape0___), "sum", mask, 0, dtype=tl.float32, align=16, base=D*row)
         h += g
         scale = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / D + eps)
         tl.store(out + row * D + cols, (h * scale).to(out.dtype.element_ty), mask=mask)
@@ -825,6 +825,15 @@ def cp_two_stacks_while_1d_dtype(ex, table, table2, res, w, out, stats, M, D, ep
 # ---- castpile 0.3.0 helpers: generated, called by the rewritten accesses above ----
 import triton
 import triton.language as tl
+
+
+@triton.jit
+def _castpile_unbounded(extent):
+    """Nothing (``None``), the bounds of an access whose mask proves it inside ``extent`` (castpile/compiler/mask_bounds.py): a
+    proof for integer extents only, so a float one is an error when Triton compiles the access."""
+    tl.static_assert((extent + tl.zeros([1], tl.int8)).dtype.is_int(),
+                     "castpile: this access's mask proves it inside its binding's shape= only for an integer extent, "
+                     "and the extent is not an integer")
 
 
 @triton.jit

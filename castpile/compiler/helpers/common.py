@@ -76,6 +76,15 @@ def _castpile_alignment(align, site):
 
 
 @triton.jit
+def _castpile_unbounded(extent):
+    """Nothing (``None``), the bounds of an access whose mask proves it inside ``extent`` (castpile/compiler/mask_bounds.py): a
+    proof for integer extents only, so a float one is an error when Triton compiles the access."""
+    tl.static_assert((extent + tl.zeros([1], tl.int8)).dtype.is_int(),
+                     "castpile: this access's mask proves it inside its binding's shape= only for an integer extent, "
+                     "and the extent is not an integer")
+
+
+@triton.jit
 def _castpile_index(indices, extents, strides, lower=None):
     """``offs, bounds`` of an access from its indices, each evaluated once by the caller; ``lower``: for each dim,
     whether its bounds check ``index >= 0`` (not where castpile proved the index non-negative), else every dim's."""
