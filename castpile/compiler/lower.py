@@ -254,6 +254,7 @@ class Lowerer:
             texts = tuple(self._index_texts(access, indices))
             split = self._split(access, indices)
             base, offs = split if split is not None else (None, offsets(texts, stack.shape, stack.strides))
+            bounds: str | None
             if access.mask_bounded and stack.shape is not None:
                 bounds = f"{self.called(UNBOUNDED)}({stack.shape[0]})"
             else:
