@@ -258,7 +258,8 @@ OWN_KERNELS = ROOT / "benchmarks" / "kernels" / "own_kernels.py"
 
 
 @pytest.mark.parametrize("world", [2, 3])
-def test_the_own_kernels_body_of_the_gpu_check_is_exact_and_race_free_on_simulated_ranks(world):
+@pytest.mark.parametrize("late", ["none", "rank 0 last"])
+def test_the_own_kernels_body_of_the_gpu_check_is_exact_and_race_free_on_simulated_ranks(world, late):
     own = import_file(OWN_KERNELS)
     n, calls, block = 300, 3, 128
     bufs = sim.symmetric_scratch(world, (world, n), torch.float32, name="buf")
@@ -272,7 +273,8 @@ def test_the_own_kernels_body_of_the_gpu_check_is_exact_and_race_free_on_simulat
             own.ring_call(bufs, pads, rank, call, inputs[call][rank], outs[call], world, block)
         return outs, int(pads[rank].tensor[0])
 
-    for rank, (outs, count) in enumerate(sim.run(body, world, races=True, timeout=120)):
+    delays = {0: 0.3} if late == "rank 0 last" else None  # the ring's first sender starts after its peers
+    for rank, (outs, count) in enumerate(sim.run(body, world, races=True, timeout=120, start_delays=delays)):
         assert count == 2 * calls * world
         for call in range(calls):
             assert torch.equal(outs[call], inputs[call][(rank - 1) % world])

@@ -159,9 +159,9 @@ class IndexFacts:
                         changed = True
         return name in names
 
-    def _range(self, loop: cst.For) -> tuple[cst.BaseExpression | None, cst.BaseExpression | None] | None:
-        """``(start, step)`` of ``for name in range(...)`` (``tl.range``, ``tl.static_range``; ``None``: 0, 1), or
-        ``None`` for another loop or target."""
+    def range_args(self, loop: cst.For) -> list[cst.BaseExpression] | None:
+        """The 1 to 3 positional arguments of ``for name in range(...)`` (``tl.range``, ``tl.static_range``, whose
+        other keywords are options), or ``None`` for another loop or target."""
         call = loop.iter
         if not isinstance(loop.target, cst.Name) or not isinstance(call, cst.Call):
             return None
@@ -177,7 +177,12 @@ class IndexFacts:
         ):
             return None
         args = [arg.value for arg in call.args if arg.keyword is None]
-        if not 1 <= len(args) <= 3:
+        return args if 1 <= len(args) <= 3 else None
+
+    def _range(self, loop: cst.For) -> tuple[cst.BaseExpression | None, cst.BaseExpression | None] | None:
+        """``(start, step)`` of a range loop (:meth:`range_args`; ``None``: 0, 1), or ``None`` for another loop."""
+        args = self.range_args(loop)
+        if args is None:
             return None
         return (args[0] if len(args) > 1 else None), (args[2] if len(args) == 3 else None)
 

@@ -52,8 +52,6 @@ from .algebra import simplify
 from .index_facts import IndexFacts
 from .walk import Walker
 
-_RANGES = ("range", "static_range")  # tl.range, tl.static_range (the builtin range is checked apart)
-
 
 class MaskBounds:
     """The proof of the module docstring, over one jit function's :class:`IndexFacts`."""
@@ -77,8 +75,9 @@ class MaskBounds:
             if value is None:
                 return False
             index, sites = value, statements
-        summands = _summands(index)
-        if summands is None or len(summands) != 2:
+        scalars, others = self.facts.summands(index)
+        summands = [node for sign, node in scalars + others if sign > 0]
+        if len(summands) != 2 or len(scalars) + len(others) != 2:
             return False
         for scaled, lanes in (summands, summands[::-1]):
             arange = self._arange(lanes)
@@ -158,20 +157,8 @@ class MaskBounds:
             return None
         if self.facts.assignments.get(row) != [loop] or not self.facts.nonnegative(loop.target):
             return None
-        call = loop.iter
-        if not isinstance(call, cst.Call) or any(
-            arg.star or (arg.keyword is not None and arg.keyword.value in ("arg1", "arg2", "step")) for arg in call.args
-        ):
-            return None
-        builtin = (
-            isinstance(call.func, cst.Name)
-            and call.func.value == "range"
-            and not any(scope.bound("range") for scope in self.facts.resolver.scopes)
-        )
-        if not builtin and self.facts.resolver.triton_language(call.func) not in _RANGES:
-            return None
-        args = [arg.value for arg in call.args if arg.keyword is None]
-        return args[0] if len(args) == 1 else args[1] if len(args) in (2, 3) else None
+        args = self.facts.range_args(loop)
+        return None if args is None else args[0] if len(args) == 1 else args[1]
 
     def _while_limit(self, row: str, loop: cst.While, statement: cst.CSTNode | None) -> cst.BaseExpression | None:
         """``U`` of ``while row < U:`` when no assignment of ``row`` in its body precedes or holds ``statement``."""
@@ -222,16 +209,6 @@ class MaskBounds:
             and node.value in self.facts.params
             and not self.facts.assignments.get(node.value)
         )
-
-
-def _summands(node: cst.BaseExpression) -> list[cst.BaseExpression] | None:
-    """The summands of ``node``'s ``+`` chain (``None`` where it subtracts)."""
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
-        left, right = _summands(node.left), _summands(node.right)
-        return None if left is None or right is None else left + right
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
-        return None
-    return [node]
 
 
 def _conjuncts(node: cst.BaseExpression) -> list[cst.BaseExpression]:

@@ -89,7 +89,7 @@ class RankTimeout(RuntimeError):
         if busy:
             cause = (
                 "a rank was still compiling or loading a kernel: give run() a longer timeout (the first call of a "
-                "kernel compiles it), or launch the kernels once before"
+                "kernel compiles it), or launch each kernel once before run()"
             )
         else:
             cause = (
