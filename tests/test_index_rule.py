@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "benchmarks" / "kernels"
 sys.path.insert(0, str(KERNELS))
 from row_bodies_spec import BINDINGS, BODIES, CASTS, LOOPS, before_rule, cp_name, hand_name  # noqa: E402
+from row_idioms import IDIOMS, function, idiom_source  # noqa: E402
 
 SOURCE = '''\
 import triton
@@ -303,6 +304,9 @@ PROVEN = [
     ("    for row in range(M):\n        pass\n", "row // 4"),
     ("    cols = tl.arange(0, 16)\n", "tl.multiple_of(cols, 16)[:, None] % 8"),
     ("    a = 1\n    b = a\n    a = b + a\n", "a * b"),  # a cycle of names, every value made from proven ones
+    ("    row = tl.program_id(0)\n", "row.to(tl.int64) * 4 + tl.cast(row, dtype=tl.int64)"),  # widened
+    ("    for row in tl.range(0, M, step=tl.num_programs(0), num_stages=2):\n        pass\n", "row"),
+    ("    for row in tl.range(M, step=2):\n        pass\n", "row"),
 ]
 NOT_PROVEN = [
     ("    pass\n", "M"),  # a parameter
@@ -320,6 +324,10 @@ NOT_PROVEN = [
     ("    row = tl.program_id(0)\n", "row - 1"),
     ("    row = tl.program_id(0)\n", "row // -2"),
     ("    cols = tl.arange(0, 16)\n", "cols[1:]"),
+    ("    row = tl.program_id(0)\n", "row.to(tl.int16)"),  # narrowed: may wrap
+    ("    row = tl.program_id(0)\n", "tl.cast(row, tl.int64, bitcast=True)"),
+    ("    for row in tl.range(0, M, step=i):\n        pass\n", "row"),  # a step that may be negative
+    ("    for row in tl.range(0, M, 1, step=2):\n        pass\n", "row"),  # the step given twice
 ]
 
 
@@ -439,3 +447,54 @@ def test_row_loops_compile_to_their_hand_twins_ptx_for_sm90(tmp_path):
         assert LOWER_BOUND.search(old) and old.count("mul.wide.s32") > hand.count("mul.wide.s32")
         assert instructions(old) != instructions(hand)
     assert not differ, f"PTX other than the hand twin's: {differ}"
+
+
+# -- the mask rule's idioms: the same PTX as the hand twin written the same way ------------------------------
+#
+# Each idiom the third rule proves (docs/language.md) is applied, as text, to a 1-D row loop of the sweep and to
+# its hand twin alike; both are compiled for sm_90, and castpile's output must have the twin's instructions (the
+# rule applied: no bounds, the row offset joined to the pointer first).  The order may differ: castpile computes an
+# int64 or a guarded row's offset before the first buffer's address is loaded, the twin after it (ptxas schedules
+# both).
+
+
+def test_the_idioms_edit_as_their_example_says():
+    import doctest
+
+    import row_idioms
+
+    failures, attempted = doctest.testmod(row_idioms)
+    assert failures == 0 and attempted > 0
+
+
+def test_the_mask_rules_idioms_compile_to_their_hand_twins_ptx_for_sm90(tmp_path):
+    castpile_text = (KERNELS / "row_bodies.py").read_text()
+    hand_text = HAND.read_text()
+    ours, hands = [], []
+    for k, edits in enumerate(IDIOMS.values()):
+        ours.append(idiom_source(function(castpile_text, "cp_none_for_1d_to"), edits, f"i{k}"))
+        hands.append(idiom_source(function(hand_text, "hand_none_for"), edits, f"i{k}"))
+    head = "import triton\nimport triton.language as tl\nfrom castpile import multicast_like\n\n\n"
+    source = head + "\n\n".join(ours)
+    path = tmp_path / "idioms.py"
+    path.write_bytes(castpile.transpile(source.encode(), str(path), strategy="loop"))
+    lowered = path.read_text()
+    assert len(re.findall(r"_castpile_unbounded\(bufs_shape0_*\)", lowered)) == len(IDIOMS), lowered
+    assert "< bufs_shape0" not in lowered
+    twins = tmp_path / "twins.py"
+    twins.write_text(hand_text[: hand_text.index("@triton.jit\ndef hand_")] + "\n\n".join(hands))
+    options, constexprs = {"num_warps": 8}, {"W": 2, "BLOCK_D": 8192}
+    jobs = []
+    for k in range(len(IDIOMS)):
+        for module, name in ((path, f"cp_none_for_1d_to_i{k}"), (twins, f"hand_none_for_i{k}")):
+            jobs.append(Job(module, name, ROW_SIGNATURE, constexprs, ROW_ATTRS, name, options=options))
+    results = compile_for_sm90(jobs, tmp_path, processes=2)
+    failed = {name: result.error for name, result in results.items() if not result.ok}
+    assert not failed, failed
+    differ = [
+        idiom
+        for k, idiom in enumerate(IDIOMS)
+        if sorted(instructions(results[f"cp_none_for_1d_to_i{k}"].ptx.read_text()))
+        != sorted(instructions(results[f"hand_none_for_i{k}"].ptx.read_text()))
+    ]
+    assert not differ, f"PTX other than the hand twin's instructions: {differ}"

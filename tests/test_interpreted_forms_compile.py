@@ -45,6 +45,7 @@ INTERPRETED = {
     "benchmarks/kernels/generated/nvshmem_kernels_loop.py": "test_remote_modules",
     "benchmarks/kernels/own_kernels.py": "test_launch_gate",
     "benchmarks/kernels/hand_row_bodies.py": "test_index_rule",  # compiled, not interpreted: PTX against castpile's
+    "benchmarks/kernels/row_bodies.py": "test_index_rule",  # compiled as generated/, and its idioms transpiled there
     "benchmarks/kernels/generated/row_bodies_loop.py": "test_index_rule",
     "benchmarks/kernels/generated/row_bodies_gather.py": "test_index_rule",
 }

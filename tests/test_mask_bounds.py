@@ -57,6 +57,30 @@ PROVEN = {
     + FOR
     + "        offs = row * D + cols\n"
     + READ.replace("row * D + cols", "offs"),
+    "the row offset named in the loop": ROWS
+    + FOR
+    + "        start = row * D\n"
+    + READ.replace("row * D + cols", "start + cols"),
+    "an int64 row offset": ROWS + FOR + READ.replace("row * D", "row.to(tl.int64) * D"),
+    "an int64 row offset, named, after the lanes": ROWS
+    + FOR
+    + "        start = D * row.to(dtype=tl.int64)\n"
+    + READ.replace("row * D + cols", "cols + start"),
+    "hinted lanes and row offset": ROWS.replace(
+        "tl.arange(0, BLOCK)", "tl.max_contiguous(tl.multiple_of(tl.arange(0, BLOCK), BLOCK), BLOCK)"
+    )
+    + FOR
+    + READ.replace("row * D", "tl.multiple_of(row * D, 16)"),
+    "tl.range with step=": ROWS
+    + FOR.replace(
+        "range(tl.program_id(0), M, tl.num_programs(0))", "tl.range(tl.program_id(0), M, step=tl.num_programs(0))"
+    )
+    + READ,
+    "tl.range of the stop alone, with step=": ROWS + "    for row in tl.range(M, step=2):\n" + READ,
+    "a row guarded by if": ROWS + "    row = tl.program_id(0)\n    if row < M:\n" + READ,
+    "a row guarded by if, its offset named there": ROWS
+    + "    row = tl.program_id(0)\n    if row < M:\n        start = row * D\n"
+    + READ.replace("row * D + cols", "start + cols"),
     "a named index in the while, the step after both": ROWS
     + "    row = tl.program_id(0)\n    while row < M:\n        offs = cols + row * D\n"
     + READ.replace("row * D + cols", "offs")
@@ -93,6 +117,29 @@ LEFT_ALONE = {
     + "        for c in tl.static_range(2):\n            if c == 0:\n"
     + "                mask = tl.arange(c, c + BLOCK) < D\n"
     + "            x = tl.load(bufs[row * D + tl.arange(c, c + BLOCK)], mask=mask, other=0)\n",
+    "the row offset named before the loop": ROWS
+    + "    row = tl.program_id(0)\n    start = row * D\n    while row < M:\n"
+    + READ.replace("row * D + cols", "start + cols")
+    + "        row += tl.num_programs(0)\n",
+    "the row offset plus one": ROWS
+    + FOR
+    + "        start = row * D + 1\n"
+    + READ.replace("row * D + cols", "start + cols"),
+    "the row offset named twice": ROWS
+    + FOR
+    + "        start = row * D\n        start = start + 0\n"
+    + READ.replace("row * D + cols", "start + cols"),
+    "a narrowing cast of the row": ROWS + FOR + READ.replace("row * D", "row.to(tl.int16) * D"),
+    "the access in the else of if row < M": ROWS
+    + "    row = tl.program_id(0)\n    if row < M:\n        pass\n    else:\n"
+    + READ,
+    "if row <= M": ROWS + "    row = tl.program_id(0)\n    if row <= M:\n" + READ,
+    "the row stepped in the if before the access": ROWS
+    + "    row = tl.program_id(0)\n    if row < M:\n        row += 1\n"
+    + READ,
+    "the row offset named before the if": ROWS
+    + "    row = tl.program_id(0)\n    start = row * D\n    if row < M:\n"
+    + READ.replace("row * D + cols", "start + cols"),
     "a named index assigned twice": ROWS
     + FOR
     + "        offs = row * D + cols\n        offs = offs + 0\n"
@@ -157,10 +204,11 @@ FLAT_BLOCK, MARGIN = 16, 40
 def draw_flat(rng, k: int) -> dict:
     """One case: the kernel's text pieces and what the model needs of them."""
     M, D = rng.choice(FLAT_M), rng.choice(FLAT_D)
-    miss = rng.choice((None, None, None, "stop", "lanes", "bound", "extent", "stepped", "named"))  # one miss at most
-    loop = rng.choice(("for", "tl.range", "while")) if miss not in ("stepped", "named") else "while"
+    miss = rng.choice((None, None, None, "stop", "lanes", "bound", "extent", "stepped", "named", "narrowed"))
+    loop = rng.choice(("for", "tl.range", "while", "if")) if miss not in ("stepped", "named") else "while"
     loop = "while stepped first" if miss == "stepped" else loop
-    naming = "before" if miss == "named" else rng.choice((None, None, "in"))  # offs = the index, before the loop
+    # offs = the index, or start = the row offset: in the loop, or (a miss) before it
+    naming = rng.choice(("before", "start before")) if miss == "named" else rng.choice((None, None, "in", "start"))
     stop = rng.choice(("M - 1", "M + 1")) if miss == "stop" else "M"
     literal = rng.random() < 0.3
     c = str(D) if literal else "D"
@@ -181,39 +229,57 @@ def draw_flat(rng, k: int) -> dict:
         mask = f"({mask}) & (row >= 0)"
     extents = (("M * D - D", -1), ("M * D + 3", 3)) if miss == "extent" else (("M * D", 0), ("D * M", 0))
     extent, extent_shift = rng.choice(extents)
-    order = rng.choice(("row * {c} + {t}", "{t} + {c} * row", "{c} * row + {t}"))
-    index = order.format(c=c, t=t)
+    if loop in ("for", "tl.range"):  # the interpreter runs ranges of constexprs only
+        start, step = rng.choice((("0", "1"), ("1", "2")))
+    elif loop == "if":
+        start, step = "tl.program_id(0)", None
+    else:
+        start, step = rng.choice((("0", "1"), ("tl.program_id(0)", "tl.num_programs(0)"), ("0", "tl.num_programs(0)")))
+    width = "tl.int16" if miss == "narrowed" else rng.choice((None, None, "tl.int64"))
+    row = "row"
+    if width is not None:  # x.to(): where row is a tensor in the interpreter too (ranges give it ints)
+        row = f"row.to({width})" if start == "tl.program_id(0)" else f"tl.cast(row, {width})"
+    offset = rng.choice(("{row} * {c}", "{c} * {row}")).format(c=c, row=row)
+    if rng.random() < 0.2:
+        offset = f"tl.multiple_of({offset}, 1)"
+    if naming in ("start", "start before"):
+        index = rng.choice(("start + {t}", "{t} + start")).format(t=t)
+    else:
+        index = rng.choice(("{o} + {t}", "{t} + {o}")).format(o=offset, t=t)
     setup = []
     if named_lanes:
-        setup.append(f"    cols = {arange}")
+        hinted = rng.random() < 0.3 and not lanes_shift
+        setup.append(f"    cols = {f'tl.max_contiguous(tl.multiple_of({arange}, BLOCK), BLOCK)' if hinted else arange}")
     if named_mask and "row" not in mask:
         setup.append(f"    mask = {mask}")
         mask_text = "mask"
     else:
         mask_text = mask
-    if loop in ("for", "tl.range"):  # the interpreter runs ranges of constexprs only
-        start, step = rng.choice((("0", "1"), ("1", "2")))
-    else:
-        start, step = rng.choice((("0", "1"), ("tl.program_id(0)", "tl.num_programs(0)"), ("0", "tl.num_programs(0)")))
     if loop in ("for", "tl.range"):
         head = "range" if loop == "for" else "tl.range"
-        loop_text, step_text = f"    for row in {head}({start}, {stop}, {step}):", ""
+        stepping = f"step={step}" if loop == "tl.range" and rng.random() < 0.5 else step
+        loop_text, step_text = f"    for row in {head}({start}, {stop}, {stepping}):", ""
+    elif loop == "if":
+        setup.append(f"    row = {start}")
+        loop_text, step_text = f"    if row < {stop}:", ""
     else:
         setup.append(f"    row = {start}")
         if naming == "before":
             setup.append(f"    offs = {index}")
+        if naming == "start before":
+            setup.append(f"    start = {offset}")
         loop_text = f"    while row < {stop}:"
         step_text = f"        row += {step}"
         if loop == "while stepped first":
             loop_text += "\n" + step_text
             step_text = ""
     source = FLAT.format(
-        m_type=": tl.constexpr" if loop != "while" and not loop.startswith("while") else "",
+        m_type=": tl.constexpr" if loop in ("for", "tl.range") else "",
         extent=extent if not literal else extent.replace("D", c),
         setup="\n".join(setup),
         loop=loop_text,
-        pre=f"        offs = {index}\n" if naming == "in" else "",
-        access="offs" if naming else index,
+        pre={"in": f"        offs = {index}\n", "start": f"        start = {offset}\n"}.get(naming, ""),
+        access="offs" if naming in ("in", "before") else index,
         mask=mask_text,
         step=step_text + "\n" if step_text else "",
     )
@@ -225,8 +291,9 @@ def draw_flat(rng, k: int) -> dict:
         stop={"M": M, "M - 1": M - 1, "M + 1": M + 1}[stop],
         start=start,
         step=step,
+        guarded=loop == "if",
         stepped_first=loop == "while stepped first",
-        index_row_first=naming == "before",
+        index_row_first=naming in ("before", "start before"),
         lanes_shift=lanes_shift,
         bound=(bound, limit),
         extent=M * D + extent_shift * (D if extent_shift == -1 else 1),
@@ -240,6 +307,9 @@ def flat_rows(case: dict) -> list[tuple[int, int]]:
     """The rows the kernel's programs store to and index, in order, as Python runs the loops (repeats included)."""
     rows = []
     for program in range(case["grid"]):
+        if case["guarded"]:
+            rows += [(program, program)] if program < case["stop"] else []
+            continue
         start = program if case["start"] == "tl.program_id(0)" else int(case["start"])
         step = case["grid"] if case["step"] == "tl.num_programs(0)" else int(case["step"])
         for r in range(start, case["stop"], step):
@@ -272,7 +342,7 @@ def flat_model(case: dict, bufs: list[torch.Tensor], out_rows: int) -> tuple[tor
     return out, added
 
 
-FLAT_CASES = [draw_flat(random.Random(k), k) for k in range(24)]
+FLAT_CASES = [draw_flat(random.Random(k), k) for k in range(48)]
 
 
 @pytest.mark.parametrize("case", FLAT_CASES, ids=lambda c: c["name"])
@@ -301,7 +371,8 @@ def test_the_drawn_forms_reach_both_sides_of_the_rule():
         text = castpile.transpile(case["source"].encode(), "k.py", strategy="loop").decode()
         dropped.append(all("_castpile_unbounded" in line for line in text.splitlines() if "(bufs, W" in line))
     assert 5 <= sum(dropped) <= len(dropped) - 5, dropped
-    assert any("offs = " in case["source"] and d for case, d in zip(FLAT_CASES, dropped)), "no named index proven"
+    for form in ("offs = ", "start = ", "if row < ", ".to(tl.int64)", "step=", "tl.multiple_of("):
+        assert any(form in case["source"] and d for case, d in zip(FLAT_CASES, dropped)), f"no {form!r} proven"
 
 
 def test_the_drawn_forms_compile_for_sm90(tmp_path):

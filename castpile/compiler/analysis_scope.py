@@ -179,7 +179,8 @@ class ScopeModel(Walker):
         return bindings is not None and isinstance(node, cst.Name) and node.value in bindings
 
     def pure(self, node: cst.BaseExpression) -> bool:
-        """Free of side effects and cheap to repeat: names, literals, operators, ``x[:, None]``, ``tl.arange``."""
+        """Free of side effects and cheap to repeat: names, literals, operators, ``x[:, None]``, ``tl.arange``, the
+        hints (``tl.multiple_of``...), and ``x.to(dtype)`` of those."""
         if isinstance(node, (cst.Name, cst.Integer, cst.Float, cst.Ellipsis, cst.SimpleString)):
             return not self.is_multicast_name(node)
         if isinstance(node, cst.Attribute):
@@ -204,6 +205,12 @@ class ScopeModel(Walker):
                     return False
             return True
         if isinstance(node, cst.Call):
+            if (
+                isinstance(node.func, cst.Attribute)
+                and node.func.attr.value == "to"
+                and not self.resolver.triton_language(node.func)
+            ):  # a cast
+                return self.pure(node.func.value) and all(a.star == "" and self.pure(a.value) for a in node.args)
             return self.resolver.triton_language(node.func) in PURE_TL_CALLS and all(
                 a.star == "" and self.pure(a.value) for a in node.args
             )

@@ -116,7 +116,7 @@ def argument_positions(
 
 
 CONSTEXPR_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo, cst.LeftShift, cst.RightShift)
-PURE_TL_CALLS = ("arange", "program_id", "num_programs")
+PURE_TL_CALLS = ("arange", "program_id", "num_programs", "multiple_of", "max_contiguous", "max_constancy", "cast")
 """``tl`` functions without side effects whose calls an index may repeat."""
 
 

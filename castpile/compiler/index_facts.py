@@ -38,6 +38,7 @@ from .scopes import Resolver
 
 _TRANSPARENT = ("multiple_of", "max_contiguous", "max_constancy")  # tl calls whose value is their first argument
 _RANGES = ("range", "static_range")  # tl.range, tl.static_range (and the builtin range)
+_RANGE_SLOTS = ("arg1", "arg2", "step")  # their arguments' keywords, in the builtin's order
 
 
 class IndexFacts:
@@ -72,6 +73,9 @@ class IndexFacts:
         return False
 
     def _nonnegative_call(self, node: cst.Call) -> bool:
+        widened = self.widened(node)
+        if widened is not None:
+            return self.nonnegative(widened)
         called = self.resolver.triton_language(node.func)
         if called in ("program_id", "num_programs"):
             return True
@@ -115,6 +119,9 @@ class IndexFacts:
         if isinstance(node, cst.UnaryOperation):
             return not isinstance(node.operator, cst.Not) and self.scalar(node.expression)
         if isinstance(node, cst.Call):
+            widened = self.widened(node)
+            if widened is not None:
+                return self.scalar(widened)
             called = self.resolver.triton_language(node.func)
             if called in ("program_id", "num_programs"):
                 return True
@@ -138,6 +145,35 @@ class IndexFacts:
             (scalars if self.scalar(summand) else others).append((sign, summand))
         return scalars, others
 
+    # -- values kept -----------------------------------------------------------------------------------
+
+    def widened(self, node: cst.BaseExpression) -> cst.BaseExpression | None:
+        """``x`` of ``x.to(tl.int64)`` or ``tl.cast(x, tl.int64)`` (``dtype=`` too): a cast that keeps every integer
+        value, else ``None``."""
+        if not isinstance(node, cst.Call) or any(arg.star for arg in node.args):
+            return None
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "to" and len(node.args) == 1:
+            value, dtype = node.func.value, node.args[0]
+        elif (
+            self.resolver.triton_language(node.func) == "cast" and len(node.args) == 2 and node.args[0].keyword is None
+        ):
+            value, dtype = node.args[0].value, node.args[1]
+        else:
+            return None
+        if dtype.keyword is not None and dtype.keyword.value != "dtype":
+            return None
+        return value if self.resolver.triton_language(dtype.value) == "int64" else None
+
+    def unhinted(self, node: cst.BaseExpression) -> cst.BaseExpression:
+        """``node`` without the ``tl.multiple_of`` / ``tl.max_contiguous`` / ``tl.max_constancy`` around it (their
+        value is their first argument)."""
+        while isinstance(node, cst.Call) and self.resolver.triton_language(node.func) in _TRANSPARENT:
+            first = _positional(node, 1)
+            if first is None:
+                break
+            node = first[0]
+        return node
+
     # -- shared --------------------------------------------------------------------------------------
 
     def _name(self, name: str, kind: str) -> bool:
@@ -160,8 +196,18 @@ class IndexFacts:
         return name in names
 
     def range_args(self, loop: cst.For) -> list[cst.BaseExpression] | None:
-        """The 1 to 3 positional arguments of ``for name in range(...)`` (``tl.range``, ``tl.static_range``, whose
-        other keywords are options), or ``None`` for another loop or target."""
+        """The 1 to 3 arguments of ``for name in range(...)`` as the builtin takes them (``tl.range``,
+        ``tl.static_range`` too, whose ``arg1=`` / ``arg2=`` / ``step=`` keywords are placed where they go and other
+        keywords are options), or ``None`` for another loop or target.
+
+            >>> from castpile.compiler.scopes import Resolver, Scope, collect_scope
+            >>> scope = Scope()
+            >>> collect_scope(cst.parse_module("import triton.language as tl\\n").body, scope)
+            >>> facts = IndexFacts(Resolver([scope]), {}, set())
+            >>> loop = cst.parse_statement("for r in tl.range(M, step=2, num_stages=3):\\n    pass\\n")
+            >>> [cst.Module([]).code_for_node(a) for a in facts.range_args(loop)]
+            ['0', 'M', '2']
+        """
         call = loop.iter
         if not isinstance(loop.target, cst.Name) or not isinstance(call, cst.Call):
             return None
@@ -172,12 +218,24 @@ class IndexFacts:
         )
         if not builtin and self.resolver.triton_language(call.func) not in _RANGES:
             return None
-        if any(arg.star for arg in call.args) or any(
-            arg.keyword is not None and arg.keyword.value in ("arg1", "arg2", "step") for arg in call.args
-        ):
+        if any(arg.star for arg in call.args) or (builtin and any(arg.keyword is not None for arg in call.args)):
             return None
-        args = [arg.value for arg in call.args if arg.keyword is None]
-        return args if 1 <= len(args) <= 3 else None
+        slots: list[cst.BaseExpression | None] = [arg.value for arg in call.args if arg.keyword is None]
+        if len(slots) > 3:
+            return None
+        slots += [None] * (3 - len(slots))
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value in _RANGE_SLOTS:
+                at = _RANGE_SLOTS.index(arg.keyword.value)
+                if slots[at] is not None:
+                    return None  # given twice: Triton refuses it
+                slots[at] = arg.value
+        first, second, step = slots
+        if first is None:
+            return None
+        if second is None:
+            return [first] if step is None else [cst.Integer("0"), first, step]
+        return [first, second] if step is None else [first, second, step]
 
     def _range(self, loop: cst.For) -> tuple[cst.BaseExpression | None, cst.BaseExpression | None] | None:
         """``(start, step)`` of a range loop (:meth:`range_args`; ``None``: 0, 1), or ``None`` for another loop."""

@@ -14,7 +14,9 @@ part required:
 
 * the binding has one extent, ``shape=(E,)``, and no ``remote=``; the access's one index is ``row * c + t`` (either
   order of both, no other summand), written there or through a name whose one assignment is that sum, in the body of
-  the loop that bounds ``row`` below;
+  the statement that bounds ``row`` below; ``row * c`` likewise (``start = row * D``), ``row`` in it also widened
+  (``row.to(tl.int64)``, ``tl.cast(row, tl.int64)``), hints (``tl.multiple_of``...) around the product or the
+  arange let through;
 * ``c`` is a positive integer literal or a parameter that is never assigned; ``t`` is ``tl.arange(a, b)`` with ``a``
   proven non-negative (:mod:`.index_facts`) and both arguments integer literals, parameters never assigned, or
   ``+ - *`` of those (so it has one value wherever it is read: not so of a ``tl.static_range`` variable's), written
@@ -24,8 +26,8 @@ part required:
 * ``row`` is proven non-negative and below ``U`` where the access is, ``U`` a parameter never assigned and ``c * U``
   equal to ``E`` (as integer algebra; the access's helper checks, when Triton compiles it, that ``E`` is an integer:
   ``row < U`` bounds nothing for a float ``U``): ``row`` is the target of an enclosing ``for row in range(..., U[, step])``
-  (``tl.range`` too) that is its only assignment, or ``while row < U:`` encloses the access and no assignment of
-  ``row`` in that loop's body comes before the access's statement (and the index name's assignment's) or holds it.
+  (``tl.range`` too) that is its only assignment, or ``while row < U:`` or ``if row < U:`` encloses the access and no
+  assignment of ``row`` in its body comes before the access's statement (and the names' assignments) or holds it.
 
     >>> import libcst as cst
     >>> from castpile.compiler.index_facts import IndexFacts
@@ -81,25 +83,41 @@ class MaskBounds:
             return False
         for scaled, lanes in (summands, summands[::-1]):
             arange = self._arange(lanes)
-            if arange is None or not isinstance(scaled, cst.BinaryOperation):
+            product, product_sites = self._product(scaled)
+            if arange is None or product is None:
                 continue
-            if not isinstance(scaled.operator, cst.Multiply):
-                continue
-            for row, scale in ((scaled.left, scaled.right), (scaled.right, scaled.left)):
+            for factor, scale in ((product.left, product.right), (product.right, product.left)):
+                row = self.facts.widened(factor) or factor
                 if (
                     isinstance(row, cst.Name)
                     and self._fixed(scale)
                     and self._bounds_lanes(mask, lanes, scale)
-                    and self._row_below(row.value, scale, extent, ancestors, sites)
+                    and self._row_below(row.value, scale, extent, ancestors, sites + product_sites)
                 ):
                     return True
         return False
+
+    def _product(self, node: cst.BaseExpression) -> tuple[cst.BinaryOperation | None, list[cst.CSTNode]]:
+        """The ``row * c`` that ``node`` is (hints around it let through), or that a name's one assignment gives it,
+        with that assignment (which must be where the row is bounded)."""
+        sites: list[cst.CSTNode] = []
+        node = self.facts.unhinted(node)
+        if isinstance(node, cst.Name):  # start = row * D
+            value = self._only_value(node.value)
+            if value is None:
+                return None, sites
+            sites = self.facts.assignments[node.value]
+            node = self.facts.unhinted(value)
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+            return node, sites
+        return None, sites
 
     # -- the lanes: t = tl.arange(a, b), 0 <= t < c under the mask ------------------------------------------
 
     def _arange(self, node: cst.BaseExpression) -> cst.Call | None:
         """The ``tl.arange`` call ``node`` is, or that a name's one assignment gives it."""
         value = self._only_value(node.value) if isinstance(node, cst.Name) else node
+        value = None if value is None else self.facts.unhinted(value)
         if not isinstance(value, cst.Call) or self.facts.resolver.triton_language(value.func) != "arange":
             return None
         if not all(not arg.star and self._constant(arg.value) for arg in value.args):
@@ -134,17 +152,18 @@ class MaskBounds:
         return simplify(product) == simplify(_code(extent))
 
     def _limit(self, row: str, ancestors: list[cst.CSTNode], sites: list[cst.CSTNode]) -> cst.BaseExpression | None:
-        """``U`` of the innermost loop that holds the access and keeps ``row < U`` there, if any (``sites``: the
-        assignment of the index's name, which must be in that loop's body where the row is below ``U`` too)."""
+        """``U`` of the innermost ``for`` / ``while`` / ``if`` that holds the access and keeps ``row < U`` there, if
+        any (``sites``: the assignments of the index's names, which must be in its body where the row is below ``U``
+        too)."""
         for depth in range(len(ancestors) - 2, -1, -1):
-            loop, inside = ancestors[depth], ancestors[depth + 1]
-            if isinstance(loop, cst.For) and inside is loop.body:
-                limit = self._for_limit(row, loop)
-                within = [_holds_any(loop.body, {id(site)}) for site in sites]
-            elif isinstance(loop, cst.While) and inside is loop.body:
+            test, inside = ancestors[depth], ancestors[depth + 1]
+            if isinstance(test, cst.For) and inside is test.body:
+                limit = self._for_limit(row, test)
+                within = [_holds_any(test.body, {id(site)}) for site in sites]
+            elif isinstance(test, (cst.While, cst.If)) and inside is test.body:
                 statement = ancestors[depth + 2] if depth + 2 < len(ancestors) else None
-                limit = self._while_limit(row, loop, statement)
-                within = [self._while_limit(row, loop, _holder(loop, site)) is not None for site in sites]
+                limit = self._tested_limit(row, test, statement)
+                within = [self._tested_limit(row, test, _holder(test, site)) is not None for site in sites]
             else:
                 continue
             if limit is not None:
@@ -160,25 +179,28 @@ class MaskBounds:
         args = self.facts.range_args(loop)
         return None if args is None else args[0] if len(args) == 1 else args[1]
 
-    def _while_limit(self, row: str, loop: cst.While, statement: cst.CSTNode | None) -> cst.BaseExpression | None:
-        """``U`` of ``while row < U:`` when no assignment of ``row`` in its body precedes or holds ``statement``."""
-        test = loop.test
+    def _tested_limit(
+        self, row: str, test: cst.While | cst.If, statement: cst.CSTNode | None
+    ) -> cst.BaseExpression | None:
+        """``U`` of ``while row < U:`` or ``if row < U:`` when no assignment of ``row`` in its body precedes or holds
+        ``statement``."""
+        condition = test.test
         if not (
-            isinstance(test, cst.Comparison)
-            and len(test.comparisons) == 1
-            and isinstance(test.comparisons[0].operator, cst.LessThan)
-            and isinstance(test.left, cst.Name)
-            and test.left.value == row
+            isinstance(condition, cst.Comparison)
+            and len(condition.comparisons) == 1
+            and isinstance(condition.comparisons[0].operator, cst.LessThan)
+            and isinstance(condition.left, cst.Name)
+            and condition.left.value == row
         ):
             return None
-        body = loop.body
+        body = test.body
         if statement is None or not isinstance(body, cst.IndentedBlock) or statement not in body.body:
             return None
         assigning = set(map(id, self.facts.assignments.get(row, [])))
         for earlier in body.body[: body.body.index(statement) + 1]:
             if _holds_any(earlier, assigning):
                 return None
-        return test.comparisons[0].comparator
+        return condition.comparisons[0].comparator
 
     # -- shared ----------------------------------------------------------------------------------------------
 
@@ -243,9 +265,9 @@ class _Holds(Walker):
             super().walk(node)
 
 
-def _holder(loop: cst.While, node: cst.CSTNode) -> cst.CSTNode | None:
-    """The statement of ``loop``'s body that is or holds ``node``, if any."""
-    body = loop.body
+def _holder(test: cst.While | cst.If, node: cst.CSTNode) -> cst.CSTNode | None:
+    """The statement of ``test``'s body that is or holds ``node``, if any."""
+    body = test.body
     statements = body.body if isinstance(body, cst.IndentedBlock) else ()
     return next((statement for statement in statements if _holds_any(statement, {id(node)})), None)
 
