@@ -67,7 +67,7 @@ def cells(grids) -> list[dict]:
     return out
 
 
-def _warm(job):
+def warm(job):
     """Compile one kernel into the shared Triton cache (a worker process)."""
     path, name, W, dtype = job
     import importlib.util
@@ -84,6 +84,28 @@ def _warm(job):
         return None
     except Exception as exc:
         return f"{name} W{W} {dtype}: {type(exc).__name__}: {str(exc)[:300]}"
+
+
+def checked_calls(kernels: dict, grid, kargs, W: int, out_want, stats_want) -> tuple[dict, dict, dict]:
+    """``fns, errors, regs``: a call of each kernel (label -> jit function) on ``kargs``, each run once and checked:
+    its largest error against ``want`` in ``out`` (and ``stats`` where a reference is given; else the exception that
+    stopped it, and no call), and its registers."""
+    (out, want), (stats, want_stats) = out_want, stats_want
+    fns, errors, regs = {}, {}, {}
+    for label, fn in kernels.items():
+        call = lambda fn=fn: fn[grid](*kargs, W=W, BLOCK_D=D, num_warps=WARPS)  # noqa: E731
+        try:
+            out.zero_()
+            compiled = call()
+            torch.cuda.synchronize()
+        except Exception as exc:  # reported, not timed
+            errors[label] = f"{type(exc).__name__}: {str(exc)[:300]}"
+            continue
+        err = float((out.float() - want).abs().max())
+        if want_stats is not None:
+            err = max(err, float((stats - want_stats).abs().max()))
+        errors[label], regs[label], fns[label] = err, compiled.n_regs, call
+    return fns, errors, regs
 
 
 def expected(body, stacks, res, w):
@@ -119,7 +141,7 @@ def main(argv=None):
         jobs |= {(str(p), name, c["W"], c["dtype"]) for p in paths.values()}
         jobs.add((hand.__file__, hand_name(c["body"], c["loop"]), c["W"], c["dtype"]))
     with ProcessPoolExecutor(args.jobs) as pool:
-        failed = [e for e in pool.map(_warm, sorted(jobs)) if e]
+        failed = [e for e in pool.map(warm, sorted(jobs)) if e]
     for e in failed:
         print("compile failed:", e, flush=True)
     before = load_variant("row_bodies_before", before_path.read_text(), folder)
@@ -163,20 +185,7 @@ def main(argv=None):
             "before": getattr(before, name),
         }
         want, want_stats = expected(c["body"], (s0, s1), res, w)
-        fns, errors, regs = {}, {}, {}
-        for label, fn in kernels.items():
-            call = lambda fn=fn: fn[grid](*kargs, W=W, BLOCK_D=D, num_warps=WARPS)  # noqa: E731
-            try:
-                out.zero_()
-                compiled = call()
-                torch.cuda.synchronize()
-            except Exception as exc:  # reported, not timed
-                errors[label] = f"{type(exc).__name__}: {str(exc)[:300]}"
-                continue
-            err = float((out.float() - want).abs().max())
-            if want_stats is not None:
-                err = max(err, float((stats - want_stats).abs().max()))
-            errors[label], regs[label], fns[label] = err, compiled.n_regs, call
+        fns, errors, regs = checked_calls(kernels, grid, kargs, W, (out, want), (stats, want_stats))
         eager = timed_one_gpu(fns, 20, args.reps)
         graphs = {k: graphed(f) for k, f in fns.items()}
         graph = {k: t / GRAPH_CALLS for k, t in timed_one_gpu(graphs, 3, args.reps).items()}
