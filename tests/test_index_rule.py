@@ -285,9 +285,10 @@ def test_the_kernels_compile_for_sm90(tmp_path):
 # -- the proof ------------------------------------------------------------------------------------------------
 
 
-def facts(body: str, params: str = "M, D, i") -> IndexFacts:
-    """The facts of a jit function ``def k(<params>)`` with ``body``, its assignments as the analysis collects them."""
-    module = cst.parse_module(f"import triton.language as tl\n\n\ndef k({params}):\n" + body)
+def facts(body: str, params: str = "M, D, i", head: str = "") -> IndexFacts:
+    """The facts of a jit function ``def k(<params>)`` with ``body`` (after the module's ``head``), its assignments as
+    the analysis collects them."""
+    module = cst.parse_module(f"import triton.language as tl\n{head}\n\ndef k({params}):\n" + body)
     func = cst.ensure_type(module.body[-1], cst.FunctionDef)
     scopes = [Scope(), Scope()]
     collect_scope(module.body, scopes[0])
@@ -328,6 +329,7 @@ NOT_PROVEN = [
     ("    row = tl.program_id(0)\n", "tl.cast(row, tl.int64, bitcast=True)"),
     ("    for row in tl.range(0, M, step=i):\n        pass\n", "row"),  # a step that may be negative
     ("    for row in tl.range(0, M, 1, step=2):\n        pass\n", "row"),  # the step given twice
+    ("    row = tl.program_id(0)\n    t = [0 for row in (-1,)]\n", "row"),  # Triton leaks a comprehension's variable
 ]
 
 
@@ -339,6 +341,13 @@ def test_proven_non_negative(body, index):
 @pytest.mark.parametrize("body,index", NOT_PROVEN)
 def test_not_proven(body, index):
     assert not facts(body).nonnegative(cst.parse_expression(index))
+
+
+def test_a_name_a_global_also_binds_is_not_proven():
+    """Triton reads a global where the function reads a name before assigning it (or assigns it in one branch)."""
+    body = "    x = row\n    row = tl.program_id(0)\n"
+    assert facts(body).nonnegative(cst.parse_expression("row"))
+    assert not facts(body, head="row = tl.constexpr(-1)\n").nonnegative(cst.parse_expression("row"))
 
 
 def test_summands_classed_as_scalars():

@@ -81,6 +81,22 @@ PROVEN = {
     "a row guarded by if, its offset named there": ROWS
     + "    row = tl.program_id(0)\n    if row < M:\n        start = row * D\n"
     + READ.replace("row * D + cols", "start + cols"),
+    "an early return": ROWS + "    row = tl.program_id(0)\n    if row >= M:\n        return\n" + READ[4:],
+    "an early return on one line, the test reversed, the offset named after it": ROWS
+    + "    row = tl.program_id(0)\n    if M <= row: return\n    start = row * D\n"
+    + READ[4:].replace("row * D + cols", "start + cols"),
+    "a continue in a loop": ROWS
+    + "    for r in range(0, 4):\n        row = tl.program_id(0) * 4 + r\n        if row >= M:\n            continue\n"
+    + READ,
+    "a guard and a while with the test reversed": ROWS
+    + "    row = tl.program_id(0)\n    if M > row:\n"
+    + READ
+    + "    while M > row:\n"
+    + READ
+    + "        row += tl.num_programs(0)\n",
+    "an extent over two lines, with a comment": ROWS.replace("shape=(M * D,)", "shape=(M *  # rows\n        D,)")
+    + FOR
+    + READ,
     "a named index in the while, the step after both": ROWS
     + "    row = tl.program_id(0)\n    while row < M:\n        offs = cols + row * D\n"
     + READ.replace("row * D + cols", "offs")
@@ -140,6 +156,40 @@ LEFT_ALONE = {
     "the row offset named before the if": ROWS
     + "    row = tl.program_id(0)\n    start = row * D\n    if row < M:\n"
     + READ.replace("row * D + cols", "start + cols"),
+    "a comprehension's variable rebinding the row (Triton leaks it)": ROWS
+    + FOR
+    + "        t = [0 for row in (M,)]\n"
+    + READ,
+    "a comprehension's variable rebinding D": "    t = [0 for D in (BLOCK,)]\n" + ROWS + FOR + READ,
+    "the row offset read before its assignment (a global of that name)": ROWS
+    + FOR
+    + READ.replace("row * D + cols", "start + cols")
+    + "        start = row * D\n",
+    "the row offset assigned in a branch only": ROWS
+    + FOR
+    + "        if D > 1:\n            start = row * D\n"
+    + READ.replace("row * D + cols", "start + cols"),
+    "the mask assigned after the access": ROWS.replace("    mask = cols < D\n", "")
+    + FOR
+    + READ
+    + "        mask = cols < D\n",
+    "the lanes assigned after the access": ROWS.replace("    cols = tl.arange(0, BLOCK)\n", "")
+    + FOR
+    + READ
+    + "        cols = tl.arange(0, BLOCK)\n",
+    "an early return off by one": ROWS + "    row = tl.program_id(0)\n    if row > M:\n        return\n" + READ[4:],
+    "an early return with an else": ROWS
+    + "    row = tl.program_id(0)\n    if row >= M:\n        return\n    else:\n        pass\n"
+    + READ[4:],
+    "an early exit that does more than exit": ROWS
+    + "    row = tl.program_id(0)\n    if row >= M:\n        row = 0\n"
+    + READ[4:],
+    "the row stepped after the early return": ROWS
+    + "    row = tl.program_id(0)\n    if row >= M:\n        return\n    row += 1\n"
+    + READ[4:],
+    "the offset named before the early return": ROWS
+    + "    row = tl.program_id(0)\n    start = row * D\n    if row >= M:\n        return\n"
+    + READ[4:].replace("row * D + cols", "start + cols"),
     "a named index assigned twice": ROWS
     + FOR
     + "        offs = row * D + cols\n        offs = offs + 0\n"
@@ -205,7 +255,7 @@ def draw_flat(rng, k: int) -> dict:
     """One case: the kernel's text pieces and what the model needs of them."""
     M, D = rng.choice(FLAT_M), rng.choice(FLAT_D)
     miss = rng.choice((None, None, None, "stop", "lanes", "bound", "extent", "stepped", "named", "narrowed"))
-    loop = rng.choice(("for", "tl.range", "while", "if")) if miss not in ("stepped", "named") else "while"
+    loop = rng.choice(("for", "tl.range", "while", "if", "exit")) if miss not in ("stepped", "named") else "while"
     loop = "while stepped first" if miss == "stepped" else loop
     # offs = the index, or start = the row offset: in the loop, or (a miss) before it
     naming = rng.choice(("before", "start before")) if miss == "named" else rng.choice((None, None, "in", "start"))
@@ -231,7 +281,7 @@ def draw_flat(rng, k: int) -> dict:
     extent, extent_shift = rng.choice(extents)
     if loop in ("for", "tl.range"):  # the interpreter runs ranges of constexprs only
         start, step = rng.choice((("0", "1"), ("1", "2")))
-    elif loop == "if":
+    elif loop in ("if", "exit"):
         start, step = "tl.program_id(0)", None
     else:
         start, step = rng.choice((("0", "1"), ("tl.program_id(0)", "tl.num_programs(0)"), ("0", "tl.num_programs(0)")))
@@ -262,6 +312,9 @@ def draw_flat(rng, k: int) -> dict:
     elif loop == "if":
         setup.append(f"    row = {start}")
         loop_text, step_text = f"    if row < {stop}:", ""
+    elif loop == "exit":  # an early return, then the rest in a block of its own
+        setup.append(f"    row = {start}")
+        loop_text, step_text = f"    if row >= {stop}:\n        return\n    if tl.program_id(0) >= 0:", ""
     else:
         setup.append(f"    row = {start}")
         if naming == "before":
@@ -291,7 +344,7 @@ def draw_flat(rng, k: int) -> dict:
         stop={"M": M, "M - 1": M - 1, "M + 1": M + 1}[stop],
         start=start,
         step=step,
-        guarded=loop == "if",
+        guarded=loop in ("if", "exit"),
         stepped_first=loop == "while stepped first",
         index_row_first=naming in ("before", "start before"),
         lanes_shift=lanes_shift,
@@ -342,7 +395,7 @@ def flat_model(case: dict, bufs: list[torch.Tensor], out_rows: int) -> tuple[tor
     return out, added
 
 
-FLAT_CASES = [draw_flat(random.Random(k), k) for k in range(48)]
+FLAT_CASES = [draw_flat(random.Random(k), k) for k in range(64)]
 
 
 @pytest.mark.parametrize("case", FLAT_CASES, ids=lambda c: c["name"])
@@ -371,7 +424,7 @@ def test_the_drawn_forms_reach_both_sides_of_the_rule():
         text = castpile.transpile(case["source"].encode(), "k.py", strategy="loop").decode()
         dropped.append(all("_castpile_unbounded" in line for line in text.splitlines() if "(bufs, W" in line))
     assert 5 <= sum(dropped) <= len(dropped) - 5, dropped
-    for form in ("offs = ", "start = ", "if row < ", ".to(tl.int64)", "step=", "tl.multiple_of("):
+    for form in ("offs = ", "start = ", "if row < ", "if row >= ", ".to(tl.int64)", "step=", "tl.multiple_of("):
         assert any(form in case["source"] and d for case, d in zip(FLAT_CASES, dropped)), f"no {form!r} proven"
 
 

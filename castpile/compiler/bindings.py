@@ -395,6 +395,10 @@ class _BindingFinder(Walker):
         self._place(node)
         self._count(node.target, node)
 
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._place(node)  # Triton's compiler binds a comprehension's variable in the function's scope
+        self._count(node.target, node)
+
     def visit_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:
             self._place(node)

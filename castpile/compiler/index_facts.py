@@ -177,13 +177,18 @@ class IndexFacts:
     # -- shared --------------------------------------------------------------------------------------
 
     def _name(self, name: str, kind: str) -> bool:
-        """A name's fact (``kind``: ``"nonnegative"`` or ``"scalar"``): no parameter, assigned, and every assignment
+        """A name's fact (``kind``: ``"nonnegative"`` or ``"scalar"``): no parameter nor global, assigned, and every assignment
         proven, the names of the function taken together (the greatest fixpoint: every name is assumed proven, and
         those with an assignment not proven under that assumption dropped until none is; every value a name left
         then ever holds comes from proven assignments)."""
         names = self._proven.get(kind)
         if names is None:
-            names = {n for n, statements in self.assignments.items() if statements and n not in self.params}
+            module = self.resolver.scopes[0] if self.resolver.scopes else None
+            names = {
+                n
+                for n, statements in self.assignments.items()
+                if statements and n not in self.params and not (module is not None and module.bound(n))
+            }  # a global of the name is what Triton reads where no assignment reaches (read first, one branch)
             self._proven[kind] = names  # consulted, shrinking, while the fixpoint is found
             check = self._nonnegative_assignment if kind == "nonnegative" else self._scalar_assignment
             changed = True

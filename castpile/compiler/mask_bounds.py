@@ -26,8 +26,12 @@ part required:
 * ``row`` is proven non-negative and below ``U`` where the access is, ``U`` a parameter never assigned and ``c * U``
   equal to ``E`` (as integer algebra; the access's helper checks, when Triton compiles it, that ``E`` is an integer:
   ``row < U`` bounds nothing for a float ``U``): ``row`` is the target of an enclosing ``for row in range(..., U[, step])``
-  (``tl.range`` too) that is its only assignment, or ``while row < U:`` or ``if row < U:`` encloses the access and no
-  assignment of ``row`` in its body comes before the access's statement (and the names' assignments) or holds it.
+  (``tl.range`` too) that is its only assignment, or ``while row < U:`` or ``if row < U:`` (``U > row``) encloses the
+  access and no assignment of ``row`` in its body comes before the access's statement (and the names' assignments) or
+  holds it, or an early exit ``if row >= U: return`` (``continue``, ``break``) comes before the access in a block that
+  holds it, no assignment of ``row`` between, the names assigned after it;
+* every name looked through has its one assignment on a line before the access in a block that holds it (Triton reads
+  a global of the name where the name is read first or assigned in one branch only).
 
     >>> import libcst as cst
     >>> from castpile.compiler.index_facts import IndexFacts
@@ -35,18 +39,23 @@ part required:
     >>> module = cst.parse_module("import triton.language as tl\\n")
     >>> scope = Scope()
     >>> collect_scope(module.body, scope)
-    >>> loop = cst.parse_statement("for row in range(tl.program_id(0), M, 4):\\n    pass\\n")
-    >>> cols, mask = (cst.parse_statement(s).body[0] for s in ("cols = tl.arange(0, B)", "mask = cols < D"))
+    >>> body = "    cols = tl.arange(0, B)\\n    mask = cols < D\\n    for row in range(tl.program_id(0), M, 4):\\n        pass\\n"
+    >>> function = cst.ensure_type(cst.parse_statement("def k(M, D, B):\\n" + body), cst.FunctionDef)
+    >>> cols, mask = (line.body[0] for line in function.body.body[:2])
+    >>> loop = function.body.body[2]
     >>> facts = IndexFacts(Resolver([scope]), {"row": [loop], "cols": [cols], "mask": [mask]}, {"M", "D", "B"})
     >>> proof = MaskBounds(facts)
     >>> index, extent = cst.parse_expression("row * D + cols"), cst.parse_expression("M * D")
-    >>> proof.holds(index, extent, cst.Name("mask"), [loop, loop.body])
+    >>> around = [function.body, loop, loop.body]  # the nodes that hold the access, outermost first
+    >>> proof.holds(index, extent, cst.Name("mask"), around)
     True
-    >>> proof.holds(index, cst.parse_expression("M * D + 1"), cst.Name("mask"), [loop, loop.body])
+    >>> proof.holds(index, cst.parse_expression("M * D + 1"), cst.Name("mask"), around)
     False
 """
 
 from __future__ import annotations
+
+import itertools
 
 import libcst as cst
 
@@ -73,7 +82,7 @@ class MaskBounds:
         sites: list[cst.CSTNode] = []
         if isinstance(index, cst.Name):  # offs = row * D + cols, assigned once where the row is bounded
             statements = self.facts.assignments.get(index.value, [])
-            value = self._only_value(index.value)
+            value = self._value_before(index.value, ancestors)
             if value is None:
                 return False
             index, sites = value, statements
@@ -82,8 +91,8 @@ class MaskBounds:
         if len(summands) != 2 or len(scalars) + len(others) != 2:
             return False
         for scaled, lanes in (summands, summands[::-1]):
-            arange = self._arange(lanes)
-            product, product_sites = self._product(scaled)
+            arange = self._arange(lanes, ancestors)
+            product, product_sites = self._product(scaled, ancestors)
             if arange is None or product is None:
                 continue
             for factor, scale in ((product.left, product.right), (product.right, product.left)):
@@ -91,19 +100,21 @@ class MaskBounds:
                 if (
                     isinstance(row, cst.Name)
                     and self._fixed(scale)
-                    and self._bounds_lanes(mask, lanes, scale)
+                    and self._bounds_lanes(mask, lanes, scale, ancestors)
                     and self._row_below(row.value, scale, extent, ancestors, sites + product_sites)
                 ):
                     return True
         return False
 
-    def _product(self, node: cst.BaseExpression) -> tuple[cst.BinaryOperation | None, list[cst.CSTNode]]:
+    def _product(
+        self, node: cst.BaseExpression, ancestors: list[cst.CSTNode]
+    ) -> tuple[cst.BinaryOperation | None, list[cst.CSTNode]]:
         """The ``row * c`` that ``node`` is (hints around it let through), or that a name's one assignment gives it,
         with that assignment (which must be where the row is bounded)."""
         sites: list[cst.CSTNode] = []
         node = self.facts.unhinted(node)
         if isinstance(node, cst.Name):  # start = row * D
-            value = self._only_value(node.value)
+            value = self._value_before(node.value, ancestors)
             if value is None:
                 return None, sites
             sites = self.facts.assignments[node.value]
@@ -114,9 +125,9 @@ class MaskBounds:
 
     # -- the lanes: t = tl.arange(a, b), 0 <= t < c under the mask ------------------------------------------
 
-    def _arange(self, node: cst.BaseExpression) -> cst.Call | None:
+    def _arange(self, node: cst.BaseExpression, ancestors: list[cst.CSTNode]) -> cst.Call | None:
         """The ``tl.arange`` call ``node`` is, or that a name's one assignment gives it."""
-        value = self._only_value(node.value) if isinstance(node, cst.Name) else node
+        value = self._value_before(node.value, ancestors) if isinstance(node, cst.Name) else node
         value = None if value is None else self.facts.unhinted(value)
         if not isinstance(value, cst.Call) or self.facts.resolver.triton_language(value.func) != "arange":
             return None
@@ -124,10 +135,16 @@ class MaskBounds:
             return None  # its value is the same wherever it is read (not so of a tl.static_range variable's)
         return value if self.facts.nonnegative(value) else None
 
-    def _bounds_lanes(self, mask: cst.BaseExpression, lanes: cst.BaseExpression, scale: cst.BaseExpression) -> bool:
+    def _bounds_lanes(
+        self,
+        mask: cst.BaseExpression,
+        lanes: cst.BaseExpression,
+        scale: cst.BaseExpression,
+        ancestors: list[cst.CSTNode],
+    ) -> bool:
         """Whether ``mask`` is a ``&`` of conditions with ``lanes < scale`` among them."""
         if isinstance(mask, cst.Name):
-            value = self._only_value(mask.value)
+            value = self._value_before(mask.value, ancestors)
             if value is None:
                 return False
             mask = value
@@ -149,7 +166,7 @@ class MaskBounds:
         if limit is None or not self._fixed(limit):
             return False
         product = f"({_code(scale)}) * ({_code(limit)})"
-        return simplify(product) == simplify(_code(extent))
+        return simplify(product) == simplify(f"({_code(extent)})")  # parenthesised: the extent may span lines
 
     def _limit(self, row: str, ancestors: list[cst.CSTNode], sites: list[cst.CSTNode]) -> cst.BaseExpression | None:
         """``U`` of the innermost ``for`` / ``while`` / ``if`` that holds the access and keeps ``row < U`` there, if
@@ -168,6 +185,27 @@ class MaskBounds:
                 continue
             if limit is not None:
                 return limit if all(within) else None
+        return self._exit_limit(row, ancestors, sites)
+
+    def _exit_limit(
+        self, row: str, ancestors: list[cst.CSTNode], sites: list[cst.CSTNode]
+    ) -> cst.BaseExpression | None:
+        """``U`` of an early exit before the access in a block that holds it, ``if row >= U: return`` (``continue``,
+        ``break``), when no assignment of ``row`` comes between (the guard's line excluded, the access's line
+        included) and the names' assignments come after the guard."""
+        assigning = set(map(id, self.facts.assignments.get(row, [])))
+        for lines, at in reversed(_blocks(ancestors)):
+            for guard in range(at - 1, -1, -1):
+                line = lines[guard]
+                limit = _exit_test(line, row)
+                if limit is None:
+                    continue
+                after = lines[guard + 1 : at + 1]
+                if any(_holds_any(later, assigning) for later in after):
+                    return None
+                if not all(any(_holds_any(later, {id(site)}) for later in after) for site in sites):
+                    return None
+                return limit
         return None
 
     def _for_limit(self, row: str, loop: cst.For) -> cst.BaseExpression | None:
@@ -184,14 +222,8 @@ class MaskBounds:
     ) -> cst.BaseExpression | None:
         """``U`` of ``while row < U:`` or ``if row < U:`` when no assignment of ``row`` in its body precedes or holds
         ``statement``."""
-        condition = test.test
-        if not (
-            isinstance(condition, cst.Comparison)
-            and len(condition.comparisons) == 1
-            and isinstance(condition.comparisons[0].operator, cst.LessThan)
-            and isinstance(condition.left, cst.Name)
-            and condition.left.value == row
-        ):
+        limit = _compared(test.test, row, cst.LessThan, cst.GreaterThan)
+        if limit is None:
             return None
         body = test.body
         if statement is None or not isinstance(body, cst.IndentedBlock) or statement not in body.body:
@@ -200,9 +232,24 @@ class MaskBounds:
         for earlier in body.body[: body.body.index(statement) + 1]:
             if _holds_any(earlier, assigning):
                 return None
-        return condition.comparisons[0].comparator
+        return limit
 
     # -- shared ----------------------------------------------------------------------------------------------
+
+    def _value_before(self, name: str, ancestors: list[cst.CSTNode]) -> cst.BaseExpression | None:
+        """:meth:`_only_value`, where that assignment runs before the access whenever the access runs: a line of
+        a block that holds the access, before the line that does (else Triton may read another value of the name:
+        a global's, where the name is read before it is assigned or assigned in one branch only)."""
+        value = self._only_value(name)
+        if value is None:
+            return None
+        statement = self.facts.assignments[name][0]
+        for lines, at in _blocks(ancestors):
+            if any(
+                isinstance(line, cst.SimpleStatementLine) and _holds_any(line, {id(statement)}) for line in lines[:at]
+            ):
+                return value
+        return None
 
     def _only_value(self, name: str) -> cst.BaseExpression | None:
         """The value of ``name``'s one assignment when it is a plain ``name = value``."""
@@ -231,6 +278,50 @@ class MaskBounds:
             and node.value in self.facts.params
             and not self.facts.assignments.get(node.value)
         )
+
+
+def _blocks(ancestors: list[cst.CSTNode]) -> list[tuple[list[cst.CSTNode], int]]:
+    """The blocks that hold the access, outermost first: each one's lines, and where the line that holds it is."""
+    found = []
+    for block, inside in itertools.pairwise(ancestors):
+        lines: list[cst.CSTNode] = list(block.body) if isinstance(block, (cst.IndentedBlock, cst.Module)) else []
+        if inside in lines:
+            found.append((lines, lines.index(inside)))
+    return found
+
+
+def _compared(condition: cst.BaseExpression, row: str, operator: type, flipped: type) -> cst.BaseExpression | None:
+    """``U`` of ``condition`` when it is ``row <operator> U`` or ``U <flipped> row`` (``row < U`` or ``U > row``)."""
+    if not isinstance(condition, cst.Comparison) or len(condition.comparisons) != 1:
+        return None
+    left, (comparison,) = condition.left, condition.comparisons
+    if isinstance(comparison.operator, operator) and isinstance(left, cst.Name) and left.value == row:
+        return comparison.comparator
+    right = comparison.comparator
+    if isinstance(comparison.operator, flipped) and isinstance(right, cst.Name) and right.value == row:
+        return left
+    return None
+
+
+def _exit_test(line: cst.CSTNode, row: str) -> cst.BaseExpression | None:
+    """``U`` of ``if row >= U: return`` (or ``U <= row``; ``continue`` or ``break``; nothing else in it, no ``else``)."""
+    if not isinstance(line, cst.If) or line.orelse is not None:
+        return None
+    body = line.body
+    statements = body.body if isinstance(body, cst.SimpleStatementSuite) else None
+    if (
+        isinstance(body, cst.IndentedBlock)
+        and len(body.body) == 1
+        and isinstance(body.body[0], cst.SimpleStatementLine)
+    ):
+        statements = body.body[0].body
+    if (
+        statements is None
+        or len(statements) != 1
+        or not isinstance(statements[0], (cst.Return, cst.Continue, cst.Break))
+    ):
+        return None
+    return _compared(line.test, row, cst.GreaterThanEqual, cst.LessThanEqual)
 
 
 def _conjuncts(node: cst.BaseExpression) -> list[cst.BaseExpression]:
