@@ -197,9 +197,29 @@ LEFT_ALONE = {
 }
 
 
-def lowered(body: str) -> str:
+#: Left alone where a module-level statement may bind a name the proof reads (Triton reads that global where the
+#: function reads the name before assigning it): (module head, body).
+GLOBALS = {
+    "the lanes also a global, the mask made before them": (
+        "cols = tl.constexpr(0)\n",
+        "    bufs = multicast_like(out, table[:W], shape=(M * D,))\n    mask = cols < D\n    cols = tl.arange(0, BLOCK)\n"
+        + FOR
+        + READ,
+    ),
+    "a star import, the row read before its assignment": (
+        "from consts import *\n",
+        ROWS + "    if row >= M:\n        return\n" + READ[4:] + "    row = tl.program_id(0)\n",
+    ),
+    "a module-level match capture": (
+        "match tl.constexpr(-1):\n    case row:\n        pass\n",
+        ROWS + "    if D > 0:\n        row = tl.program_id(0)\n    if row >= M:\n        return\n" + READ[4:],
+    ),
+}
+
+
+def lowered(body: str, head: str = "") -> str:
     """The line of ``body``'s first multicast access, as castpile lowers it (the loop strategy)."""
-    text = castpile.transpile((HEAD + body).encode(), "k.py", strategy="loop").decode()
+    text = castpile.transpile((head + HEAD + body).encode(), "k.py", strategy="loop").decode()
     return next(line for line in text.splitlines() if "_castpile_" in line and "bufs" in line and "=" in line)
 
 
@@ -214,6 +234,13 @@ def test_the_mask_proves_the_bounds(case):
 def test_left_alone(case):
     line = lowered(LEFT_ALONE[case])
     assert "bufs_shape0" in line and "_castpile_unbounded" not in line, line  # the bounds (or the index helper)
+
+
+@pytest.mark.parametrize("case", GLOBALS)
+def test_left_alone_where_a_global_may_stand_for_a_name(case):
+    head, body = GLOBALS[case]
+    line = lowered(body, "import triton.language as tl\n" + head)
+    assert "bufs_shape0" in line and "_castpile_unbounded" not in line, line
 
 
 # -- drawn forms against a model ------------------------------------------------------------------------------

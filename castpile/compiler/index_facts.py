@@ -147,6 +147,12 @@ class IndexFacts:
 
     # -- values kept -----------------------------------------------------------------------------------
 
+    def maybe_global(self, name: str) -> bool:
+        """Whether the module may bind ``name`` (a statement there binds it, or a star import may): what Triton
+        reads where the function reads the name before assigning it, or after assigning it in one branch only."""
+        module = self.resolver.scopes[0] if self.resolver.scopes else None
+        return module is not None and (module.bound(name) or module.starred)
+
     def widened(self, node: cst.BaseExpression) -> cst.BaseExpression | None:
         """``x`` of ``x.to(tl.int64)`` or ``tl.cast(x, tl.int64)`` (``dtype=`` too): a cast that keeps every integer
         value, else ``None``."""
@@ -183,12 +189,11 @@ class IndexFacts:
         then ever holds comes from proven assignments)."""
         names = self._proven.get(kind)
         if names is None:
-            module = self.resolver.scopes[0] if self.resolver.scopes else None
             names = {
                 n
                 for n, statements in self.assignments.items()
-                if statements and n not in self.params and not (module is not None and module.bound(n))
-            }  # a global of the name is what Triton reads where no assignment reaches (read first, one branch)
+                if statements and n not in self.params and not self.maybe_global(n)
+            }
             self._proven[kind] = names  # consulted, shrinking, while the fixpoint is found
             check = self._nonnegative_assignment if kind == "nonnegative" else self._scalar_assignment
             changed = True

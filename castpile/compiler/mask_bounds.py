@@ -30,8 +30,9 @@ part required:
   access and no assignment of ``row`` in its body comes before the access's statement (and the names' assignments) or
   holds it, or an early exit ``if row >= U: return`` (``continue``, ``break``) comes before the access in a block that
   holds it, no assignment of ``row`` between, the names assigned after it;
-* every name looked through has its one assignment on a line before the access in a block that holds it (Triton reads
-  a global of the name where the name is read first or assigned in one branch only).
+* every name looked through has its one assignment on a line before the access in a block that holds it, and the
+  module binds no global of that name (Triton reads a global of the name where the name is read first or assigned in
+  one branch only; a star import may bind any).
 
     >>> import libcst as cst
     >>> from castpile.compiler.index_facts import IndexFacts
@@ -241,7 +242,7 @@ class MaskBounds:
         a block that holds the access, before the line that does (else Triton may read another value of the name:
         a global's, where the name is read before it is assigned or assigned in one branch only)."""
         value = self._only_value(name)
-        if value is None:
+        if value is None or self.facts.maybe_global(name):
             return None
         statement = self.facts.assignments[name][0]
         for lines, at in _blocks(ancestors):

@@ -314,3 +314,15 @@ class _ScopeCollector(Walker):
 
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
         self._targets(node.target, node.value)
+
+    def visit_MatchAs(self, node: cst.MatchAs) -> None:
+        if node.name is not None:  # case x, case [*_] as x
+            self._targets(node.name)
+
+    def visit_MatchStar(self, node: cst.MatchStar) -> None:
+        if node.name is not None:
+            self._targets(node.name)
+
+    def visit_MatchMapping(self, node: cst.MatchMapping) -> None:
+        if node.rest is not None:  # case {**rest}
+            self._targets(node.rest)
