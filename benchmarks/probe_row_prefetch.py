@@ -9,14 +9,19 @@ schedule.  bf16, 4 programs per SM, 8 warps, BLOCK_D = D, W = 2..8, 4096 x 8192 
 
 import functools
 import json
-import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import torch
 import triton
 import triton.language as tl
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]
+
+from harness import GRAPH_CALLS, graphed, timed_one_gpu
 
 
 @triton.jit
@@ -119,41 +124,6 @@ def warm(job):
     )
 
 
-def timed(fns, iters, reps):
-    """Median microseconds per call, rounds interleaved across the callables."""
-    for f in fns.values():
-        f()
-    torch.cuda.synchronize()
-    s = {n: [] for n in fns}
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(reps):
-        for n, f in fns.items():
-            a.record()
-            for _ in range(iters):
-                f()
-            b.record()
-            b.synchronize()
-            s[n].append(a.elapsed_time(b) * 1000 / iters)
-    return {n: statistics.median(v) for n, v in s.items()}
-
-
-def graphed(fn, calls=20):
-    """Replay of a CUDA graph of ``calls`` calls of ``fn``."""
-    st = torch.cuda.Stream()
-    st.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(st):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(st)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(calls):
-            fn()
-    torch.cuda.synchronize()
-    return g.replay
-
-
 def main(out_path):
     """Every cell: correctness against torch, registers, graph and eager medians, bytes per second."""
     jobs = [(M, D, W, kind, pf, ef) for M, D in SHAPES for W in WS for kind in KINDS for pf, ef in VARIANTS]
@@ -205,8 +175,10 @@ def main(out_path):
                     err[name] = float((out.float() - want).abs().max())
                     regs[name] = c.n_regs
                     fns[name] = call
-                eager = timed(fns, 20, 7)
-                gr = {n: t / 20 for n, t in timed({n: graphed(f) for n, f in fns.items()}, 3, 7).items()}
+                eager = timed_one_gpu(fns, 20, 7)
+                gr = {
+                    n: t / GRAPH_CALLS for n, t in timed_one_gpu({n: graphed(f) for n, f in fns.items()}, 3, 7).items()
+                }
                 planes = W + 1 + (1 if kind >= 1 else 0)
                 moved = planes * M * D * 2
                 row = dict(

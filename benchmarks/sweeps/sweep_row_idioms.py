@@ -50,14 +50,30 @@ def modules(bodies, folder: Path) -> tuple[Path, Path, dict]:
     return cp_path, hand_path, names
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="docs/data/bench-sweep-row-idioms.json")
+def one_stack_parser(doc: str, out: str) -> argparse.ArgumentParser:
+    """The options of a one-GPU run over one-stack row kernels: ``--out`` (default ``out``), ``--bodies``,
+    ``--worlds``, ``--reps`` and ``--jobs``; ``doc``'s first line describes it."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--out", default=out)
     parser.add_argument("--bodies", nargs="+", default=["none", "res_after", "res_weight_hoisted"])
     parser.add_argument("--worlds", nargs="+", type=int, default=list(range(2, 9)))
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--jobs", type=int, default=os.cpu_count())
-    args = parser.parse_args(argv)
+    return parser
+
+
+def one_stack_inputs(W: int, dev, dt) -> tuple:
+    """Random inputs of the row kernels with one stack of ``W`` buffers (``table2`` is ``table``): the stacked
+    buffers ``s0``, ``res``, ``w``, ``out``, ``stats`` and the kernels' positional arguments."""
+    stacks = [torch.randn(M, D, device=dev, dtype=dt) for _ in range(W)]
+    table = torch.tensor([b.data_ptr() for b in stacks], device=dev, dtype=torch.int64)
+    res, w = torch.randn(M, D, device=dev, dtype=dt), torch.randn(D, device=dev, dtype=dt)
+    out, stats = torch.empty(M, D, device=dev, dtype=dt), torch.empty(M, device=dev, dtype=torch.float32)
+    return torch.stack(stacks), res, w, out, stats, (stacks[0], table, table, res, w, out, stats, M, D, EPS, ALPHA)
+
+
+def main(argv=None):
+    args = one_stack_parser(__doc__, "docs/data/bench-sweep-row-idioms.json").parse_args(argv)
     folder = Path(os.environ.get("TMPDIR", "/tmp")) / "sweep_row_idioms"
     folder.mkdir(parents=True, exist_ok=True)
     cp_path, hand_path, names = modules(args.bodies, folder)
@@ -82,12 +98,7 @@ def main(argv=None):
     dt = torch.bfloat16
     for W in args.worlds:
         torch.cuda.empty_cache()
-        stacks = [torch.randn(M, D, device=dev, dtype=dt) for _ in range(W)]
-        table = torch.tensor([b.data_ptr() for b in stacks], device=dev, dtype=torch.int64)
-        s0 = torch.stack(stacks)
-        res, w = torch.randn(M, D, device=dev, dtype=dt), torch.randn(D, device=dev, dtype=dt)
-        out, stats = torch.empty(M, D, device=dev, dtype=dt), torch.empty(M, device=dev, dtype=torch.float32)
-        kargs = (stacks[0], table, table, res, w, out, stats, M, D, EPS, ALPHA)
+        s0, res, w, out, stats, kargs = one_stack_inputs(W, dev, dt)
         for body in args.bodies:
             want, _ = expected(body, (s0, s0), res, w)
             for spelling in SPELLINGS:
