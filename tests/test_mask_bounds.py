@@ -32,6 +32,14 @@ ROWS = (
 )
 FOR = "    for row in range(tl.program_id(0), M, tl.num_programs(0)):\n"
 READ = "        x = tl.load(bufs[row * D + cols], mask=mask, other=0)\n"
+#: :data:`READ` in the function's own block (no loop).
+TOP = READ[4:]
+
+
+def at(index: str, read: str = READ) -> str:
+    """``read`` with its index spelt ``index``: ``at("offs")`` reads ``bufs[offs]``."""
+    return read.replace("row * D + cols", index)
+
 
 PROVEN = {
     "for, named mask and lanes": ROWS + FOR + READ,
@@ -53,19 +61,13 @@ PROVEN = {
     + FOR
     + READ.replace("row * D", "row * 64"),
     "the access in a branch of the loop": ROWS + FOR + "        if row % 2 == 0:\n    " + READ,
-    "a named index in the loop": ROWS
-    + FOR
-    + "        offs = row * D + cols\n"
-    + READ.replace("row * D + cols", "offs"),
-    "the row offset named in the loop": ROWS
-    + FOR
-    + "        start = row * D\n"
-    + READ.replace("row * D + cols", "start + cols"),
+    "a named index in the loop": ROWS + FOR + "        offs = row * D + cols\n" + at("offs"),
+    "the row offset named in the loop": ROWS + FOR + "        start = row * D\n" + at("start + cols"),
     "an int64 row offset": ROWS + FOR + READ.replace("row * D", "row.to(tl.int64) * D"),
     "an int64 row offset, named, after the lanes": ROWS
     + FOR
     + "        start = D * row.to(dtype=tl.int64)\n"
-    + READ.replace("row * D + cols", "cols + start"),
+    + at("cols + start"),
     "hinted lanes and row offset": ROWS.replace(
         "tl.arange(0, BLOCK)", "tl.max_contiguous(tl.multiple_of(tl.arange(0, BLOCK), BLOCK), BLOCK)"
     )
@@ -80,11 +82,11 @@ PROVEN = {
     "a row guarded by if": ROWS + "    row = tl.program_id(0)\n    if row < M:\n" + READ,
     "a row guarded by if, its offset named there": ROWS
     + "    row = tl.program_id(0)\n    if row < M:\n        start = row * D\n"
-    + READ.replace("row * D + cols", "start + cols"),
-    "an early return": ROWS + "    row = tl.program_id(0)\n    if row >= M:\n        return\n" + READ[4:],
+    + at("start + cols"),
+    "an early return": ROWS + "    row = tl.program_id(0)\n    if row >= M:\n        return\n" + TOP,
     "an early return on one line, the test reversed, the offset named after it": ROWS
     + "    row = tl.program_id(0)\n    if M <= row: return\n    start = row * D\n"
-    + READ[4:].replace("row * D + cols", "start + cols"),
+    + at("start + cols", TOP),
     "a continue in a loop": ROWS
     + "    for r in range(0, 4):\n        row = tl.program_id(0) * 4 + r\n        if row >= M:\n            continue\n"
     + READ,
@@ -99,7 +101,7 @@ PROVEN = {
     + READ,
     "a named index in the while, the step after both": ROWS
     + "    row = tl.program_id(0)\n    while row < M:\n        offs = cols + row * D\n"
-    + READ.replace("row * D + cols", "offs")
+    + at("offs")
     + "        row += tl.num_programs(0)\n",
 }
 LEFT_ALONE = {
@@ -109,7 +111,7 @@ LEFT_ALONE = {
     "|": ROWS.replace("cols < D", "(cols < D) | (cols < 4)") + FOR + READ,
     "another extent": ROWS.replace("M * D", "M * D + 1") + FOR + READ,
     "a loop past the extent": ROWS + FOR.replace("M, tl", "M + 1, tl") + READ,
-    "no loop": ROWS + "    row = tl.program_id(0)\n" + READ[4:],
+    "no loop": ROWS + "    row = tl.program_id(0)\n" + TOP,
     "the step before the access": ROWS
     + "    row = tl.program_id(0)\n    while row < M:\n        row += tl.num_programs(0)\n"
     + READ,
@@ -117,17 +119,17 @@ LEFT_ALONE = {
     "D assigned": "    D = D + 0\n" + ROWS + FOR + READ,
     "the mask assigned twice": ROWS + "    mask = cols < 2 * D\n" + FOR + READ,
     "lanes that may be negative": ROWS.replace("tl.arange(0, BLOCK)", "tl.arange(0, BLOCK) - 1") + FOR + READ,
-    "a third summand": ROWS + FOR + READ.replace("row * D + cols", "row * D + cols + 1"),
-    "a difference": ROWS + FOR + READ.replace("row * D + cols", "row * D - cols"),
+    "a third summand": ROWS + FOR + at("row * D + cols + 1"),
+    "a difference": ROWS + FOR + at("row * D - cols"),
     "a row counting down": ROWS + "    for row in range(M, 0, -1):\n" + READ,
     "the row assigned in the loop": ROWS + FOR + "        row = row + 0\n" + READ,
     "a named index assigned before the loop": ROWS
     + "    row = tl.program_id(0)\n    offs = row * D + cols\n    while row < M:\n"
-    + READ.replace("row * D + cols", "offs")
+    + at("offs")
     + "        row += tl.num_programs(0)\n",
     "a named index after the step": ROWS
     + "    row = tl.program_id(0)\n    while row < M:\n        row += tl.num_programs(0)\n        offs = row * D + cols\n"
-    + READ.replace("row * D + cols", "offs"),
+    + at("offs"),
     "lanes of a tl.static_range variable, the mask of its first pass": ROWS
     + FOR
     + "        for c in tl.static_range(2):\n            if c == 0:\n"
@@ -135,16 +137,13 @@ LEFT_ALONE = {
     + "            x = tl.load(bufs[row * D + tl.arange(c, c + BLOCK)], mask=mask, other=0)\n",
     "the row offset named before the loop": ROWS
     + "    row = tl.program_id(0)\n    start = row * D\n    while row < M:\n"
-    + READ.replace("row * D + cols", "start + cols")
+    + at("start + cols")
     + "        row += tl.num_programs(0)\n",
-    "the row offset plus one": ROWS
-    + FOR
-    + "        start = row * D + 1\n"
-    + READ.replace("row * D + cols", "start + cols"),
+    "the row offset plus one": ROWS + FOR + "        start = row * D + 1\n" + at("start + cols"),
     "the row offset named twice": ROWS
     + FOR
     + "        start = row * D\n        start = start + 0\n"
-    + READ.replace("row * D + cols", "start + cols"),
+    + at("start + cols"),
     "a narrowing cast of the row": ROWS + FOR + READ.replace("row * D", "row.to(tl.int16) * D"),
     "the access in the else of if row < M": ROWS
     + "    row = tl.program_id(0)\n    if row < M:\n        pass\n    else:\n"
@@ -155,7 +154,7 @@ LEFT_ALONE = {
     + READ,
     "the row offset named before the if": ROWS
     + "    row = tl.program_id(0)\n    start = row * D\n    if row < M:\n"
-    + READ.replace("row * D + cols", "start + cols"),
+    + at("start + cols"),
     "a comprehension's variable rebinding the row (Triton leaks it)": ROWS
     + FOR
     + "        t = [0 for row in (M,)]\n"
@@ -163,12 +162,12 @@ LEFT_ALONE = {
     "a comprehension's variable rebinding D": "    t = [0 for D in (BLOCK,)]\n" + ROWS + FOR + READ,
     "the row offset read before its assignment (a global of that name)": ROWS
     + FOR
-    + READ.replace("row * D + cols", "start + cols")
+    + at("start + cols")
     + "        start = row * D\n",
     "the row offset assigned in a branch only": ROWS
     + FOR
     + "        if D > 1:\n            start = row * D\n"
-    + READ.replace("row * D + cols", "start + cols"),
+    + at("start + cols"),
     "the mask assigned after the access": ROWS.replace("    mask = cols < D\n", "")
     + FOR
     + READ
@@ -177,23 +176,23 @@ LEFT_ALONE = {
     + FOR
     + READ
     + "        cols = tl.arange(0, BLOCK)\n",
-    "an early return off by one": ROWS + "    row = tl.program_id(0)\n    if row > M:\n        return\n" + READ[4:],
+    "an early return off by one": ROWS + "    row = tl.program_id(0)\n    if row > M:\n        return\n" + TOP,
     "an early return with an else": ROWS
     + "    row = tl.program_id(0)\n    if row >= M:\n        return\n    else:\n        pass\n"
-    + READ[4:],
+    + TOP,
     "an early exit that does more than exit": ROWS
     + "    row = tl.program_id(0)\n    if row >= M:\n        row = 0\n"
-    + READ[4:],
+    + TOP,
     "the row stepped after the early return": ROWS
     + "    row = tl.program_id(0)\n    if row >= M:\n        return\n    row += 1\n"
-    + READ[4:],
+    + TOP,
     "the offset named before the early return": ROWS
     + "    row = tl.program_id(0)\n    start = row * D\n    if row >= M:\n        return\n"
-    + READ[4:].replace("row * D + cols", "start + cols"),
+    + at("start + cols", TOP),
     "a named index assigned twice": ROWS
     + FOR
     + "        offs = row * D + cols\n        offs = offs + 0\n"
-    + READ.replace("row * D + cols", "offs"),
+    + at("offs"),
 }
 
 
@@ -208,11 +207,11 @@ GLOBALS = {
     ),
     "a star import, the row read before its assignment": (
         "from consts import *\n",
-        ROWS + "    if row >= M:\n        return\n" + READ[4:] + "    row = tl.program_id(0)\n",
+        ROWS + "    if row >= M:\n        return\n" + TOP + "    row = tl.program_id(0)\n",
     ),
     "a module-level match capture": (
         "match tl.constexpr(-1):\n    case row:\n        pass\n",
-        ROWS + "    if D > 0:\n        row = tl.program_id(0)\n    if row >= M:\n        return\n" + READ[4:],
+        ROWS + "    if D > 0:\n        row = tl.program_id(0)\n    if row >= M:\n        return\n" + TOP,
     ),
 }
 
