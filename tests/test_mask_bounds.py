@@ -11,12 +11,13 @@ issue-35 sweep's 1-D kernels equal to their hand twins'.
 
 import random
 
+import libcst as cst
 import pytest
 import torch
 
 import castpile
 from compile_sm90 import Job, compile_for_sm90, signature
-from testkit import transpiled
+from testkit import address_table, transpiled
 
 HEAD = """\
 import triton
@@ -104,7 +105,59 @@ PROVEN = {
     + at("offs")
     + "        row += tl.num_programs(0)\n",
 }
+#: A flat buffer read block by block (a collective's ``offs < n``): the mask bounds the index itself.
+BLOCKS = "    bufs = multicast_like(out, table[:W], shape=(M,))\n"
+OFFS = "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+OFFS_READ = "    x = tl.load(bufs[offs], mask=offs < M, other=0)\n"
+PROVEN |= {
+    "a block per program, offs < n": BLOCKS + OFFS + OFFS_READ,
+    "a block per program, the mask named and reversed among other conditions": BLOCKS
+    + OFFS
+    + "    mask = (M > offs) & (offs >= 0)\n"
+    + OFFS_READ.replace("offs < M", "mask"),
+    "a grid-stride while over blocks": BLOCKS
+    + "    start = tl.program_id(0) * BLOCK\n    while start < M:\n        offs = start + tl.arange(0, BLOCK)\n"
+    + "    "
+    + OFFS_READ
+    + "        start += tl.num_programs(0) * BLOCK\n",
+    "a for over blocks, its step the arange's end": BLOCKS
+    + "    for start in range(0, M, BLOCK):\n        offs = start + tl.arange(0, BLOCK)\n        mask = offs < M\n"
+    + "    "
+    + OFFS_READ.replace("offs < M", "mask"),
+    "a block per program, an extent of a product": BLOCKS.replace("(M,)", "(M * D,)")
+    + OFFS
+    + OFFS_READ.replace("offs < M", "offs < D * M"),
+}
 LEFT_ALONE = {
+    "a block size no arange of the index bounds": BLOCKS
+    + "    offs = tl.program_id(0) * D + tl.arange(0, BLOCK)\n"
+    + OFFS_READ,
+    "a block before the first": BLOCKS
+    + "    offs = (tl.program_id(0) - 1) * BLOCK + tl.arange(0, BLOCK)\n"
+    + OFFS_READ,
+    "offs <= n": BLOCKS + OFFS + OFFS_READ.replace("offs < M", "offs <= M"),
+    "the mask of another extent": BLOCKS + OFFS + OFFS_READ.replace("offs < M", "offs < M + 1"),
+    "another index than the mask's": BLOCKS + OFFS + OFFS_READ.replace("bufs[offs]", "bufs[offs + 1]"),
+    "the mask's index assigned twice": BLOCKS + OFFS + "    offs = offs + 0\n" + OFFS_READ,
+    "the mask made before the index (a global's value, or the last pass's)": BLOCKS
+    + "    for start in range(0, M, BLOCK):\n        mask = offs < M\n        offs = start + tl.arange(0, BLOCK)\n"
+    + "    "
+    + OFFS_READ.replace("offs < M", "mask"),
+    "the arange's end assigned": BLOCKS + "    BLOCK = BLOCK * 1\n" + OFFS + OFFS_READ,
+    "a reduction of a load whose other is not 0": ROWS
+    + FOR
+    + "        x = tl.sum(tl.load(bufs[row * D + cols], mask=mask, other=-5.0), axis=0)\n",
+    "a block's reduction of a load whose other is not 0": BLOCKS
+    + OFFS
+    + "    x = tl.min(tl.load(bufs[offs], mask=offs < M, other=1), axis=0)\n",
+    "the index assigned in a branch": BLOCKS + "    if D > 0:\n    " + OFFS + OFFS_READ,
+    "the mask assigned in a branch": BLOCKS
+    + OFFS
+    + "    if D > 0:\n        mask = offs < M\n"
+    + OFFS_READ.replace("offs < M", "mask"),
+    "the arange only where a constexpr may prune it": BLOCKS
+    + "    offs = tl.program_id(0) * BLOCK + (tl.arange(0, BLOCK) if W > 1 else 0)\n"
+    + OFFS_READ,
     "no mask": ROWS + FOR + "        x = bufs[row * D + cols]\n",
     "a mask that proves nothing": ROWS.replace("cols < D", "cols < D + 1") + FOR + READ,
     "<= D": ROWS.replace("cols < D", "cols <= D") + FOR + READ,
@@ -222,24 +275,138 @@ def lowered(body: str, head: str = "") -> str:
     return next(line for line in text.splitlines() if "_castpile_" in line and "bufs" in line and "=" in line)
 
 
+def bounds(line: str) -> str:
+    """The bounds argument of the helper call in ``line`` (the sixth: after the stack, W, the tile, the example and
+    the offsets), or the whole line where the call has no such argument (an index helper's)."""
+    call = next(
+        node
+        for node in _calls(cst.parse_module(line.strip() + "\n"))
+        if isinstance(node.func, cst.Name)
+        and node.func.value.startswith("_castpile_")
+        and node.func.value != "_castpile_index"
+    )
+    return cst.Module([]).code_for_node(call.args[5].value) if len(call.args) > 5 else line
+
+
+def _calls(node: cst.CSTNode):
+    if isinstance(node, cst.Call):
+        yield node
+    for child in node.children:
+        yield from _calls(child)
+
+
 @pytest.mark.parametrize("case", PROVEN)
 def test_the_mask_proves_the_bounds(case):
     line = lowered(PROVEN[case])
-    assert "_castpile_unbounded(bufs_shape0)" in line and "< bufs_shape0" not in line, line  # no bounds
+    assert bounds(line).startswith("_castpile_unbounded("), line  # no bounds
     assert ("base=" in line) is ("offs" not in PROVEN[case]), line  # the row in base=, unless the index is a name
 
 
 @pytest.mark.parametrize("case", LEFT_ALONE)
 def test_left_alone(case):
     line = lowered(LEFT_ALONE[case])
-    assert "bufs_shape0" in line and "_castpile_unbounded" not in line, line  # the bounds (or the index helper)
+    assert "_castpile_unbounded" not in bounds(line) and " < " in bounds(line), line  # the bounds (or the index helper)
 
 
 @pytest.mark.parametrize("case", GLOBALS)
 def test_left_alone_where_a_global_may_stand_for_a_name(case):
     head, body = GLOBALS[case]
     line = lowered(body, "import triton.language as tl\n" + head)
-    assert "bufs_shape0" in line and "_castpile_unbounded" not in line, line
+    assert "_castpile_unbounded" not in bounds(line) and " < " in bounds(line), line
+
+
+OTHER = """\
+import triton
+import triton.language as tl
+from castpile import multicast_like
+
+
+@triton.jit
+def rows(out, table, M, D, W: tl.constexpr, BLOCK: tl.constexpr):
+    bufs = multicast_like(out, table[:W], shape=(M * D,))
+    cols = tl.arange(0, BLOCK)
+    row = tl.program_id(0)
+    while row < M:
+        tl.store(out + row * BLOCK + cols, tl.sum(tl.load(bufs[row * D + cols], mask=cols < D, other=-50.0), axis=0))
+        row += tl.num_programs(0)
+
+
+@triton.jit
+def block(out, table, M, W: tl.constexpr, BLOCK: tl.constexpr):
+    bufs = multicast_like(out, table[:W], shape=(M,))
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out + offs, tl.sum(tl.load(bufs[offs], mask=offs < M, other=-50.0), axis=0))
+
+
+@triton.jit
+def counted(a, b):
+    return a + b + 1
+
+
+@triton.jit
+def folded(out, table, M, W: tl.constexpr, BLOCK: tl.constexpr):
+    bufs = multicast_like(out, table[:W], shape=(M,))
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out + offs, tl.reduce(tl.load(bufs[offs], mask=offs < M, other=0), 0, counted))
+"""
+
+
+@pytest.mark.parametrize("strategy", castpile.STRATEGIES)
+def test_out_of_bounds_lanes_take_no_part_in_a_reduction_whatever_other_is(strategy, tmp_path):
+    """A lane the mask turns off inside the extent gives ``other`` from each buffer; past the extent, no buffer takes
+    part and the lane is 0 (the contract's v1.1 reductions), so a mask with an ``other`` that is not 0 proves no
+    bounds."""
+    kernels = transpiled(tmp_path, OTHER, f"other_{strategy}", strategy=strategy)
+    M, D, B, w = 2, 3, 4, 2
+    bufs = [torch.arange(M * D, dtype=torch.float32) + 10 * j for j in range(w)]
+    out = torch.zeros(M * B)
+    kernels.rows[(1,)](out, address_table(bufs), M, D, w, B)
+    total = sum(bufs).view(M, D)
+    assert out.view(M, B).tolist() == [[*total[0].tolist(), -100.0], [*total[1].tolist(), 0.0]]
+    out = torch.zeros(2 * B)
+    kernels.block[(2,)](out, address_table(bufs), 5, w, B)
+    assert out.tolist() == [*sum(bufs)[:5].tolist(), 0.0, 0.0, 0.0]
+    out = torch.zeros(2 * B)  # a combine that is not 0 of zeros: past the extent still 0
+    kernels.folded[(2,)](out, address_table(bufs), 5, w, B)
+    assert out.tolist() == [*(sum(bufs)[:5] + 1).tolist(), 0.0, 0.0, 0.0]
+
+
+#: 2-D bindings: a block size is non-negative where the index evaluates ``tl.arange(0, BLOCK)`` (Triton refuses an
+#: arange whose end is not above its start), so the column's ``>= 0`` goes: (body, whether it goes).
+COLUMNS = "    bufs = multicast_like(out, table[:W], shape=(M, D))\n    row = tl.program_id(0)\n"
+BLOCK_SIZES = {
+    "column blocks, the loop's step the arange's end": (
+        COLUMNS
+        + "    for c in range(0, D, BLOCK):\n        cols = c + tl.arange(0, BLOCK)\n"
+        + "        x = tl.load(bufs[row, cols], mask=cols < D, other=0)\n",
+        True,
+    ),
+    "a column block per program": (
+        COLUMNS + "    x = tl.load(bufs[row, tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)])\n",
+        True,
+    ),
+    "a block size no arange of the index bounds": (
+        COLUMNS + "    x = tl.load(bufs[row, tl.program_id(1) * D + tl.arange(0, BLOCK)])\n",
+        False,
+    ),
+    "the arange in another statement": (
+        COLUMNS + "    y = tl.arange(0, BLOCK)\n    x = tl.load(bufs[row, tl.program_id(1) * BLOCK])\n",
+        False,
+    ),
+    "a step whose arange comes after the access": (
+        COLUMNS
+        + "    for c in range(0, D, BLOCK):\n        x = tl.load(bufs[row, c])\n        cols = c + tl.arange(0, BLOCK)\n",
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BLOCK_SIZES)
+def test_a_block_size_under_an_arange_is_non_negative(case):
+    body, goes = BLOCK_SIZES[case]
+    checked = bounds(lowered(body))
+    assert (">= 0" not in checked) is goes, checked
+    assert "(row < M)" in checked and "< D)" in checked, checked  # the other bounds stay
 
 
 # -- drawn forms against a model ------------------------------------------------------------------------------
@@ -421,6 +588,43 @@ def flat_model(case: dict, bufs: list[torch.Tensor], out_rows: int) -> tuple[tor
     return out, added
 
 
+def sentinelled(case: dict, elements: int) -> list[torch.Tensor]:
+    """``case``'s buffers: ``elements`` random integers (and 3 more), behind and ahead of them ``MARGIN`` sentinels,
+    the elements from the case's extent on sentinels too (never read, never written where the bounds hold)."""
+    generator = torch.Generator().manual_seed(len(case["source"]))
+    bufs = [torch.randint(-9, 9, (2 * MARGIN + elements + 3,), generator=generator).float() for _ in range(case["w"])]
+    for b in bufs:
+        b[:MARGIN] = 1000.0
+        b[MARGIN + case["extent"] :] = 1000.0
+    return bufs
+
+
+def dropped_bounds(cases: list[dict]) -> list[bool]:
+    """Whether each case's accesses all lose their bounds (the loop strategy); at least 5 do and 5 do not (else the
+    model checked one side of the rule only)."""
+    dropped = []
+    for case in cases:
+        text = castpile.transpile(case["source"].encode(), "k.py", strategy="loop").decode()
+        dropped.append(all("_castpile_unbounded" in line for line in text.splitlines() if "(bufs, W" in line))
+    assert 5 <= sum(dropped) <= len(dropped) - 5, dropped
+    return dropped
+
+
+def compiled_for_sm90(cases: list[dict], kernels: tuple[str, str], constexprs, tmp_path) -> dict:
+    """The failures of compiling both ``kernels`` of every case for sm_90 (``constexprs``: a case's values for the
+    parameters its kernels may take as constexprs)."""
+    jobs = []
+    for case in cases:
+        path = tmp_path / f"{case['name']}.py"
+        path.write_bytes(castpile.transpile(case["source"].encode(), str(path), strategy=case["strategy"]))
+        for kernel in kernels:
+            sig = signature(case["source"], kernel, {"out": "*fp32", "table": "*i64"})
+            values = {name: value for name, value in constexprs(case).items() if sig.get(name) == "constexpr"}
+            jobs.append(Job(path, kernel, sig, values, name=f"{case['name']} {kernel}"))
+    results = compile_for_sm90(jobs, tmp_path, processes=2)
+    return {name: result.error for name, result in results.items() if not result.ok}
+
+
 FLAT_CASES = [draw_flat(random.Random(k), k) for k in range(64)]
 
 
@@ -428,11 +632,7 @@ FLAT_CASES = [draw_flat(random.Random(k), k) for k in range(64)]
 def test_drawn_flat_row_loops_do_what_the_contract_says(case, tmp_path):
     kernels = transpiled(tmp_path, case["source"], case["name"], strategy=case["strategy"])
     M, D, w = case["M"], case["D"], case["w"]
-    generator = torch.Generator().manual_seed(len(case["source"]))
-    bufs = [torch.randint(-9, 9, (2 * MARGIN + M * D + 3,), generator=generator).float() for _ in range(w)]
-    for b in bufs:
-        b[:MARGIN] = 1000.0
-        b[MARGIN + case["extent"] :] = 1000.0  # the sentinels: never read, never written
+    bufs = sentinelled(case, M * D)
     out_rows = case["stop"] + case["grid"] + 1
     want_out, want_bufs = flat_model(case, bufs, out_rows)
     table = torch.tensor([b[MARGIN:].data_ptr() for b in bufs], dtype=torch.int64)
@@ -445,27 +645,14 @@ def test_drawn_flat_row_loops_do_what_the_contract_says(case, tmp_path):
 
 def test_the_drawn_forms_reach_both_sides_of_the_rule():
     """Some drawn cases drop the bounds and some keep them (else the model checked one side only)."""
-    dropped = []
-    for case in FLAT_CASES:
-        text = castpile.transpile(case["source"].encode(), "k.py", strategy="loop").decode()
-        dropped.append(all("_castpile_unbounded" in line for line in text.splitlines() if "(bufs, W" in line))
-    assert 5 <= sum(dropped) <= len(dropped) - 5, dropped
+    dropped = dropped_bounds(FLAT_CASES)
     for form in ("offs = ", "start = ", "if row < ", "if row >= ", ".to(tl.int64)", "step=", "tl.multiple_of("):
         assert any(form in case["source"] and d for case, d in zip(FLAT_CASES, dropped)), f"no {form!r} proven"
 
 
 def test_the_drawn_forms_compile_for_sm90(tmp_path):
-    jobs = []
-    for case in FLAT_CASES:
-        path = tmp_path / f"{case['name']}.py"
-        path.write_bytes(castpile.transpile(case["source"].encode(), str(path), strategy=case["strategy"]))
-        for kernel in ("flat_load", "flat_add"):
-            sig = signature(case["source"], kernel, {"out": "*fp32", "table": "*i64"})
-            constexprs = {"M": case["M"], "W": case["w"], "BLOCK": FLAT_BLOCK}
-            constexprs = {name: value for name, value in constexprs.items() if sig.get(name) == "constexpr"}
-            jobs.append(Job(path, kernel, sig, constexprs, name=f"{case['name']} {kernel}"))
-    results = compile_for_sm90(jobs, tmp_path, processes=2)
-    failed = {name: result.error for name, result in results.items() if not result.ok}
+    constexprs = lambda case: {"M": case["M"], "W": case["w"], "BLOCK": FLAT_BLOCK}  # noqa: E731
+    failed = compiled_for_sm90(FLAT_CASES, ("flat_load", "flat_add"), constexprs, tmp_path)
     assert not failed, failed
 
 
@@ -483,3 +670,148 @@ def test_a_float_extent_is_an_error_where_triton_compiles_the_access(tmp_path):
     results = compile_for_sm90(jobs, tmp_path, processes=1)
     assert results["i32"].ok, results["i32"].error
     assert not results["fp32"].ok and "the extent is not an integer" in results["fp32"].error
+
+
+# -- drawn block loops against a model --------------------------------------------------------------------------
+#
+# A flat buffer read and updated block by block, as collectives do (``offs = pid * BLOCK + tl.arange(0, BLOCK)``,
+# ``mask = offs < n``): one block per program, a grid-stride ``while``, or a ``for`` over the blocks; the proof's
+# forms and near misses of each condition, run against the contract with sentinels around the extent.
+
+BLOCKED = """\
+import triton
+import triton.language as tl
+from castpile import multicast_like
+
+
+@triton.jit
+def block_load(out, table, n{n_type}, S{n_type}, W: tl.constexpr, BLOCK: tl.constexpr):
+    bufs = multicast_like(out, table[:W], shape=({extent},))
+{body}        x = tl.load(bufs[{access}], mask={mask}, other=0)
+        tl.store(out + {slot} + tl.arange(0, BLOCK), tl.sum(x, axis=0))
+{step}
+
+@triton.jit
+def block_add(out, table, n{n_type}, S{n_type}, W: tl.constexpr, BLOCK: tl.constexpr):
+    bufs = multicast_like(out, table[:W], shape=({extent},))
+{body}        tl.atomic_add(bufs[{access}], 1.0, mask={mask})
+{step}
+"""
+BLOCK_N = (5, 16, 23, 40)
+
+
+def draw_blocks(rng, k: int) -> dict:
+    """One case: the kernel's text pieces and what the model needs of them."""
+    n = rng.choice(BLOCK_N)
+    miss = rng.choice((None, None, None, "lanes", "bound", "extent", "index", "block", "before"))
+    loop = rng.choice(("one", "while", "for"))
+    lanes = "tl.arange(0, BLOCK)" + (" - 1" if miss == "lanes" else "")
+    size = "S" if miss == "block" else "BLOCK"
+    first = "(tl.program_id(0) - 1)" if miss == "before" else "tl.program_id(0)"
+    bound, limit = rng.choice((("<=", 1), ("< n + 1", 1), ("|", None)) if miss == "bound" else (("<", 0), (">", 0)))
+    subject = rng.choice(("offs", "offs", "offs + 0"))
+    mask = {"<": f"{subject} < n", ">": f"n > {subject}", "<=": "offs <= n", "< n + 1": "offs < n + 1"}.get(
+        bound, "(offs < n) | (offs < 2)"
+    )
+    if rng.random() < 0.3:
+        mask = f"({mask}) & (offs >= 0)"
+    named_mask = rng.random() < 0.6
+    extent, extent_n = ("n - 3", n - 3) if miss == "extent" else rng.choice((("n", n), ("n * 1", n)))
+    lines = []
+    if loop == "one":
+        lines += [f"    offs = {first} * {size} + ({lanes})", "    if 0 == 0:"]
+        slot, step_text, starts = "tl.program_id(0) * BLOCK", "", "program"
+    elif loop == "while":
+        lines += [f"    start = {first} * {size}", "    while start < n:", f"        offs = start + ({lanes})"]
+        slot, step_text, starts = "start + BLOCK", f"        start += tl.num_programs(0) * {size}\n", "strided"
+    else:
+        lines += [f"    for start in range(0, n, {size}):", f"        offs = start + ({lanes})"]
+        slot, step_text, starts = "start + BLOCK", "", "all"
+    if named_mask:
+        lines.append(f"        mask = {mask}")
+    source = BLOCKED.format(
+        n_type=": tl.constexpr" if loop == "for" else "",
+        extent=extent,
+        body="\n".join(lines) + "\n",
+        access="offs + 1" if miss == "index" else "offs",
+        mask="mask" if named_mask else mask,
+        slot=slot,
+        step=step_text,
+    )
+    return dict(
+        source=source,
+        name=f"blocks_{k}",
+        n=n,
+        starts=starts,
+        first=-1 if miss == "before" else 0,
+        lanes_shift=-1 if miss == "lanes" else 0,
+        index_shift=1 if miss == "index" else 0,
+        limit=limit,
+        extent=extent_n,
+        w=rng.choice((1, 2, 3)),
+        grid=rng.choice((1, 2, 3)),
+        strategy=rng.choice(castpile.STRATEGIES),
+    )
+
+
+def block_starts(case: dict) -> list[tuple[int, int]]:
+    """(slot, start) of every block the programs read, in order, as Python runs the loops (repeats included)."""
+    found = []
+    for program in range(case["grid"]):
+        if case["starts"] == "program":
+            found.append((program * FLAT_BLOCK, (program + case["first"]) * FLAT_BLOCK))
+        elif case["starts"] == "strided":
+            start = (program + case["first"]) * FLAT_BLOCK
+            while start < case["n"]:
+                found.append((start + FLAT_BLOCK, start))
+                start += case["grid"] * FLAT_BLOCK
+        else:
+            found += [(start + FLAT_BLOCK, start) for start in range(0, case["n"], FLAT_BLOCK)]
+    return found
+
+
+def block_model(case: dict, bufs: list[torch.Tensor], out_size: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """What the contract says block_load stores in ``out`` and block_add leaves in the buffers (with margins)."""
+    out = torch.zeros(out_size)
+    added = [b.clone() for b in bufs]
+    for slot, start in block_starts(case):
+        for lane in range(FLAT_BLOCK):
+            offs = start + lane + case["lanes_shift"]
+            i = offs + case["index_shift"]
+            limit = case["limit"]
+            active = offs < case["n"] + limit if limit is not None else (offs < case["n"] or offs < 2)
+            if active and 0 <= i < case["extent"]:
+                out[slot + lane] = sum(float(b[MARGIN + i]) for b in bufs)
+                for a in added:
+                    a[MARGIN + i] += 1
+    return out, added
+
+
+BLOCK_CASES = [draw_blocks(random.Random(1000 + k), k) for k in range(48)]
+
+
+@pytest.mark.parametrize("case", BLOCK_CASES, ids=lambda c: c["name"])
+def test_drawn_block_loops_do_what_the_contract_says(case, tmp_path):
+    kernels = transpiled(tmp_path, case["source"], case["name"], strategy=case["strategy"])
+    n, w = case["n"], case["w"]
+    bufs = sentinelled(case, n)
+    out_size = (case["grid"] + 2) * FLAT_BLOCK + n
+    want_out, want_bufs = block_model(case, bufs, out_size)
+    table = torch.tensor([b[MARGIN:].data_ptr() for b in bufs], dtype=torch.int64)
+    out = torch.zeros(out_size)
+    kernels.block_load[(case["grid"],)](out, table, n, FLAT_BLOCK, w, FLAT_BLOCK)
+    assert torch.equal(out, want_out), case["source"]
+    kernels.block_add[(case["grid"],)](out, table, n, FLAT_BLOCK, w, FLAT_BLOCK)
+    assert all(torch.equal(b, e) for b, e in zip(bufs, want_bufs)), case["source"]
+
+
+def test_the_drawn_block_loops_reach_both_sides_of_the_rule():
+    dropped = dropped_bounds(BLOCK_CASES)
+    for form in ("if 0 == 0", "while start", "for start", "mask = ", "n > ", "offs + 0 <"):
+        assert any(form in case["source"] and d for case, d in zip(BLOCK_CASES, dropped)), f"no {form!r} proven"
+
+
+def test_the_drawn_block_loops_compile_for_sm90(tmp_path):
+    constexprs = lambda case: {"n": case["n"], "S": FLAT_BLOCK, "W": case["w"], "BLOCK": FLAT_BLOCK}  # noqa: E731
+    failed = compiled_for_sm90(BLOCK_CASES, ("block_load", "block_add"), constexprs, tmp_path)
+    assert not failed, failed

@@ -23,6 +23,7 @@ import libcst as cst
 
 from . import diagnostics
 from .analysis_targets import TargetChecks
+from .arange_ends import evaluated_ends
 from .contract import (
     CALL_PARAMS,
     FLAG_OPTIONS,
@@ -39,6 +40,7 @@ from .contract import (
     literal_int,
     literal_string,
 )
+from .index_facts import IndexFacts
 from .mask_bounds import MaskBounds
 from .passing import Helpers
 from .plan import Access, AugStore, Binding, CallOn, GuardedReduce, Load, Plan, Reduction, Step, Store
@@ -301,7 +303,7 @@ class _ModuleAnalyser(TargetChecks):
         if access.binding.peer is not None:  # one peer, P = (): axis 0 is an element dim, an ordinary reduction
             return
         self.own(access)
-        if load is not None and not self._element_mask(access, load, load_positions, "load"):
+        if load is not None and not self._element_mask(access, load, load_positions, "load", reduction=op):
             self.owned.add(load)
             return
         if load is not None:
@@ -390,9 +392,14 @@ class _ModuleAnalyser(TargetChecks):
             node = node.expression
         return isinstance(node, (cst.Integer, cst.Float)) or constexpr_ok(node, self.constexprs)
 
-    def _element_mask(self, access: Access, call: cst.Call, positions: dict[str, int], op: str) -> bool:
+    def _element_mask(
+        self, access: Access, call: cst.Call, positions: dict[str, int], op: str, reduction: str | None = None
+    ) -> bool:
         """Whether the ``mask=`` of ``call`` on ``access`` (if any) is not one flag per buffer (see
-        :mod:`castpile.compiler.stack_masks`); else an error."""
+        :mod:`castpile.compiler.stack_masks`); else an error.  Where the mask proves the bounds, ``access`` is
+        marked ``mask_bounded``, except for a ``tl.load`` whose ``other`` is not a literal 0 or that a ``tl.reduce``
+        folds over the stack (``reduction``): its combine function folds each buffer's ``other`` where the mask is
+        off, and no buffer past the extent (0)."""
         if "mask" not in positions:
             return True
         mask = call.args[positions["mask"]].value
@@ -406,7 +413,12 @@ class _ModuleAnalyser(TargetChecks):
             return True
         arange = aranges.per_buffer(access.binding, indices, mask)
         if arange is None:
-            access.mask_bounded = op not in ("atomic_cas", "signal", "wait") and self._mask_bounds(access, mask)
+            access.mask_bounded = (
+                op not in ("atomic_cas", "signal", "wait")
+                and ("other" not in positions or _zero(call.args[positions["other"]].value))
+                and reduction != "reduce"
+                and self._mask_bounds(access, mask)
+            )
             return True
         name = access.binding.name
         self.plan.error(mask, diagnostics.PER_BUFFER_MASK, op=op, name=name, arange=arange)
@@ -415,12 +427,22 @@ class _ModuleAnalyser(TargetChecks):
     def _mask_bounds(self, access: Access, mask: cst.BaseExpression) -> bool:
         """Whether ``mask`` proves the one index of ``access`` inside its binding's one extent (see
         :mod:`castpile.compiler.mask_bounds`)."""
-        binding, facts = access.binding, self.fact_frames[-1]
-        if facts is None or binding.remote is not None or binding.shape is None or len(binding.shape) != 1:
+        binding = access.binding
+        if binding.remote is not None or binding.shape is None or len(binding.shape) != 1:
             return False
         if len(access.subscript.slice) != 1 or not isinstance(index := access.subscript.slice[0].slice, cst.Index):
             return False
-        return MaskBounds(facts).holds(index.value, binding.shape[0], mask, self.ancestors)
+        facts = self._facts_at([index.value])
+        return facts is not None and MaskBounds(facts).holds(index.value, binding.shape[0], mask, self.ancestors)
+
+    def _facts_at(self, indices: list[cst.BaseExpression]) -> IndexFacts | None:
+        """The jit function's index facts where the access with ``indices`` is: the parameters that end an arange
+        the indices evaluate known positive (:mod:`castpile.compiler.arange_ends`); ``None`` outside a jit function."""
+        facts = self.fact_frames[-1]
+        if facts is None:
+            return None
+        proof = MaskBounds(facts)
+        return facts.assuming(evaluated_ends(indices, facts, lambda name: proof.value_before(name, self.ancestors)))
 
     def _owned_memory(self, access: Access, call: cst.Call, positions: dict[str, int], op: str) -> bool:
         """Whether a compare-and-swap on ``access`` (``tl.atomic_cas``, ``castpile.signal`` with ``wait_for``) has
@@ -495,7 +517,7 @@ class _ModuleAnalyser(TargetChecks):
             )
         explicit = [v for v in values if not isinstance(v, cst.Ellipsis)]
         access.pure_indices = [self.pure(v) for v in explicit]
-        facts = self.fact_frames[-1]
+        facts = self._facts_at(explicit)
         if facts is not None:
             access.nonnegative = [facts.nonnegative(v) for v in explicit]
             access.summands = [facts.summands(v) for v in explicit]
@@ -544,6 +566,15 @@ _NOT_INTEGERS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, 
 
 def _indices(count: int) -> str:
     return f"{count} index" if count == 1 else f"{count} indices"
+
+
+def _zero(node: cst.BaseExpression) -> bool:
+    """A literal 0 (``0``, ``0.0``, ``-0.0``): a load's ``other`` under which a lane the mask turns off reduces as a
+    lane past the extent does in a sum, max, min, argmax, argmin or bitwise reduction (no buffer taking part gives 0;
+    the contract's stack reductions), so the mask may stand for the bounds."""
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+        node = node.expression
+    return isinstance(node, (cst.Integer, cst.Float)) and node.evaluated_value == 0
 
 
 def _code(node: cst.CSTNode) -> str:

@@ -5,7 +5,8 @@ Both decide how an access is lowered (docs/language.md, "What castpile emits for
 * an index proven non-negative gets no ``i >= 0`` in the bounds mask.  The proof: integer literals,
   ``tl.program_id``, ``tl.num_programs``, ``tl.arange(a, b)`` with ``a`` proven, sums and products of proven
   expressions (``//`` and ``%`` by a positive literal too), ``x[:, None]``-style subscripts, ``tl.multiple_of`` /
-  ``tl.max_contiguous`` / ``tl.max_constancy`` of one, and names that are no parameter and whose every assignment
+  ``tl.max_contiguous`` / ``tl.max_constancy`` of one, parameters known positive where the access is
+  (:meth:`IndexFacts.assuming`), and names that are no parameter and whose every assignment
   in the function is proven: ``=`` (and ``:=``) of a proven value, ``+=`` / ``*=`` of one, and ``for`` over
   ``range`` / ``tl.range`` / ``tl.static_range`` starting at a proven value with a proven step (counting up).
   Names assigned in a cycle (``row += nprog``) are proven together: every value any of them ever holds is made
@@ -46,11 +47,38 @@ class IndexFacts:
     ``for``, ``with``... as :class:`castpile.compiler.bindings.JitBindings` collects them), ``params`` its
     parameters' names."""
 
-    def __init__(self, resolver: Resolver, assignments: dict[str, list[cst.CSTNode]], params: set[str]):
+    def __init__(
+        self,
+        resolver: Resolver,
+        assignments: dict[str, list[cst.CSTNode]],
+        params: set[str],
+        positive: frozenset[str] = frozenset(),
+    ):
         self.resolver = resolver
         self.assignments = assignments
         self.params = params
+        self.positive = positive
         self._proven: dict[str, set[str]] = {}
+        self._assumed: dict[frozenset[str], IndexFacts] = {}
+
+    def assuming(self, positive: frozenset[str]) -> IndexFacts:
+        """These facts where the parameters in ``positive`` are known to be positive (where an access is, its index
+        evaluating ``tl.arange(0, P)``: :mod:`castpile.compiler.arange_ends`); the same object if nothing is new.
+
+            >>> from castpile.compiler.scopes import Resolver, Scope, collect_scope
+            >>> scope = Scope()
+            >>> collect_scope(cst.parse_module("import triton.language as tl\\n").body, scope)
+            >>> facts = IndexFacts(Resolver([scope]), {}, {"B"})
+            >>> index = cst.parse_expression("tl.program_id(0) * B")
+            >>> facts.nonnegative(index), facts.assuming(frozenset({"B"})).nonnegative(index)
+            (False, True)
+        """
+        if positive <= self.positive:
+            return self
+        known = self.positive | positive
+        if known not in self._assumed:
+            self._assumed[known] = IndexFacts(self.resolver, self.assignments, self.params, known)
+        return self._assumed[known]
 
     # -- non-negative ------------------------------------------------------------------------------
 
@@ -59,7 +87,7 @@ class IndexFacts:
         if isinstance(node, cst.Integer):
             return True
         if isinstance(node, cst.Name):
-            return self._name(node.value, "nonnegative")
+            return node.value in self.positive or self._name(node.value, "nonnegative")
         if isinstance(node, cst.BinaryOperation):
             if isinstance(node.operator, (cst.Add, cst.Multiply)):
                 return self.nonnegative(node.left) and self.nonnegative(node.right)

@@ -34,6 +34,12 @@ part required:
   module binds no global of that name (Triton reads a global of the name where the name is read first or assigned in
   one branch only; a star import may bind any).
 
+A block of a flat buffer (``offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)``, ``mask = offs < n``,
+``shape=(n,)``) is the simpler case: the index proven non-negative (``BLOCK`` by :mod:`.arange_ends`) and the mask
+a ``&`` of conditions with ``offs < F`` among them, ``F`` equal to the extent, literals and parameters never
+assigned on both sides; a mask read through its name reads the index's value (the index's one assignment comes
+before the mask's).
+
     >>> import libcst as cst
     >>> from castpile.compiler.index_facts import IndexFacts
     >>> from castpile.compiler.scopes import Resolver, Scope, collect_scope
@@ -80,10 +86,12 @@ class MaskBounds:
     ) -> bool:
         """Whether ``index`` lies in ``[0, extent)`` wherever ``mask`` holds (``ancestors``: the nodes that hold the
         access, outermost first)."""
+        if self._masks_index(index, extent, mask, ancestors):
+            return True
         sites: list[cst.CSTNode] = []
         if isinstance(index, cst.Name):  # offs = row * D + cols, assigned once where the row is bounded
             statements = self.facts.assignments.get(index.value, [])
-            value = self._value_before(index.value, ancestors)
+            value = self.value_before(index.value, ancestors)
             if value is None:
                 return False
             index, sites = value, statements
@@ -115,7 +123,7 @@ class MaskBounds:
         sites: list[cst.CSTNode] = []
         node = self.facts.unhinted(node)
         if isinstance(node, cst.Name):  # start = row * D
-            value = self._value_before(node.value, ancestors)
+            value = self.value_before(node.value, ancestors)
             if value is None:
                 return None, sites
             sites = self.facts.assignments[node.value]
@@ -124,11 +132,55 @@ class MaskBounds:
             return node, sites
         return None, sites
 
+    # -- a block of a flat buffer: 0 <= offs and offs < E under the mask -------------------------------------
+
+    def _masks_index(
+        self,
+        index: cst.BaseExpression,
+        extent: cst.BaseExpression,
+        mask: cst.BaseExpression,
+        ancestors: list[cst.CSTNode],
+    ) -> bool:
+        """Whether ``index`` is proven non-negative and ``mask`` is a ``&`` of conditions with ``index < F`` (``F >
+        index``) among them, ``F`` equal to ``extent`` and both made of literals and parameters never assigned;
+        a mask read through its name must read the index's value: the index a parameter never assigned, or a name
+        whose one assignment comes before the mask's."""
+        if not self.facts.nonnegative(index) or not self._constant(extent):
+            return False
+        masked = mask
+        if isinstance(mask, cst.Name):
+            value = self.value_before(mask.value, ancestors)
+            if value is None or not self._read_before(index, mask.value, ancestors):
+                return False
+            masked = value
+        for condition in _conjuncts(masked):
+            limit = _upper(condition, index)
+            if (
+                limit is not None
+                and self._constant(limit)
+                and simplify(f"({_code(limit)})") == simplify(f"({_code(extent)})")
+            ):
+                return True
+        return False
+
+    def _read_before(self, index: cst.BaseExpression, mask: str, ancestors: list[cst.CSTNode]) -> bool:
+        """Whether the mask's one assignment reads the value ``index`` has at the access: ``index`` is a parameter
+        never assigned, or a name whose one assignment runs before the access (:meth:`value_before`) and before the
+        mask's, on an earlier line of an outer or the same block (earlier on the same line)."""
+        if not isinstance(index, cst.Name):
+            return False
+        if self._fixed(index):
+            return True
+        if self.value_before(index.value, ancestors) is None:
+            return False
+        assigned, masked = (_position(self.facts.assignments[name][0], ancestors) for name in (index.value, mask))
+        return assigned is not None and masked is not None and assigned < masked
+
     # -- the lanes: t = tl.arange(a, b), 0 <= t < c under the mask ------------------------------------------
 
     def _arange(self, node: cst.BaseExpression, ancestors: list[cst.CSTNode]) -> cst.Call | None:
         """The ``tl.arange`` call ``node`` is, or that a name's one assignment gives it."""
-        value = self._value_before(node.value, ancestors) if isinstance(node, cst.Name) else node
+        value = self.value_before(node.value, ancestors) if isinstance(node, cst.Name) else node
         value = None if value is None else self.facts.unhinted(value)
         if not isinstance(value, cst.Call) or self.facts.resolver.triton_language(value.func) != "arange":
             return None
@@ -145,7 +197,7 @@ class MaskBounds:
     ) -> bool:
         """Whether ``mask`` is a ``&`` of conditions with ``lanes < scale`` among them."""
         if isinstance(mask, cst.Name):
-            value = self._value_before(mask.value, ancestors)
+            value = self.value_before(mask.value, ancestors)
             if value is None:
                 return False
             mask = value
@@ -237,7 +289,7 @@ class MaskBounds:
 
     # -- shared ----------------------------------------------------------------------------------------------
 
-    def _value_before(self, name: str, ancestors: list[cst.CSTNode]) -> cst.BaseExpression | None:
+    def value_before(self, name: str, ancestors: list[cst.CSTNode]) -> cst.BaseExpression | None:
         """:meth:`_only_value`, where that assignment runs before the access whenever the access runs: a line of
         a block that holds the access, before the line that does (else Triton may read another value of the name:
         a global's, where the name is read before it is assigned or assigned in one branch only)."""
@@ -289,6 +341,49 @@ def _blocks(ancestors: list[cst.CSTNode]) -> list[tuple[list[cst.CSTNode], int]]
         if inside in lines:
             found.append((lines, lines.index(inside)))
     return found
+
+
+def _position(statement: cst.CSTNode, ancestors: list[cst.CSTNode]) -> tuple[int, int, int] | None:
+    """Where ``statement`` is among the lines before the access in the blocks that hold it: (the block's depth, the
+    line, the statement's place on the line); statements of an outer block come first."""
+    for depth, (lines, at) in enumerate(_blocks(ancestors)):
+        for number, line in enumerate(lines[:at]):
+            if isinstance(line, cst.SimpleStatementLine):
+                for place, small in enumerate(line.body):
+                    if _holds_any(small, {id(statement)}):
+                        return depth, number, place
+    return None
+
+
+def _upper(condition: cst.BaseExpression, index: cst.BaseExpression) -> cst.BaseExpression | None:
+    """``F`` of ``condition`` when it is ``index < F`` or ``F > index`` (the index spelt alike, or ``+ - *`` of the
+    same names and literals that the algebra finds equal to it: ``offs + 0``)."""
+    if not isinstance(condition, cst.Comparison) or len(condition.comparisons) != 1:
+        return None
+    operator, right = condition.comparisons[0].operator, condition.comparisons[0].comparator
+    if isinstance(operator, cst.LessThan) and _same(condition.left, index):
+        return right
+    if isinstance(operator, cst.GreaterThan) and _same(right, index):
+        return condition.left
+    return None
+
+
+def _same(node: cst.BaseExpression, index: cst.BaseExpression) -> bool:
+    if node.deep_equals(index):
+        return True
+    return _polynomial(node) and _polynomial(index) and simplify(f"({_code(node)})") == simplify(f"({_code(index)})")
+
+
+def _polynomial(node: cst.BaseExpression) -> bool:
+    """Integer literals and names under ``+ - *``."""
+    if isinstance(node, (cst.Integer, cst.Name)):
+        return True
+    return (
+        isinstance(node, cst.BinaryOperation)
+        and isinstance(node.operator, (cst.Add, cst.Subtract, cst.Multiply))
+        and _polynomial(node.left)
+        and _polynomial(node.right)
+    )
 
 
 def _compared(condition: cst.BaseExpression, row: str, operator: type, flipped: type) -> cst.BaseExpression | None:

@@ -187,14 +187,31 @@ KERNEL_CASES = [
         {
             "loop": dedent("""\
                 bufs = table
-                x = _castpile_load_loop(bufs, W, None, out, BLOCK*tl.program_id(0) + offs, (BLOCK*tl.program_id(0) + offs >= 0) & (BLOCK*tl.program_id(0) + offs < n))
+                x = _castpile_load_loop(bufs, W, None, out, BLOCK*tl.program_id(0) + offs, (BLOCK*tl.program_id(0) + offs < n))
             """),
             "gather": dedent("""\
                 bufs = table
-                x = _castpile_load_gather(bufs, W, None, out, BLOCK*tl.program_id(0) + offs, (BLOCK*tl.program_id(0) + offs >= 0) & (BLOCK*tl.program_id(0) + offs < n))
+                x = _castpile_load_gather(bufs, W, None, out, BLOCK*tl.program_id(0) + offs, (BLOCK*tl.program_id(0) + offs < n))
             """),
         },
-        id="1-D with shape=: a dim mixing scalar and tensor summands stays whole, its lower bound kept (BLOCK proves nothing)",
+        id="1-D with shape=: a dim mixing scalar and tensor summands stays whole, no lower bound (BLOCK ends offs's arange)",
+    ),
+    pytest.param(
+        dedent("""\
+            bufs = multicast_like(out, table[:W], shape=(n,))
+            x = bufs[tl.program_id(0) * C + offs]
+        """),
+        {
+            "loop": dedent("""\
+                bufs = table
+                x = _castpile_load_loop(bufs, W, None, out, C*tl.program_id(0) + offs, (C*tl.program_id(0) + offs >= 0) & (C*tl.program_id(0) + offs < n))
+            """),
+            "gather": dedent("""\
+                bufs = table
+                x = _castpile_load_gather(bufs, W, None, out, C*tl.program_id(0) + offs, (C*tl.program_id(0) + offs >= 0) & (C*tl.program_id(0) + offs < n))
+            """),
+        },
+        id="1-D with shape=: its lower bound kept where the block size ends no arange of the index (C proves nothing)",
     ),
     pytest.param(
         dedent("""\

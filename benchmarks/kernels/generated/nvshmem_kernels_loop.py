@@ -35,7 +35,7 @@ def all_reduce_remote(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.cons
     tile = tl.program_id(0)
     while tile < tl.cdiv(n, BLOCK):
         offs = tile * BLOCK + tl.arange(0, BLOCK)
-        total = _castpile_reduce_remote(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n), buf_ptrs, "sum", steps="to", operands=(tl.float32,))
+        total = _castpile_reduce_remote(bufs, WORLD, None, buf, offs, (offs < n), buf_ptrs, "sum", steps="to", operands=(tl.float32,))
         tl.store(out + offs, total.to(out.dtype.element_ty), mask=offs < n)
         tile += tl.num_programs(0)
     remote_barrier(pad, pad_ptrs, rank, WORLD)
@@ -74,7 +74,7 @@ def all_gather_remote(buf, buf_ptrs, pad, pad_ptrs, rank, n, WORLD: tl.constexpr
     tile = tl.program_id(0)
     while tile < tl.cdiv(n, BLOCK):
         cols = tile * BLOCK + tl.arange(0, BLOCK)
-        _castpile_store_remote(bufs, WORLD, None, buf, cols + n*rank, (rank >= 0) & (rank < WORLD) & (cols >= 0) & (cols < n), buf_ptrs, tl.load(buf + rank * n + cols, mask=cols < n)[None, :], site='benchmarks/kernels/nvshmem_kernels.py:77')
+        _castpile_store_remote(bufs, WORLD, None, buf, cols + n*rank, (rank >= 0) & (rank < WORLD) & (cols < n), buf_ptrs, tl.load(buf + rank * n + cols, mask=cols < n)[None, :], site='benchmarks/kernels/nvshmem_kernels.py:77')
         tile += tl.num_programs(0)
     remote_barrier(pad, pad_ptrs, rank, WORLD)  # every row has arrived: a remote signal follows a quiet
 

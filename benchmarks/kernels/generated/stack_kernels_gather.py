@@ -16,7 +16,7 @@ def stack_sum(ex, table, out, n, W: tl.constexpr, BLOCK: tl.constexpr):
     """``out = sum of the W buffers`` (fp32 accumulation)."""
     bufs = table
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    total = _castpile_reduce_loop(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), "sum", steps="to", operands=(tl.float32,), align=16)
+    total = _castpile_reduce_loop(bufs, W, None, ex, offs, (offs < n), "sum", steps="to", operands=(tl.float32,), align=16)
     tl.store(out + offs, total.to(out.dtype.element_ty), mask=offs < n)
 
 
@@ -26,7 +26,7 @@ def stack_store(ex, table, src, n, W: tl.constexpr, BLOCK: tl.constexpr):
     bufs = table
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(src + offs, mask=offs < n)
-    _castpile_store_gather(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), x[None, :], align=16, site='benchmarks/kernels/stack_kernels.py:29')
+    _castpile_store_gather(bufs, W, None, ex, offs, (offs < n), x[None, :], align=16, site='benchmarks/kernels/stack_kernels.py:29')
 
 
 @triton.jit
@@ -35,7 +35,7 @@ def stack_store_cs(ex, table, src, n, W: tl.constexpr, BLOCK: tl.constexpr):
     bufs = table
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(src + offs, mask=offs < n)
-    _castpile_store_gather(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), x[None, :], cache_modifier=".cs", align=16, site='benchmarks/kernels/stack_kernels.py:38')
+    _castpile_store_gather(bufs, W, None, ex, offs, (offs < n), x[None, :], cache_modifier=".cs", align=16, site='benchmarks/kernels/stack_kernels.py:38')
 
 
 @triton.jit
@@ -44,7 +44,7 @@ def stack_gather(ex, table, out, n, W: tl.constexpr, BLOCK: tl.constexpr):
     bufs = table
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     rows = tl.arange(0, W)[:, None]
-    tl.store(out + rows * n + offs[None, :], _castpile_load_gather(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), align=16), mask=offs[None, :] < n)
+    tl.store(out + rows * n + offs[None, :], _castpile_load_gather(bufs, W, None, ex, offs, (offs < n), align=16), mask=offs[None, :] < n)
 
 
 @triton.jit
@@ -52,7 +52,7 @@ def stack_sum_u(ex, table, out, n, W: tl.constexpr, BLOCK: tl.constexpr):
     """``stack_sum`` without ``align=``."""
     bufs = table
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    total = _castpile_reduce_loop(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), "sum", steps="to", operands=(tl.float32,))
+    total = _castpile_reduce_loop(bufs, W, None, ex, offs, (offs < n), "sum", steps="to", operands=(tl.float32,))
     tl.store(out + offs, total.to(out.dtype.element_ty), mask=offs < n)
 
 
@@ -62,7 +62,7 @@ def stack_store_u(ex, table, src, n, W: tl.constexpr, BLOCK: tl.constexpr):
     bufs = table
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(src + offs, mask=offs < n)
-    _castpile_store_gather(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), x[None, :], site='benchmarks/kernels/stack_kernels.py:65')
+    _castpile_store_gather(bufs, W, None, ex, offs, (offs < n), x[None, :], site='benchmarks/kernels/stack_kernels.py:65')
 
 
 @triton.jit
@@ -71,7 +71,7 @@ def stack_gather_u(ex, table, out, n, W: tl.constexpr, BLOCK: tl.constexpr):
     bufs = table
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     rows = tl.arange(0, W)[:, None]
-    tl.store(out + rows * n + offs[None, :], _castpile_load_gather(bufs, W, None, ex, offs, (offs >= 0) & (offs < n)), mask=offs[None, :] < n)
+    tl.store(out + rows * n + offs[None, :], _castpile_load_gather(bufs, W, None, ex, offs, (offs < n)), mask=offs[None, :] < n)
 
 
 @triton.jit
@@ -80,7 +80,7 @@ def stack_scatter_add(ex, table, vals, n, W: tl.constexpr, BLOCK: tl.constexpr):
     bufs = table
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     v = tl.load(vals + offs, mask=offs < n)
-    _castpile_atomic_gather(bufs, W, None, ex, offs, (offs >= 0) & (offs < n), "add", v[None, :], sem="relaxed", align=16, keep_old=False)
+    _castpile_atomic_gather(bufs, W, None, ex, offs, (offs < n), "add", v[None, :], sem="relaxed", align=16, keep_old=False)
 
 
 @triton.jit

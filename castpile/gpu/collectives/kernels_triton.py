@@ -66,7 +66,7 @@ def one_shot_all_reduce(buf, buf_ptrs, pad, pad_ptrs, out, rank, n, WORLD: tl.co
     tile = tl.program_id(0)
     while tile < tl.cdiv(n, BLOCK):
         offs = tile * BLOCK + tl.arange(0, BLOCK)
-        total = _castpile_reduce_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < n), "sum", steps="to", operands=(tl.float32,), align=16)
+        total = _castpile_reduce_loop(bufs, WORLD, None, buf, offs, (offs < n), "sum", steps="to", operands=(tl.float32,), align=16)
         tl.store(out + offs, total.to(out.dtype.element_ty), mask=offs < n)
         tile += tl.num_programs(0)
     if BARRIER:
@@ -146,7 +146,7 @@ def all_gather(buf, buf_ptrs, pad, pad_ptrs, out, rank, m, WORLD: tl.constexpr,
     tile = tl.program_id(0)
     while tile < tl.cdiv(m, BLOCK):
         offs = tile * BLOCK + tl.arange(0, BLOCK)
-        tl.store(out + rows * m + offs[None, :], _castpile_load_loop(bufs, WORLD, None, buf, offs, (offs >= 0) & (offs < m), align=16), mask=(rows < WORLD) & (offs[None, :] < m))
+        tl.store(out + rows * m + offs[None, :], _castpile_load_loop(bufs, WORLD, None, buf, offs, (offs < m), align=16), mask=(rows < WORLD) & (offs[None, :] < m))
         tile += tl.num_programs(0)
     if BARRIER:
         barrier(pad, pad_ptrs, rank, WORLD, True)

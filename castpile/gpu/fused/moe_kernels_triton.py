@@ -169,7 +169,7 @@ def moe_dispatch(x, topk_idx, topk_weights, hist, sends, recv_x, recv_x_ptrs, me
         for h0 in range(0, H, HB):
             cols = h0 + tl.arange(0, HB)
             row = tl.load(x + t.to(tl.int64)[:, None] * H + cols[None, :], mask=(t < hi)[:, None] & (cols < H)[None, :])
-            _castpile_store_gather(dst, dst.numel, dst_mask, recv_x, cols, (cols >= 0) & (cols < H), row[None, :, :], align=16, site='castpile/gpu/fused/moe_kernels.py:172')
+            _castpile_store_gather(dst, dst.numel, dst_mask, recv_x, cols, (cols < H), row[None, :, :], align=16, site='castpile/gpu/fused/moe_kernels.py:172')
         info = meta_base + at * (M * 4); info_mask = go > 0
         _castpile_store_gather(info, info.numel, info_mask, meta, 0, (0 < M), t[None, :], site='castpile/gpu/fused/moe_kernels.py:174')
         _castpile_store_gather(info, info.numel, info_mask, meta, ks + 1, (ks + 1 < M), e[None, :, :], ks < K, site='castpile/gpu/fused/moe_kernels.py:175')
@@ -269,7 +269,7 @@ def moe_combine(expert_out, out, slot_positions, sends, meta, ranges, comb, comb
                 )
                 for h0 in range(0, H, HB):
                     cols = h0 + tl.arange(0, HB)
-                    _castpile_store_gather(back, back.numel, back_mask, comb, cols, (cols >= 0) & (cols < H), _partial(expert_out, slot_positions, meta, r, live, cols, H, K), align=16, site='castpile/gpu/fused/moe_kernels.py:272')
+                    _castpile_store_gather(back, back.numel, back_mask, comb, cols, (cols < H), _partial(expert_out, slot_positions, meta, r, live, cols, H, K), align=16, site='castpile/gpu/fused/moe_kernels.py:272')
         j += TB
     barrier(pad, pad_ptrs, rank, WORLD, True)  # block b of every rank has pushed its partials for these tokens
     _sum_partials(comb, sends, out, T, H, ROW, WORLD, TB, HB)
