@@ -507,3 +507,45 @@ def test_the_mask_rules_idioms_compile_to_their_hand_twins_ptx_for_sm90(tmp_path
         != sorted(instructions(results[f"hand_none_for_i{k}"].ptx.read_text()))
     ]
     assert not differ, f"PTX other than the hand twin's instructions: {differ}"
+
+
+# -- rows in column blocks: the rules applied, the hand twin's PTX ---------------------------------------------
+#
+# benchmarks/kernels/column_blocks.py: the layer-norm tutorial's loops around a stacked reduction, over a 1-D
+# binding (the mask rule drops the bounds) and a 2-D one (``cols >= 0`` goes), compiled for sm_90 against the hand
+# twins in the same module; the 1-D kernels with the bounds they had before the mask rule covered column blocks
+# (``row_bodies_spec.before_rule``) have more instructions.
+
+COLUMN_BLOCKS = KERNELS / "column_blocks.py"
+
+
+def test_column_blocks_compile_to_their_hand_twins_ptx_for_sm90(tmp_path):
+    path = tmp_path / "column_blocks.py"
+    lowered = castpile.transpile(COLUMN_BLOCKS.read_bytes(), str(path), strategy="loop").decode()
+    assert (
+        len(re.findall(r"_castpile_unbounded\(bufs_shape0_*\)", lowered)) == 3 and "(row < M) & (cols < D)" in lowered
+    ), lowered
+    path.write_text(lowered)
+    bounded = tmp_path / "column_blocks_bounded.py"
+    bounded.write_text(before_rule(lowered))
+    jobs = []
+    for W in (2, 4):
+        constexprs = {"W": W, "BLOCK_D": 2048}
+        for name in ("cp_sum_1d", "cp_sum_2d", "hand_sum", "cp_norm_1d", "cp_norm_2d", "hand_norm"):
+            jobs.append(Job(path, name, ROW_SIGNATURE, constexprs, ROW_ATTRS, f"{name} {W}", options={"num_warps": 8}))
+        for name in ("cp_sum_1d", "cp_norm_1d"):
+            jobs.append(
+                Job(
+                    bounded, name, ROW_SIGNATURE, constexprs, ROW_ATTRS, f"bounded {name} {W}", options={"num_warps": 8}
+                )
+            )
+    results = compile_for_sm90(jobs, tmp_path, processes=2)
+    failed = {name: result.error for name, result in results.items() if not result.ok}
+    assert not failed, failed
+    code = {name: instructions(result.ptx.read_text()) for name, result in results.items()}
+    for W in (2, 4):
+        for body in ("sum", "norm"):
+            hand = sorted(code[f"hand_{body} {W}"])
+            for binding in ("1d", "2d"):
+                assert sorted(code[f"cp_{body}_{binding} {W}"]) == hand, f"{body} {binding} W {W}"
+            assert len(code[f"bounded cp_{body}_1d {W}"]) > len(hand), f"{body} bounded W {W}"

@@ -128,6 +128,35 @@ PROVEN |= {
     + OFFS
     + OFFS_READ.replace("offs < M", "offs < D * M"),
 }
+#: A row read in column blocks (Triton's layer-norm tutorial): the lanes are the block's, named in the inner loop.
+COLUMN_BLOCKS = "        for off in range(0, D, BLOCK):\n            cols = off + tl.arange(0, BLOCK)\n"
+COLUMNS_READ = "            x = tl.load(bufs[row * D + cols], mask=cols < D, other=0)\n"
+FLAT_ROWS = "    bufs = multicast_like(out, table[:W], shape=(M * D,))\n"
+PROVEN |= {
+    "column blocks, the mask in the access": FLAT_ROWS + FOR + COLUMN_BLOCKS + COLUMNS_READ,
+    "column blocks, the mask named after the lanes": FLAT_ROWS
+    + FOR
+    + COLUMN_BLOCKS
+    + "            mask = cols < D\n"
+    + COLUMNS_READ.replace("cols < D", "mask"),
+    "column blocks, the index named after the lanes, the arange first": FLAT_ROWS
+    + FOR
+    + COLUMN_BLOCKS.replace("off + tl.arange(0, BLOCK)", "tl.arange(0, BLOCK) + off")
+    + "            offs = cols + D * row\n"
+    + at("offs", COLUMNS_READ),
+    "column blocks in two loops (the lanes and the loop variable assigned twice)": FLAT_ROWS
+    + FOR
+    + COLUMN_BLOCKS
+    + COLUMNS_READ.replace("x = ", "y = ")
+    + COLUMN_BLOCKS
+    + COLUMNS_READ,
+    "column blocks in a while, the lanes assigned twice, the mask in the access": FLAT_ROWS
+    + "    cols = tl.arange(0, BLOCK)\n"
+    + FOR
+    + "        off = 0\n        while off < D:\n            cols = off + tl.arange(0, BLOCK)\n"
+    + COLUMNS_READ
+    + "            off += BLOCK\n",
+}
 LEFT_ALONE = {
     "a block size no arange of the index bounds": BLOCKS
     + "    offs = tl.program_id(0) * D + tl.arange(0, BLOCK)\n"
@@ -150,7 +179,11 @@ LEFT_ALONE = {
     "a block's reduction of a load whose other is not 0": BLOCKS
     + OFFS
     + "    x = tl.min(tl.load(bufs[offs], mask=offs < M, other=1), axis=0)\n",
-    "the index assigned in a branch": BLOCKS + "    if D > 0:\n    " + OFFS + OFFS_READ,
+    "the index assigned in both branches, in one of them not proven non-negative": BLOCKS
+    + "    if D > 0:\n    "
+    + OFFS
+    + "    else:\n        offs = tl.program_id(0) * D + tl.arange(0, BLOCK)\n"
+    + OFFS_READ,
     "the mask assigned in a branch": BLOCKS
     + OFFS
     + "    if D > 0:\n        mask = offs < M\n"
@@ -242,6 +275,31 @@ LEFT_ALONE = {
     "the offset named before the early return": ROWS
     + "    row = tl.program_id(0)\n    start = row * D\n    if row >= M:\n        return\n"
     + at("start + cols", TOP),
+    "column blocks from before the row": FLAT_ROWS
+    + FOR
+    + COLUMN_BLOCKS.replace("range(0, D", "range(0 - BLOCK, D")
+    + COLUMNS_READ,
+    "column blocks, the lanes assigned twice, the mask named": FLAT_ROWS
+    + "    cols = tl.arange(0, BLOCK)\n"
+    + FOR
+    + COLUMN_BLOCKS
+    + "            mask = cols < D\n"
+    + COLUMNS_READ.replace("cols < D", "mask"),
+    "column blocks, the mask made before the lanes (the last block's)": FLAT_ROWS
+    + "    cols = tl.arange(0, BLOCK)\n"
+    + FOR
+    + "        for off in range(0, D, BLOCK):\n            mask = cols < D\n"
+    + "            cols = off + tl.arange(0, BLOCK)\n"
+    + COLUMNS_READ.replace("cols < D", "mask"),
+    "column blocks, the lanes changed between the named index and the mask": FLAT_ROWS
+    + FOR
+    + COLUMN_BLOCKS
+    + "            offs = row * D + cols\n            cols = cols * 0\n"
+    + at("offs", COLUMNS_READ),
+    "column blocks, a step no arange of the index bounds": FLAT_ROWS
+    + FOR
+    + "        for off in range(0, D, D - BLOCK):\n            cols = off + tl.arange(0, BLOCK)\n"
+    + COLUMNS_READ,
     "a named index assigned twice": ROWS
     + FOR
     + "        offs = row * D + cols\n        offs = offs + 0\n"
@@ -814,4 +872,153 @@ def test_the_drawn_block_loops_reach_both_sides_of_the_rule():
 def test_the_drawn_block_loops_compile_for_sm90(tmp_path):
     constexprs = lambda case: {"n": case["n"], "S": FLAT_BLOCK, "W": case["w"], "BLOCK": FLAT_BLOCK}  # noqa: E731
     failed = compiled_for_sm90(BLOCK_CASES, ("block_load", "block_add"), constexprs, tmp_path)
+    assert not failed, failed
+
+
+# -- drawn column-block loops against a model -------------------------------------------------------------------
+#
+# A flat row read in column blocks (Triton's layer-norm tutorial: ``cols = off + tl.arange(0, BLOCK)`` under
+# ``cols < D`` in a ``for`` or a ``while`` over the row), the proof's forms and near misses of each condition (lanes
+# from before the row or shifted, the mask made before the lanes, the lanes changed between the named index and the
+# mask, a bound or an extent that proves nothing), run against the contract with sentinels around the extent.
+
+COLUMNED = """\
+import triton
+import triton.language as tl
+from castpile import multicast_like
+
+
+@triton.jit
+def columns_load(out, table, M: tl.constexpr, D{d_type}, W: tl.constexpr, BLOCK: tl.constexpr):
+    bufs = multicast_like(out, table[:W], shape=({extent},))
+{setup}    for row in range({start}, {stop}, {step}):
+{body}            x = tl.load(bufs[{access}], mask={mask}, other=0)
+            tl.store(out + row * 64 + off + BLOCK + tl.arange(0, BLOCK), tl.sum(x, axis=0))
+{after}
+
+@triton.jit
+def columns_add(out, table, M: tl.constexpr, D{d_type}, W: tl.constexpr, BLOCK: tl.constexpr):
+    bufs = multicast_like(out, table[:W], shape=({extent},))
+{setup}    for row in range({start}, {stop}, {step}):
+{body}            tl.atomic_add(bufs[{access}], 1.0, mask={mask})
+{after}
+"""
+COLUMN_D, COLUMN_BLOCK = (6, 8, 10), 4
+
+
+def draw_columns(rng, k: int) -> dict:
+    """One case: the kernel's text pieces and what the model needs of them."""
+    M, D = rng.choice((2, 3)), rng.choice(COLUMN_D)
+    miss = rng.choice((None, None, None, "first", "lanes", "before", "changed", "bound", "stop", "extent"))
+    inner = rng.choice(("for", "while"))
+    first = "0 - BLOCK" if miss == "first" else "0"
+    shift = -1 if miss == "lanes" else 0
+    lanes = rng.choice(("off + tl.arange(0, BLOCK)", "tl.arange(0, BLOCK) + off")) + (" - 1" if shift else "")
+    twice = miss == "before" or rng.random() < 0.3  # cols assigned before the loops too
+    naming = "changed" if miss == "changed" else rng.choice((None, None, "offs"))
+    index = rng.choice(("row * D + cols", "cols + D * row"))
+    bound, limit = ("<=", 1) if miss == "bound" else rng.choice((("<", 0), (">", 0)))
+    condition = {"<": "cols < D", ">": "D > cols", "<=": "cols <= D"}[bound]
+    if rng.random() < 0.3:
+        condition = f"({condition}) & (row >= 0)"
+    named_mask = miss == "before" or rng.random() < 0.4
+    stop = "M + 1" if miss == "stop" else "M"
+    extent, extent_n = (
+        ("M * D - 1", M * D - 1) if miss == "extent" else rng.choice((("M * D", M * D), ("D * M", M * D)))
+    )
+    start, step = rng.choice((("0", "1"), ("1", "2")))
+    head = (
+        "        for off in range({first}, D, BLOCK):"
+        if inner == "for"
+        else "        off = {first}\n        while off < D:"
+    )
+    lines = [head.format(first=first)]
+    if miss == "before":
+        lines.append("            mask = " + condition)
+    lines.append(f"            cols = {lanes}")
+    if naming is not None:
+        lines.append(f"            offs = {index}")
+    if naming == "changed":
+        lines.append("            cols = cols * 0")
+    if named_mask and miss != "before":
+        lines.append("            mask = " + condition)
+    source = COLUMNED.format(
+        d_type=": tl.constexpr" if inner == "for" else "",
+        extent=extent,
+        setup="    cols = tl.arange(0, BLOCK)\n" if twice else "",
+        start=start,
+        stop=stop,
+        step=step,
+        body="\n".join(lines) + "\n",
+        access="offs" if naming else index,
+        mask="mask" if named_mask else condition,
+        after="            off += BLOCK\n" if inner == "while" else "",
+    )
+    return dict(
+        source=source,
+        name=f"columns_{k}",
+        M=M,
+        D=D,
+        rows=range(int(start), M + (miss == "stop"), int(step)),
+        first=-COLUMN_BLOCK if miss == "first" else 0,
+        shift=shift,
+        mask_lags=miss == "before",
+        mask_zero=miss == "changed",
+        limit=limit,
+        extent=extent_n,
+        w=rng.choice((1, 2, 3)),
+        grid=rng.choice((1, 2)),
+        strategy=rng.choice(castpile.STRATEGIES),
+    )
+
+
+def columns_model(case: dict, bufs: list[torch.Tensor], out_size: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """What the contract says columns_load stores in ``out`` and columns_add leaves in the buffers (with margins)."""
+    out = torch.zeros(out_size)
+    added = [b.clone() for b in bufs]
+    D = case["D"]
+    for _ in range(case["grid"]):
+        masked = 0  # the first lane of the cols the mask reads: a lagging mask reads the last block's
+        for row in case["rows"]:
+            for off in range(case["first"], D, COLUMN_BLOCK):
+                lanes = off + case["shift"]
+                masked = lanes if not case["mask_lags"] else masked
+                for lane in range(COLUMN_BLOCK):
+                    col = 0 if case["mask_zero"] else masked + lane
+                    i = row * D + lanes + lane
+                    if col < D + case["limit"] and 0 <= i < case["extent"]:
+                        out[row * 64 + off + COLUMN_BLOCK + lane] = sum(float(b[MARGIN + i]) for b in bufs)
+                        for a in added:
+                            a[MARGIN + i] += 1
+                masked = lanes
+    return out, added
+
+
+COLUMN_CASES = [draw_columns(random.Random(2000 + k), k) for k in range(40)]
+
+
+@pytest.mark.parametrize("case", COLUMN_CASES, ids=lambda c: c["name"])
+def test_drawn_column_blocks_do_what_the_contract_says(case, tmp_path):
+    kernels = transpiled(tmp_path, case["source"], case["name"], strategy=case["strategy"])
+    M, D, w = case["M"], case["D"], case["w"]
+    bufs = sentinelled(case, M * D)
+    out_size = 64 * (M + 2)
+    want_out, want_bufs = columns_model(case, bufs, out_size)
+    table = torch.tensor([b[MARGIN:].data_ptr() for b in bufs], dtype=torch.int64)
+    out = torch.zeros(out_size)
+    kernels.columns_load[(case["grid"],)](out, table, M, D, w, COLUMN_BLOCK)
+    assert torch.equal(out, want_out), case["source"]
+    kernels.columns_add[(case["grid"],)](out, table, M, D, w, COLUMN_BLOCK)
+    assert all(torch.equal(b, e) for b, e in zip(bufs, want_bufs)), case["source"]
+
+
+def test_the_drawn_column_blocks_reach_both_sides_of_the_rule():
+    dropped = dropped_bounds(COLUMN_CASES)
+    for form in ("while off", "for off", "offs = ", "mask = ", "D > cols", "tl.arange(0, BLOCK) + off", "    cols = "):
+        assert any(form in case["source"] and d for case, d in zip(COLUMN_CASES, dropped)), f"no {form!r} proven"
+
+
+def test_the_drawn_column_blocks_compile_for_sm90(tmp_path):
+    constexprs = lambda case: {"M": case["M"], "D": case["D"], "W": case["w"], "BLOCK": COLUMN_BLOCK}  # noqa: E731
+    failed = compiled_for_sm90(COLUMN_CASES, ("columns_load", "columns_add"), constexprs, tmp_path)
     assert not failed, failed

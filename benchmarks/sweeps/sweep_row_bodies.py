@@ -68,8 +68,9 @@ def cells(grids) -> list[dict]:
 
 
 def warm(job):
-    """Compile one kernel into the shared Triton cache (a worker process)."""
-    path, name, W, dtype = job
+    """Compile one kernel into the shared Triton cache (a worker process); ``job``: (path, name, W, dtype[,
+    BLOCK_D], D the default)."""
+    path, name, W, dtype, *block = job
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(Path(path).stem, path)
@@ -79,21 +80,23 @@ def warm(job):
     dt, i64, f32 = DTYPES[dtype], torch.int64, torch.float32
     try:
         getattr(module, name).warmup(
-            dt, i64, i64, dt, dt, dt, f32, M, D, EPS, ALPHA, W=W, BLOCK_D=D, num_warps=WARPS, grid=(1,)
+            dt, i64, i64, dt, dt, dt, f32, M, D, EPS, ALPHA, W=W, BLOCK_D=(*block, D)[0], num_warps=WARPS, grid=(1,)
         )
         return None
     except Exception as exc:
         return f"{name} W{W} {dtype}: {type(exc).__name__}: {str(exc)[:300]}"
 
 
-def checked_calls(kernels: dict, grid, kargs, W: int, out_want, stats_want) -> tuple[dict, dict, dict]:
+def checked_calls(
+    kernels: dict, grid, kargs, W: int, out_want, stats_want, block_d: int = D
+) -> tuple[dict, dict, dict]:
     """``fns, errors, regs``: a call of each kernel (label -> jit function) on ``kargs``, each run once and checked:
     its largest error against ``want`` in ``out`` (and ``stats`` where a reference is given; else the exception that
     stopped it, and no call), and its registers."""
     (out, want), (stats, want_stats) = out_want, stats_want
     fns, errors, regs = {}, {}, {}
     for label, fn in kernels.items():
-        call = lambda fn=fn: fn[grid](*kargs, W=W, BLOCK_D=D, num_warps=WARPS)  # noqa: E731
+        call = lambda fn=fn: fn[grid](*kargs, W=W, BLOCK_D=block_d, num_warps=WARPS)  # noqa: E731
         try:
             out.zero_()
             compiled = call()

@@ -72,6 +72,32 @@ def one_stack_inputs(W: int, dev, dt) -> tuple:
     return torch.stack(stacks), res, w, out, stats, (stacks[0], table, table, res, w, out, stats, M, D, EPS, ALPHA)
 
 
+def timed_cell(fns: dict, reps: int, moved: int) -> dict:
+    """One cell's timings of ``fns`` (label -> call, ``hand`` among them), eager and in CUDA graphs (medians of
+    ``reps`` rounds, interleaved), for ``moved`` bytes a call: microseconds, TB/s, and hand time / each other
+    label's time."""
+    eager = timed_one_gpu(fns, 20, reps) if fns else {}
+    graphs = {k: graphed(f) for k, f in fns.items()}
+    graph = {k: t / GRAPH_CALLS for k, t in timed_one_gpu(graphs, 3, reps).items()} if fns else {}
+    both = (("graph", graph), ("eager", eager))
+    return {
+        "bytes_moved": moved, "eager_us": eager, "graph_us": graph,
+        "graph_TBps": {k: moved / t / 1e6 for k, t in graph.items()},
+        "eager_TBps": {k: moved / t / 1e6 for k, t in eager.items()},
+        "hand_over": {f"{mode}_{k}": times["hand"] / t for mode, times in both if "hand" in times
+                      for k, t in times.items() if k != "hand"},
+    }  # fmt: skip
+
+
+def printed(row: dict, keys) -> None:
+    """A line of progress: ``row``'s ``keys``, its graph TB/s, its ratios and its errors."""
+    print(json.dumps({k: row[k] for k in keys} | {
+        "TBps": {k: round(v, 2) for k, v in row["graph_TBps"].items()},
+        "ratio": {k: round(v, 3) for k, v in row["hand_over"].items()},
+        "err": {k: (round(v, 4) if isinstance(v, float) else v[:80]) for k, v in row["max_abs_error"].items()},
+    }), flush=True)  # fmt: skip
+
+
 def main(argv=None):
     args = one_stack_parser(__doc__, "docs/data/bench-sweep-row-idioms.json").parse_args(argv)
     folder = Path(os.environ.get("TMPDIR", "/tmp")) / "sweep_row_idioms"
@@ -107,27 +133,13 @@ def main(argv=None):
                     zip(("castpile", "hand"), (getattr(m, n) for m, n in zip((ours, hand), names[body, spelling])))
                 )
                 fns, errors, regs = checked_calls(kernels, grid, kargs, W, (out, want), (stats, None))
-                eager = timed_one_gpu(fns, 20, args.reps) if fns else {}
-                graphs = {k: graphed(f) for k, f in fns.items()}
-                graph = {k: t / GRAPH_CALLS for k, t in timed_one_gpu(graphs, 3, args.reps).items()} if fns else {}
                 planes = W + 1 + (1 if body.startswith("res") else 0)
                 moved = planes * M * D * dt.itemsize + (D * dt.itemsize if "weight" in body else 0)
-                row = {
-                    "body": body, "spelling": spelling, "W": W, "bytes_moved": moved, "eager_us": eager,
-                    "graph_us": graph, "graph_TBps": {k: moved / t / 1e6 for k, t in graph.items()},
-                    "eager_TBps": {k: moved / t / 1e6 for k, t in eager.items()},
-                    "hand_over": {f"{mode}_castpile": times["hand"] / times["castpile"]
-                                  for mode, times in (("graph", graph), ("eager", eager)) if len(times) == 2},
-                    "registers": regs, "max_abs_error": errors,
-                }  # fmt: skip
+                row = {"body": body, "spelling": spelling, "W": W} | timed_cell(fns, args.reps, moved)
+                row |= {"registers": regs, "max_abs_error": errors}
                 result["rows"].append(row)
-                print(json.dumps({k: row[k] for k in ("body", "spelling", "W")} | {
-                    "TBps": {k: round(v, 2) for k, v in row["graph_TBps"].items()},
-                    "ratio": {k: round(v, 3) for k, v in row["hand_over"].items()},
-                    "err": {k: (round(v, 4) if isinstance(v, float) else v[:80]) for k, v in errors.items()},
-                }), flush=True)  # fmt: skip
+                printed(row, ("body", "spelling", "W"))
                 write_result(args.out, result)
-                del graphs, fns
 
 
 if __name__ == "__main__":

@@ -20,7 +20,9 @@ part required:
 * ``c`` is a positive integer literal or a parameter that is never assigned; ``t`` is ``tl.arange(a, b)`` with ``a``
   proven non-negative (:mod:`.index_facts`) and both arguments integer literals, parameters never assigned, or
   ``+ - *`` of those (so it has one value wherever it is read: not so of a ``tl.static_range`` variable's), written
-  there or through a name whose one assignment is that call;
+  there or through a name whose one assignment is that call; or a name proven non-negative whose value the mask
+  reads (column blocks: ``cols = c + tl.arange(0, BLOCK)`` under ``mask=cols < D`` in the call, or, where the
+  mask or the index is a name, the lanes' one assignment before theirs);
 * the call's ``mask=`` is a ``&`` of conditions, one of them ``t < c`` (or ``c > t``), written there or through a
   name whose one assignment is that ``&``;
 * ``row`` is proven non-negative and below ``U`` where the access is, ``U`` a parameter never assigned and ``c * U``
@@ -100,9 +102,8 @@ class MaskBounds:
         if len(summands) != 2 or len(scalars) + len(others) != 2:
             return False
         for scaled, lanes in (summands, summands[::-1]):
-            arange = self._arange(lanes, ancestors)
             product, product_sites = self._product(scaled, ancestors)
-            if arange is None or product is None:
+            if product is None or not self._lanes(lanes, mask, sites, ancestors):
                 continue
             for factor, scale in ((product.left, product.right), (product.right, product.left)):
                 row = self.facts.widened(factor) or factor
@@ -177,6 +178,30 @@ class MaskBounds:
         return assigned is not None and masked is not None and assigned < masked
 
     # -- the lanes: t = tl.arange(a, b), 0 <= t < c under the mask ------------------------------------------
+
+    def _lanes(
+        self,
+        lanes: cst.BaseExpression,
+        mask: cst.BaseExpression,
+        sites: list[cst.CSTNode],
+        ancestors: list[cst.CSTNode],
+    ) -> bool:
+        """Whether ``lanes`` is proven non-negative and the mask reads the value the index does: an arange of
+        constants (the same value wherever it is read), or a name (``cols = off + tl.arange(0, BLOCK)``) that the
+        index and the mask read in the access itself, or whose one assignment runs before the access and before
+        the assignments of the index's and the mask's names (``sites``: the index's)."""
+        if self._arange(lanes, ancestors) is not None:
+            return True
+        if not isinstance(lanes, cst.Name) or not self.facts.nonnegative(lanes):
+            return False
+        readers = list(sites) + (self.facts.assignments.get(mask.value, []) if isinstance(mask, cst.Name) else [])
+        if not readers:
+            return True
+        if self.value_before(lanes.value, ancestors) is None:
+            return False
+        assigned = _position(self.facts.assignments[lanes.value][0], ancestors)
+        read = [_position(reader, ancestors) for reader in readers]
+        return assigned is not None and all(place is not None and assigned < place for place in read)
 
     def _arange(self, node: cst.BaseExpression, ancestors: list[cst.CSTNode]) -> cst.Call | None:
         """The ``tl.arange`` call ``node`` is, or that a name's one assignment gives it."""

@@ -83,7 +83,7 @@ def one_shot_rmsnorm(buf, buf_ptrs, pad, pad_ptrs, residual, weight, out, rank, 
         base = row * D
         if ONE_PASS:
             cols = tl.arange(0, BLOCK)
-            h = _castpile_reduce_loop(bufs, WORLD, None, buf, base + cols, (base + cols >= 0) & (base + cols < bufs_shape0), "sum", cols < D, steps="to", operands=(tl.float32,), align=16)
+            h = _castpile_reduce_loop(bufs, WORLD, None, buf, cols, _castpile_unbounded(bufs_shape0), "sum", cols < D, steps="to", operands=(tl.float32,), align=16, base=base)
             hb = with_residual(h, residual + base, cols < D, HAS_RESIDUAL).to(out.dtype.element_ty)
             if HAS_RESIDUAL:
                 tl.store(residual + base + cols, hb, mask=cols < D)
@@ -95,7 +95,7 @@ def one_shot_rmsnorm(buf, buf_ptrs, pad, pad_ptrs, residual, weight, out, rank, 
             start = 0
             while start < D:
                 cols = start + tl.arange(0, BLOCK)
-                h = _castpile_reduce_loop(bufs, WORLD, None, buf, base + cols, (base + cols >= 0) & (base + cols < bufs_shape0), "sum", cols < D, steps="to", operands=(tl.float32,), align=16)
+                h = _castpile_reduce_loop(bufs, WORLD, None, buf, cols, _castpile_unbounded(bufs_shape0), "sum", cols < D, steps="to", operands=(tl.float32,), align=16, base=base)
                 hb = with_residual(h, residual + base + start, cols < D, HAS_RESIDUAL).to(out.dtype.element_ty)
                 tl.store(h_rows + base + cols, hb, mask=cols < D)
                 squares += hb.to(tl.float32) * hb.to(tl.float32)
@@ -238,6 +238,15 @@ import triton.language as tl
 def _castpile_leading_ones(shape, r):
     """True when the first ``r`` extents of ``shape`` are all 1."""
     return all(int(s) == 1 for s in list(shape)[:r])
+
+
+@triton.jit
+def _castpile_unbounded(extent):
+    """Nothing (``None``), the bounds of an access whose mask proves it inside ``extent`` (castpile/compiler/mask_bounds.py): a
+    proof for integer extents only, so a float one is an error when Triton compiles the access."""
+    tl.static_assert((extent + tl.zeros([1], tl.int8)).dtype.is_int(),
+                     "castpile: this access's mask proves it inside its binding's shape= only for an integer extent, "
+                     "and the extent is not an integer")
 
 
 @triton.jit
