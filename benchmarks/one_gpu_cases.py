@@ -103,17 +103,19 @@ class Gather(Case):
 
 
 class RMSNorm(Case):
-    def __init__(self, world, device, *, rows, d, dtype, method, residual):
+    def __init__(self, world, device, *, rows, d, dtype, method, residual, block=None):
         super().__init__(world, device)
         self.rows, self.d, self.dtype, self.method, self.residual = rows, d, dtype, method, residual
+        self.block = block  # None: the kernel's own (the row in one pass, up to rmsnorm.MAX_BLOCK)
         self.tolerance = TOLERANCE[dtype]
         self.symm = one_gpu.symmetric_empty(world, (rows, d), dtype, device=device)
         self.weight = (torch.arange(d, device=device) % 7 / 4 + 0.5).to(dtype)
         self.residuals = [torch.empty((rows, d), dtype=dtype, device=device) for _ in range(world)]
         self.outs = [torch.empty((rows, d), dtype=dtype, device=device) for _ in range(world)]
         self.info = dict(
-            dtype=str(dtype), rows=rows, D=d, method=method, residual=residual, max_blocks=self.symm[0].max_blocks
-        )
+            dtype=str(dtype), rows=rows, D=d, method=method, residual=residual, block=block,
+            max_blocks=self.symm[0].max_blocks,
+        )  # fmt: skip
 
     def prepare(self, rank, it):
         x = pattern(range(self.world), it, self.rows * self.d, self.device)
@@ -132,9 +134,11 @@ class RMSNorm(Case):
     def launch(self, rank, it, pause):
         s, out = self.symm[rank], self.outs[rank]
         if self.residual:
-            y = rmsnorm.all_reduce_residual_rmsnorm(s, self.residuals[rank], self.weight, EPS, out, method=self.method)
+            y = rmsnorm.all_reduce_residual_rmsnorm(
+                s, self.residuals[rank], self.weight, EPS, out, method=self.method, block=self.block
+            )
             return {"y": y, "residual": self.residuals[rank]}
-        return {"y": rmsnorm.all_reduce_rmsnorm(s, self.weight, EPS, out, method=self.method)}
+        return {"y": rmsnorm.all_reduce_rmsnorm(s, self.weight, EPS, out, method=self.method, block=self.block)}
 
     def pads(self):
         return [h.signal_pad for h in self.symm]
@@ -319,6 +323,10 @@ def cases(world: int, device) -> dict:
         ),
         "rmsnorm_one_shot": lambda: RMSNorm(
             world, device, rows=8, d=4096, dtype=fp32, method="one_shot", residual=False
+        ),
+        # rows read in column blocks, the last one ragged (the kernel's two-pass loop)
+        "rmsnorm_one_shot_column_blocks": lambda: RMSNorm(
+            world, device, rows=40, d=3000, dtype=bf16, method="one_shot", residual=True, block=1024
         ),
         "moe": lambda: MoE(world, device, tokens=128, hidden=1024, topk=2),
         "moe_ops": lambda: MoE(world, device, tokens=64, hidden=512, topk=3, through_ops=True),
