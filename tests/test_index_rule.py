@@ -519,33 +519,75 @@ def test_the_mask_rules_idioms_compile_to_their_hand_twins_ptx_for_sm90(tmp_path
 COLUMN_BLOCKS = KERNELS / "column_blocks.py"
 
 
-def test_column_blocks_compile_to_their_hand_twins_ptx_for_sm90(tmp_path):
-    path = tmp_path / "column_blocks.py"
-    lowered = castpile.transpile(COLUMN_BLOCKS.read_bytes(), str(path), strategy="loop").decode()
-    assert (
-        len(re.findall(r"_castpile_unbounded\(bufs_shape0_*\)", lowered)) == 3 and "(row < M) & (cols < D)" in lowered
-    ), lowered
+def twins_code(tmp_path, source: Path, bound, names, signature: dict, constexprs: dict) -> dict:
+    """The PTX instructions of ``names`` in ``source`` (transpiled, the loop strategy), compiled for sm_90 with each
+    of ``constexprs`` (label -> values; 8 warps), as ``"<name> <label>"``, and of the castpile kernels among them
+    (``cp_*``) with the bounds the mask rule dropped put back (``bound``: the lowered text so edited) as
+    ``"bounded <name> <label>"``."""
+    path = tmp_path / source.name
+    lowered = castpile.transpile(source.read_bytes(), str(path), strategy="loop").decode()
     path.write_text(lowered)
-    bounded = tmp_path / "column_blocks_bounded.py"
-    bounded.write_text(before_rule(lowered))
-    jobs = []
-    for W in (2, 4):
-        constexprs = {"W": W, "BLOCK_D": 2048}
-        for name in ("cp_sum_1d", "cp_sum_2d", "hand_sum", "cp_norm_1d", "cp_norm_2d", "hand_norm"):
-            jobs.append(Job(path, name, ROW_SIGNATURE, constexprs, ROW_ATTRS, f"{name} {W}", options={"num_warps": 8}))
-        for name in ("cp_sum_1d", "cp_norm_1d"):
-            jobs.append(
-                Job(
-                    bounded, name, ROW_SIGNATURE, constexprs, ROW_ATTRS, f"bounded {name} {W}", options={"num_warps": 8}
-                )
-            )
+    bounded = tmp_path / f"bounded_{source.name}"
+    bounded.write_text(bound(lowered))
+    attrs = {k: [["tt.divisibility", 16]] for k, (a, t) in enumerate(signature.items()) if t[0] == "*" or a in "MD"}
+    jobs = [
+        Job(module, name, signature, values, attrs, f"{prefix}{name} {label}", options={"num_warps": 8})
+        for label, values in constexprs.items()
+        for module, prefix in ((path, ""), (bounded, "bounded "))
+        for name in names
+        if not prefix or name.startswith("cp_")
+    ]
     results = compile_for_sm90(jobs, tmp_path, processes=2)
     failed = {name: result.error for name, result in results.items() if not result.ok}
     assert not failed, failed
-    code = {name: instructions(result.ptx.read_text()) for name, result in results.items()}
+    return {name: instructions(result.ptx.read_text()) for name, result in results.items()}
+
+
+def test_column_blocks_compile_to_their_hand_twins_ptx_for_sm90(tmp_path):
+    lowered = castpile.transpile(COLUMN_BLOCKS.read_bytes(), "column_blocks.py", strategy="loop").decode()
+    assert len(re.findall(r"_castpile_unbounded\(bufs_shape0_*\)", lowered)) == 3, lowered
+    assert "(row < M) & (cols < D)" in lowered, lowered
+    names = ("cp_sum_1d", "cp_sum_2d", "hand_sum", "cp_norm_1d", "cp_norm_2d", "hand_norm")
+    constexprs = {f"W {W}": {"W": W, "BLOCK_D": 2048} for W in (2, 4)}
+    code = twins_code(tmp_path, COLUMN_BLOCKS, before_rule, names, ROW_SIGNATURE, constexprs)
     for W in (2, 4):
         for body in ("sum", "norm"):
-            hand = sorted(code[f"hand_{body} {W}"])
+            hand = sorted(code[f"hand_{body} W {W}"])
             for binding in ("1d", "2d"):
-                assert sorted(code[f"cp_{body}_{binding} {W}"]) == hand, f"{body} {binding} W {W}"
-            assert len(code[f"bounded cp_{body}_1d {W}"]) > len(hand), f"{body} bounded W {W}"
+                assert sorted(code[f"cp_{body}_{binding} W {W}"]) == hand, f"{body} {binding} W {W}"
+            assert len(code[f"bounded cp_{body}_1d W {W}"]) > len(hand), f"{body} bounded W {W}"
+
+
+# -- rows the mask keeps below M: a row per program, a tile of rows ---------------------------------------------
+#
+# benchmarks/kernels/masked_rows.py: the row's test in the mask (``(row < M) & (cols < D)``, ``(rows[:, None] < M)
+# & (cols[None, :] < D)``) on 1-D bindings, against the hand twins in the same module; with the bounds put back
+# they have more instructions.
+
+MASKED_ROWS = KERNELS / "masked_rows.py"
+MASKED_SIGNATURE = {
+    **dict.fromkeys(("ex", "out"), "*bf16"),
+    "table": "*i64",
+    **dict.fromkeys(("M", "D"), "i32"),
+    **dict.fromkeys(("W", "BM", "BLOCK_D"), "constexpr"),
+}
+
+
+def with_bounds(lowered: str) -> str:
+    """masked_rows.py as castpile lowers it, with the bounds of the 1-D accesses that its mask proves."""
+    return lowered.replace(
+        "_castpile_unbounded(bufs_shape0)", "(D*row + cols >= 0) & (D*row + cols < bufs_shape0)"
+    ).replace("_castpile_unbounded(bufs_shape0_)", "(offs >= 0) & (offs < bufs_shape0_)")
+
+
+def test_rows_the_mask_bounds_compile_to_their_hand_twins_ptx_for_sm90(tmp_path):
+    lowered = castpile.transpile(MASKED_ROWS.read_bytes(), "masked_rows.py", strategy="loop").decode()
+    assert len(re.findall(r"_castpile_unbounded\(bufs_shape0_*\)", lowered)) == 2, lowered
+    names = ("cp_row", "hand_row", "cp_tile", "hand_tile")
+    constexprs = {f"W {W}": {"W": W, "BM": 4, "BLOCK_D": 1024} for W in (2, 4)}
+    code = twins_code(tmp_path, MASKED_ROWS, with_bounds, names, MASKED_SIGNATURE, constexprs)
+    for W in (2, 4):
+        for form in ("row", "tile"):
+            hand = sorted(code[f"hand_{form} W {W}"])
+            assert sorted(code[f"cp_{form} W {W}"]) == hand, f"{form} W {W}"
+            assert len(code[f"bounded cp_{form} W {W}"]) > len(hand), f"{form} bounded W {W}"

@@ -48,6 +48,8 @@ INTERPRETED = {
     "benchmarks/kernels/row_bodies.py": "test_index_rule",  # compiled as generated/, and its idioms transpiled there
     "benchmarks/kernels/generated/row_bodies_loop.py": "test_index_rule",
     "benchmarks/kernels/generated/row_bodies_gather.py": "test_index_rule",
+    "benchmarks/kernels/column_blocks.py": "test_index_rule",  # compiled, not interpreted: PTX against the twins'
+    "benchmarks/kernels/masked_rows.py": "test_index_rule",
 }
 REFERENCED = re.compile(r"""["']([\w/.-]+\.py)["']""")
 REACHED = ("tests", "samples", "benchmarks/kernels")

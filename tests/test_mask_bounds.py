@@ -57,6 +57,9 @@ PROVEN = {
     "a store": ROWS + FOR + "        tl.store(bufs[row * D + cols], 1.0, mask=mask)\n",
     "an atomic": ROWS + FOR + "        tl.atomic_add(bufs[row * D + cols], 1.0, mask=mask)\n",
     "a reduction of a load": ROWS + FOR + "        x = tl.sum(tl.load(bufs[row * D + cols], mask=mask), axis=0)\n",
+    "a reduction of a load through casts": ROWS
+    + FOR
+    + "        x = tl.sum(tl.load(bufs[row * D + cols], mask=mask).to(tl.float16).to(tl.float32), axis=0)\n",
     "tl.range with its options": ROWS + FOR.replace("range(", "tl.range(").replace("):", ", num_stages=2):") + READ,
     "a literal row length": ROWS.replace("M * D", "M * 64").replace("cols < D", "cols < 64")
     + FOR
@@ -157,6 +160,29 @@ PROVEN |= {
     + COLUMNS_READ
     + "            off += BLOCK\n",
 }
+#: The row kept below M by the mask itself: a row per program, or a tile of rows (``rows[:, None] * D + cols[None, :]``).
+ONE_ROW = FLAT_ROWS + "    row = tl.program_id(0)\n    cols = tl.arange(0, BLOCK)\n"
+TILE = (
+    FLAT_ROWS
+    + "    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n    cols = tl.arange(0, BLOCK)\n"
+    + "    offs = rows[:, None] * D + cols[None, :]\n"
+)
+TILE_READ = "    x = tl.load(bufs[offs], mask=(rows[:, None] < M) & (cols[None, :] < D), other=0)\n"
+PROVEN |= {
+    "a row per program, its test in the mask": ONE_ROW
+    + at("row * D + cols", TOP).replace("mask=mask", "mask=(row < M) & (cols < D)"),
+    "a row per program, the mask named, its test reversed": ONE_ROW + "    mask = (cols < D) & (M > row)\n" + TOP,
+    "a tile of rows, the mask in the call": TILE + TILE_READ,
+    "a tile of rows, the mask named": TILE
+    + "    mask = (rows[:, None] < M) & (cols[None, :] < D)\n"
+    + TILE_READ.replace("(rows[:, None] < M) & (cols[None, :] < D)", "mask"),
+    "a tile of rows in column blocks": FLAT_ROWS
+    + "    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+    + "    for off in range(0, D, BLOCK):\n        cols = off + tl.arange(0, BLOCK)\n"
+    + "        offs = rows[:, None] * D + cols[None, :]\n"
+    + "    "
+    + TILE_READ,
+}
 LEFT_ALONE = {
     "a block size no arange of the index bounds": BLOCKS
     + "    offs = tl.program_id(0) * D + tl.arange(0, BLOCK)\n"
@@ -176,6 +202,12 @@ LEFT_ALONE = {
     "a reduction of a load whose other is not 0": ROWS
     + FOR
     + "        x = tl.sum(tl.load(bufs[row * D + cols], mask=mask, other=-5.0), axis=0)\n",
+    "a reduction of a load through a step that does not keep 0": ROWS
+    + FOR
+    + "        x = tl.sum(-tl.load(bufs[row * D + cols], mask=mask, other=0), axis=0)\n",
+    "a block's reduction of a load through a cast, then a step": BLOCKS
+    + OFFS
+    + "    x = tl.max(tl.load(bufs[offs], mask=offs < M, other=0).to(tl.float32) * 2.0, axis=0)\n",
     "a block's reduction of a load whose other is not 0": BLOCKS
     + OFFS
     + "    x = tl.min(tl.load(bufs[offs], mask=offs < M, other=1), axis=0)\n",
@@ -300,6 +332,18 @@ LEFT_ALONE = {
     + FOR
     + "        for off in range(0, D, D - BLOCK):\n            cols = off + tl.arange(0, BLOCK)\n"
     + COLUMNS_READ,
+    "a row per program, its test <= M in the mask": ONE_ROW
+    + at("row * D + cols", TOP).replace("mask=mask", "mask=(row <= M) & (cols < D)"),
+    "a row per program, its test of another extent": ONE_ROW
+    + at("row * D + cols", TOP).replace("mask=mask", "mask=(row < M + 1) & (cols < D)"),
+    "a row per program, its test under |": ONE_ROW
+    + at("row * D + cols", TOP).replace("mask=mask", "mask=(row < M) | (cols < D)"),
+    "a row per program, the mask made before the row changes": ONE_ROW
+    + "    mask = (row < M) & (cols < D)\n    row = row + 1\n"
+    + TOP,
+    "a tile of rows from before the first": TILE.replace("tl.program_id(0) * BLOCK", "(tl.program_id(0) - 1) * BLOCK")
+    + TILE_READ,
+    "a tile of rows, the mask's rows the other way": TILE + TILE_READ.replace("rows[:, None] < M", "rows[None, :] < M"),
     "a named index assigned twice": ROWS
     + FOR
     + "        offs = row * D + cols\n        offs = offs + 0\n"
@@ -358,6 +402,7 @@ def test_the_mask_proves_the_bounds(case):
     line = lowered(PROVEN[case])
     assert bounds(line).startswith("_castpile_unbounded("), line  # no bounds
     assert ("base=" in line) is ("offs" not in PROVEN[case]), line  # the row in base=, unless the index is a name
+    # (a tile's index is a name: its row offsets are a tensor)
 
 
 @pytest.mark.parametrize("case", LEFT_ALONE)
@@ -397,6 +442,24 @@ def block(out, table, M, W: tl.constexpr, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def stepped(out, table, M, W: tl.constexpr, BLOCK: tl.constexpr):
+    bufs = multicast_like(out, table[:W], shape=(M,))
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out + offs, tl.sum(tl.load(bufs[offs], mask=offs < M, other=0).to(tl.float32) + 1, axis=0))
+
+
+@triton.jit
+def stepped_rows(out, table, M, D, W: tl.constexpr, BLOCK: tl.constexpr):
+    bufs = multicast_like(out, table[:W], shape=(M * D,))
+    cols = tl.arange(0, BLOCK)
+    row = tl.program_id(0)
+    while row < M:
+        x = tl.max(tl.load(bufs[row * D + cols], mask=cols < D, other=0) * 1 + 100, axis=0)
+        tl.store(out + row * BLOCK + cols, x)
+        row += tl.num_programs(0)
+
+
+@triton.jit
 def counted(a, b):
     return a + b + 1
 
@@ -427,6 +490,13 @@ def test_out_of_bounds_lanes_take_no_part_in_a_reduction_whatever_other_is(strat
     out = torch.zeros(2 * B)  # a combine that is not 0 of zeros: past the extent still 0
     kernels.folded[(2,)](out, address_table(bufs), 5, w, B)
     assert out.tolist() == [*(sum(bufs)[:5] + 1).tolist(), 0.0, 0.0, 0.0]
+    out = torch.zeros(2 * B)  # a step that makes 1 of 0 (a cast keeps it): past the extent still 0
+    kernels.stepped[(2,)](out, address_table(bufs), 5, w, B)
+    assert out.tolist() == [*(sum(bufs)[:5] + w).tolist(), 0.0, 0.0, 0.0]
+    out = torch.zeros(M * B)  # a lane the mask turns off inside the extent: each buffer's 0 * 1 + 100
+    kernels.stepped_rows[(1,)](out, address_table(bufs), M, D, w, B)
+    top = bufs[-1].view(M, D) + 100
+    assert out.view(M, B).tolist() == [[*top[0].tolist(), 100.0], [*top[1].tolist(), 0.0]]
 
 
 #: 2-D bindings: a block size is non-negative where the index evaluates ``tl.arange(0, BLOCK)`` (Triton refuses an
@@ -631,6 +701,14 @@ def flat_active(case: dict, col: int) -> bool:
     return col < D + limit if limit is not None else col < D
 
 
+def touched(out: torch.Tensor, slot, bufs: list[torch.Tensor], added: list[torch.Tensor], i: int) -> None:
+    """What the contract says of an element ``i`` the mask and the bounds let through: the load stores the sum of the
+    buffers' elements at ``out[slot]``, the add adds 1 to each (``added``)."""
+    out[slot] = sum(float(b[MARGIN + i]) for b in bufs)
+    for a in added:
+        a[MARGIN + i] += 1
+
+
 def flat_model(case: dict, bufs: list[torch.Tensor], out_rows: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
     """What the contract says flat_load stores in ``out`` and flat_add leaves in the buffers (with their margins)."""
     out = torch.zeros(out_rows, FLAT_BLOCK)
@@ -640,9 +718,7 @@ def flat_model(case: dict, bufs: list[torch.Tensor], out_rows: int) -> tuple[tor
             col = lane + case["lanes_shift"]
             i = indexed * case["D"] + col
             if flat_active(case, col) and 0 <= i < case["extent"]:
-                out[row, lane] = sum(float(b[MARGIN + i]) for b in bufs)
-                for a in added:
-                    a[MARGIN + i] += 1
+                touched(out, (row, lane), bufs, added, i)
     return out, added
 
 
@@ -686,19 +762,26 @@ def compiled_for_sm90(cases: list[dict], kernels: tuple[str, str], constexprs, t
 FLAT_CASES = [draw_flat(random.Random(k), k) for k in range(64)]
 
 
+def runs_as_modelled(case: dict, tmp_path, elements: int, size: int, model, kernels: tuple[str, str], *args) -> None:
+    """``case``'s load kernel stores what ``model`` (given ``size``) says in ``out`` and its add kernel leaves the
+    buffers as it says (``elements`` in each buffer between the sentinels; the kernels' arguments ``out, table,
+    *args``)."""
+    module = transpiled(tmp_path, case["source"], case["name"], strategy=case["strategy"])
+    bufs = sentinelled(case, elements)
+    want_out, want_bufs = model(case, bufs, size)
+    table = torch.tensor([b[MARGIN:].data_ptr() for b in bufs], dtype=torch.int64)
+    out = torch.zeros_like(want_out)
+    getattr(module, kernels[0])[(case["grid"],)](out, table, *args)
+    assert torch.equal(out, want_out), case["source"]
+    getattr(module, kernels[1])[(case["grid"],)](out, table, *args)
+    assert all(torch.equal(b, e) for b, e in zip(bufs, want_bufs)), case["source"]
+
+
 @pytest.mark.parametrize("case", FLAT_CASES, ids=lambda c: c["name"])
 def test_drawn_flat_row_loops_do_what_the_contract_says(case, tmp_path):
-    kernels = transpiled(tmp_path, case["source"], case["name"], strategy=case["strategy"])
     M, D, w = case["M"], case["D"], case["w"]
-    bufs = sentinelled(case, M * D)
-    out_rows = case["stop"] + case["grid"] + 1
-    want_out, want_bufs = flat_model(case, bufs, out_rows)
-    table = torch.tensor([b[MARGIN:].data_ptr() for b in bufs], dtype=torch.int64)
-    out = torch.zeros(out_rows, FLAT_BLOCK)
-    kernels.flat_load[(case["grid"],)](out, table, M, D, w, FLAT_BLOCK)
-    assert torch.equal(out, want_out), case["source"]
-    kernels.flat_add[(case["grid"],)](out, table, M, D, w, FLAT_BLOCK)
-    assert all(torch.equal(b, e) for b, e in zip(bufs, want_bufs)), case["source"]
+    rows = case["stop"] + case["grid"] + 1
+    runs_as_modelled(case, tmp_path, M * D, rows, flat_model, ("flat_load", "flat_add"), M, D, w, FLAT_BLOCK)
 
 
 def test_the_drawn_forms_reach_both_sides_of_the_rule():
@@ -839,9 +922,7 @@ def block_model(case: dict, bufs: list[torch.Tensor], out_size: int) -> tuple[to
             limit = case["limit"]
             active = offs < case["n"] + limit if limit is not None else (offs < case["n"] or offs < 2)
             if active and 0 <= i < case["extent"]:
-                out[slot + lane] = sum(float(b[MARGIN + i]) for b in bufs)
-                for a in added:
-                    a[MARGIN + i] += 1
+                touched(out, slot + lane, bufs, added, i)
     return out, added
 
 
@@ -850,17 +931,9 @@ BLOCK_CASES = [draw_blocks(random.Random(1000 + k), k) for k in range(48)]
 
 @pytest.mark.parametrize("case", BLOCK_CASES, ids=lambda c: c["name"])
 def test_drawn_block_loops_do_what_the_contract_says(case, tmp_path):
-    kernels = transpiled(tmp_path, case["source"], case["name"], strategy=case["strategy"])
     n, w = case["n"], case["w"]
-    bufs = sentinelled(case, n)
-    out_size = (case["grid"] + 2) * FLAT_BLOCK + n
-    want_out, want_bufs = block_model(case, bufs, out_size)
-    table = torch.tensor([b[MARGIN:].data_ptr() for b in bufs], dtype=torch.int64)
-    out = torch.zeros(out_size)
-    kernels.block_load[(case["grid"],)](out, table, n, FLAT_BLOCK, w, FLAT_BLOCK)
-    assert torch.equal(out, want_out), case["source"]
-    kernels.block_add[(case["grid"],)](out, table, n, FLAT_BLOCK, w, FLAT_BLOCK)
-    assert all(torch.equal(b, e) for b, e in zip(bufs, want_bufs)), case["source"]
+    size = (case["grid"] + 2) * FLAT_BLOCK + n
+    runs_as_modelled(case, tmp_path, n, size, block_model, ("block_load", "block_add"), n, FLAT_BLOCK, w, FLAT_BLOCK)
 
 
 def test_the_drawn_block_loops_reach_both_sides_of_the_rule():
@@ -987,9 +1060,7 @@ def columns_model(case: dict, bufs: list[torch.Tensor], out_size: int) -> tuple[
                     col = 0 if case["mask_zero"] else masked + lane
                     i = row * D + lanes + lane
                     if col < D + case["limit"] and 0 <= i < case["extent"]:
-                        out[row * 64 + off + COLUMN_BLOCK + lane] = sum(float(b[MARGIN + i]) for b in bufs)
-                        for a in added:
-                            a[MARGIN + i] += 1
+                        touched(out, row * 64 + off + COLUMN_BLOCK + lane, bufs, added, i)
                 masked = lanes
     return out, added
 
@@ -999,17 +1070,9 @@ COLUMN_CASES = [draw_columns(random.Random(2000 + k), k) for k in range(40)]
 
 @pytest.mark.parametrize("case", COLUMN_CASES, ids=lambda c: c["name"])
 def test_drawn_column_blocks_do_what_the_contract_says(case, tmp_path):
-    kernels = transpiled(tmp_path, case["source"], case["name"], strategy=case["strategy"])
     M, D, w = case["M"], case["D"], case["w"]
-    bufs = sentinelled(case, M * D)
-    out_size = 64 * (M + 2)
-    want_out, want_bufs = columns_model(case, bufs, out_size)
-    table = torch.tensor([b[MARGIN:].data_ptr() for b in bufs], dtype=torch.int64)
-    out = torch.zeros(out_size)
-    kernels.columns_load[(case["grid"],)](out, table, M, D, w, COLUMN_BLOCK)
-    assert torch.equal(out, want_out), case["source"]
-    kernels.columns_add[(case["grid"],)](out, table, M, D, w, COLUMN_BLOCK)
-    assert all(torch.equal(b, e) for b, e in zip(bufs, want_bufs)), case["source"]
+    kernels = ("columns_load", "columns_add")
+    runs_as_modelled(case, tmp_path, M * D, 64 * (M + 2), columns_model, kernels, M, D, w, COLUMN_BLOCK)
 
 
 def test_the_drawn_column_blocks_reach_both_sides_of_the_rule():
@@ -1021,4 +1084,121 @@ def test_the_drawn_column_blocks_reach_both_sides_of_the_rule():
 def test_the_drawn_column_blocks_compile_for_sm90(tmp_path):
     constexprs = lambda case: {"M": case["M"], "D": case["D"], "W": case["w"], "BLOCK": COLUMN_BLOCK}  # noqa: E731
     failed = compiled_for_sm90(COLUMN_CASES, ("columns_load", "columns_add"), constexprs, tmp_path)
+    assert not failed, failed
+
+
+# -- drawn rows the mask bounds, against a model ----------------------------------------------------------------
+#
+# A row per program or a tile of rows per program whose own test is in the mask (``(row < M) & (cols < D)``,
+# ``(rows[:, None] < M) & (cols[None, :] < D)``), more programs than rows: the proof's forms and near misses (a
+# test that proves nothing, rows from before the first, the mask made before the row changes, another extent), run
+# against the contract with sentinels around the extent.
+
+MASKED = """\
+import triton
+import triton.language as tl
+from castpile import multicast_like
+
+
+@triton.jit
+def masked_load(out, table, M, D, W: tl.constexpr, BM: tl.constexpr, BLOCK: tl.constexpr):
+    bufs = multicast_like(out, table[:W], shape=({extent},))
+{body}    x = tl.load(bufs[{access}], mask={mask}, other=0)
+    tl.store(out + {slots}, tl.sum(x, axis=0))
+
+
+@triton.jit
+def masked_add(out, table, M, D, W: tl.constexpr, BM: tl.constexpr, BLOCK: tl.constexpr):
+    bufs = multicast_like(out, table[:W], shape=({extent},))
+{body}    tl.atomic_add(bufs[{access}], 1.0, mask={mask})
+"""
+MASKED_BM = 2
+
+
+def draw_masked(rng, k: int) -> dict:
+    """One case: the kernel's text pieces and what the model needs of them."""
+    M, D = rng.choice((2, 3, 5)), rng.choice((3, 8, 12))
+    miss = rng.choice((None, None, None, "test", "before", "changed", "extent"))
+    tile = rng.random() < 0.5
+    first = "(tl.program_id(0) - 1)" if miss == "before" else "tl.program_id(0)"
+    r, c = ("rows[:, None]", "cols[None, :]") if tile else ("row", "cols")
+    test, shift = rng.choice(((f"{r} <= M", 1), (f"{r} < M + 1", 1))) if miss == "test" else (f"{r} < M", 0)
+    test = test if rng.random() < 0.7 or miss == "test" else f"M > {r}"
+    lanes = rng.choice((f"{c} < D", f"D > {c}"))
+    mask = " & ".join(f"({part})" for part in rng.sample([test, lanes], 2))
+    named_mask = miss == "changed" or rng.random() < 0.5
+    index = rng.choice((f"{r} * D + {c}", f"{c} + D * {r}"))
+    lines = ["    cols = tl.arange(0, BLOCK)"]
+    lines.append(f"    rows = {first} * BM + tl.arange(0, BM)" if tile else f"    row = {first}")
+    if named_mask:
+        lines.append(f"    mask = {mask}")
+    if miss == "changed":
+        lines.append("    rows = rows + 1" if tile else "    row = row + 1")
+    named_index = tile and rng.random() < 0.6
+    if named_index:
+        lines.append(f"    offs = {index}")
+    extent, extent_n = (
+        ("M * D - 1", M * D - 1) if miss == "extent" else rng.choice((("M * D", M * D), ("D * M", M * D)))
+    )
+    slots = "(rows[:, None] + BM) * BLOCK + cols[None, :]" if tile else "(row + 1) * BLOCK + cols"
+    source = MASKED.format(
+        extent=extent,
+        body="\n".join(lines) + "\n",
+        access="offs" if named_index else index,
+        mask="mask" if named_mask else mask,
+        slots=slots,
+    )
+    return dict(
+        source=source,
+        name=f"masked_{k}",
+        M=M,
+        D=D,
+        tile=tile,
+        first=-1 if miss == "before" else 0,
+        limit=shift,
+        changed=miss == "changed",
+        extent=extent_n,
+        w=rng.choice((1, 2, 3)),
+        grid=M + rng.choice((0, 1, 2)),
+        strategy=rng.choice(castpile.STRATEGIES),
+    )
+
+
+def masked_model(case: dict, bufs: list[torch.Tensor], out_size: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """What the contract says masked_load stores in ``out`` and masked_add leaves in the buffers (with margins)."""
+    out = torch.zeros(out_size)
+    added = [b.clone() for b in bufs]
+    D, bm = case["D"], MASKED_BM if case["tile"] else 1
+    for program in range(case["grid"]):
+        for r in range(bm):
+            tested = (program + case["first"]) * bm + r  # the row the mask tests; the index's, one on where changed
+            row = tested + case["changed"]
+            slot = (row + (MASKED_BM if case["tile"] else 1)) * FLAT_BLOCK
+            for col in range(FLAT_BLOCK):
+                i = row * D + col
+                if tested < case["M"] + case["limit"] and col < D and 0 <= i < case["extent"]:
+                    touched(out, slot + col, bufs, added, i)
+    return out, added
+
+
+MASKED_CASES = [draw_masked(random.Random(3000 + k), k) for k in range(40)]
+
+
+@pytest.mark.parametrize("case", MASKED_CASES, ids=lambda c: c["name"])
+def test_drawn_rows_the_mask_bounds_do_what_the_contract_says(case, tmp_path):
+    M, D, w = case["M"], case["D"], case["w"]
+    size = (case["grid"] + 2) * MASKED_BM * FLAT_BLOCK + 2 * FLAT_BLOCK
+    kernels = ("masked_load", "masked_add")
+    runs_as_modelled(case, tmp_path, M * D, size, masked_model, kernels, M, D, w, MASKED_BM, FLAT_BLOCK)
+
+
+def test_the_drawn_masked_rows_reach_both_sides_of_the_rule():
+    dropped = dropped_bounds(MASKED_CASES)
+    for form in ("rows[:, None] < M", "(row < M)", "M > ", "mask = ", "offs = ", "D * "):
+        assert any(form in case["source"] and d for case, d in zip(MASKED_CASES, dropped)), f"no {form!r} proven"
+
+
+def test_the_drawn_masked_rows_compile_for_sm90(tmp_path):
+    constexprs = lambda case: {"W": case["w"], "BM": MASKED_BM, "BLOCK": FLAT_BLOCK}  # noqa: E731
+    failed = compiled_for_sm90(MASKED_CASES, ("masked_load", "masked_add"), constexprs, tmp_path)
     assert not failed, failed

@@ -303,7 +303,7 @@ class _ModuleAnalyser(TargetChecks):
         if access.binding.peer is not None:  # one peer, P = (): axis 0 is an element dim, an ordinary reduction
             return
         self.own(access)
-        if load is not None and not self._element_mask(access, load, load_positions, "load", reduction=op):
+        if load is not None and not self._element_mask(access, load, load_positions, "load", (op, steps)):
             self.owned.add(load)
             return
         if load is not None:
@@ -393,13 +393,19 @@ class _ModuleAnalyser(TargetChecks):
         return isinstance(node, (cst.Integer, cst.Float)) or constexpr_ok(node, self.constexprs)
 
     def _element_mask(
-        self, access: Access, call: cst.Call, positions: dict[str, int], op: str, reduction: str | None = None
+        self,
+        access: Access,
+        call: cst.Call,
+        positions: dict[str, int],
+        op: str,
+        reduction: tuple[str, list[Step]] | None = None,
     ) -> bool:
         """Whether the ``mask=`` of ``call`` on ``access`` (if any) is not one flag per buffer (see
         :mod:`castpile.compiler.stack_masks`); else an error.  Where the mask proves the bounds, ``access`` is
-        marked ``mask_bounded``, except for a ``tl.load`` whose ``other`` is not a literal 0 or that a ``tl.reduce``
-        folds over the stack (``reduction``): its combine function folds each buffer's ``other`` where the mask is
-        off, and no buffer past the extent (0)."""
+        marked ``mask_bounded``, except for a ``tl.load`` whose ``other`` is not a literal 0, or whose reduction
+        (``reduction``: its op and the elementwise steps it takes the load through) is a ``tl.reduce`` or takes a
+        step other than a cast: where the mask is off, the reduction folds each buffer's ``other`` through the steps
+        (``0 + 1`` from each), and past the extent no buffer (0)."""
         if "mask" not in positions:
             return True
         mask = call.args[positions["mask"]].value
@@ -416,7 +422,7 @@ class _ModuleAnalyser(TargetChecks):
             access.mask_bounded = (
                 op not in ("atomic_cas", "signal", "wait")
                 and ("other" not in positions or _zero(call.args[positions["other"]].value))
-                and reduction != "reduce"
+                and (reduction is None or _keeps_zero(*reduction))
                 and self._mask_bounds(access, mask)
             )
             return True
@@ -575,6 +581,16 @@ def _zero(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
         node = node.expression
     return isinstance(node, (cst.Integer, cst.Float)) and node.evaluated_value == 0
+
+
+def _keeps_zero(op: str, steps: list[Step]) -> bool:
+    """Whether a stack reduction ``op`` of a load through ``steps`` folds a buffer's 0 as no buffer at all: not a
+    ``tl.reduce`` (a user's combine function), and casts only (``x + 1``, ``x * s`` with ``s`` infinite, ``-x``
+    giving ``-0.0`` do not keep 0)."""
+    return op != "reduce" and all(step.kind in _CASTS for step in steps)
+
+
+_CASTS = frozenset({"to", "bitcast", "to_rtne", "to_rtz"})
 
 
 def _code(node: cst.CSTNode) -> str:

@@ -106,13 +106,13 @@ class MaskBounds:
             if product is None or not self._lanes(lanes, mask, sites, ancestors):
                 continue
             for factor, scale in ((product.left, product.right), (product.right, product.left)):
+                if not (self._fixed(scale) and self._bounds_lanes(mask, lanes, scale, ancestors)):
+                    continue
                 row = self.facts.widened(factor) or factor
-                if (
-                    isinstance(row, cst.Name)
-                    and self._fixed(scale)
-                    and self._bounds_lanes(mask, lanes, scale, ancestors)
-                    and self._row_below(row.value, scale, extent, ancestors, sites + product_sites)
-                ):
+                readers = sites + product_sites
+                if isinstance(row, cst.Name) and self._row_below(row.value, scale, extent, ancestors, readers):
+                    return True
+                if self._row_masked(row, scale, extent, mask, readers, ancestors):
                     return True
         return False
 
@@ -187,19 +187,26 @@ class MaskBounds:
         ancestors: list[cst.CSTNode],
     ) -> bool:
         """Whether ``lanes`` is proven non-negative and the mask reads the value the index does: an arange of
-        constants (the same value wherever it is read), or a name (``cols = off + tl.arange(0, BLOCK)``) that the
-        index and the mask read in the access itself, or whose one assignment runs before the access and before
-        the assignments of the index's and the mask's names (``sites``: the index's)."""
+        constants (the same value wherever it is read), or a name (``cols = off + tl.arange(0, BLOCK)``; expanded,
+        ``cols[None, :]``) that the index and the mask read alike (:meth:`_read_alike`; ``sites``: the named index's
+        assignments)."""
         if self._arange(lanes, ancestors) is not None:
             return True
-        if not isinstance(lanes, cst.Name) or not self.facts.nonnegative(lanes):
-            return False
+        name = _base_name(lanes)
+        return name is not None and self.facts.nonnegative(lanes) and self._read_alike(name, mask, sites, ancestors)
+
+    def _read_alike(
+        self, name: str, mask: cst.BaseExpression, sites: list[cst.CSTNode], ancestors: list[cst.CSTNode]
+    ) -> bool:
+        """Whether the index and the mask read one value of ``name``: both in the access itself (``sites``, the
+        assignments of the names the index is read through, empty, and the mask written in the call), or the
+        name's one assignment runs before the access and before those assignments and the mask's."""
         readers = list(sites) + (self.facts.assignments.get(mask.value, []) if isinstance(mask, cst.Name) else [])
         if not readers:
             return True
-        if self.value_before(lanes.value, ancestors) is None:
+        if self.value_before(name, ancestors) is None:
             return False
-        assigned = _position(self.facts.assignments[lanes.value][0], ancestors)
+        assigned = _position(self.facts.assignments[name][0], ancestors)
         read = [_position(reader, ancestors) for reader in readers]
         return assigned is not None and all(place is not None and assigned < place for place in read)
 
@@ -241,10 +248,30 @@ class MaskBounds:
         if not self.facts.nonnegative(cst.Name(row)):
             return False
         limit = self._limit(row, ancestors, sites)
-        if limit is None or not self._fixed(limit):
+        return limit is not None and self._fixed(limit) and _covers(scale, limit, extent)
+
+    def _row_masked(
+        self,
+        row: cst.BaseExpression,
+        scale: cst.BaseExpression,
+        extent: cst.BaseExpression,
+        mask: cst.BaseExpression,
+        sites: list[cst.CSTNode],
+        ancestors: list[cst.CSTNode],
+    ) -> bool:
+        """Whether the mask keeps the row below ``U`` itself: ``row`` (``row``, or a tile's ``rows[:, None]``) proven
+        non-negative, a conjunct ``row < U`` (``U > row``) of the mask with ``U`` a parameter never assigned and
+        ``scale * U`` the extent, and the mask reading the index's row (:meth:`_read_alike`)."""
+        name = _base_name(row)
+        if name is None or not self.facts.nonnegative(row):
             return False
-        product = f"({_code(scale)}) * ({_code(limit)})"
-        return simplify(product) == simplify(f"({_code(extent)})")  # parenthesised: the extent may span lines
+        masked = self.value_before(mask.value, ancestors) if isinstance(mask, cst.Name) else mask
+        if masked is None or not self._read_alike(name, mask, sites, ancestors):
+            return False
+        return any(
+            (limit := _upper(condition, row)) is not None and self._fixed(limit) and _covers(scale, limit, extent)
+            for condition in _conjuncts(masked)
+        )
 
     def _limit(self, row: str, ancestors: list[cst.CSTNode], sites: list[cst.CSTNode]) -> cst.BaseExpression | None:
         """``U`` of the innermost ``for`` / ``while`` / ``if`` that holds the access and keeps ``row < U`` there, if
@@ -443,6 +470,18 @@ def _exit_test(line: cst.CSTNode, row: str) -> cst.BaseExpression | None:
     ):
         return None
     return _compared(line.test, row, cst.GreaterThanEqual, cst.LessThanEqual)
+
+
+def _covers(scale: cst.BaseExpression, limit: cst.BaseExpression, extent: cst.BaseExpression) -> bool:
+    """Whether ``scale * limit`` is ``extent`` as integer algebra (parenthesised: the extent may span lines)."""
+    return simplify(f"({_code(scale)}) * ({_code(limit)})") == simplify(f"({_code(extent)})")
+
+
+def _base_name(node: cst.BaseExpression) -> str | None:
+    """The name ``node`` is, or that it subscripts (``rows[:, None]``)."""
+    if isinstance(node, cst.Subscript):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else None
 
 
 def _conjuncts(node: cst.BaseExpression) -> list[cst.BaseExpression]:
