@@ -87,6 +87,24 @@ def positions(out, table, bits, n, W: tl.constexpr, B: tl.constexpr):
 
 
 @triton.jit
+def functions(out, table, bits, n, W: tl.constexpr, B: tl.constexpr):
+    """Rows of ``out`` (float32 buffers): reductions of the access taken through Triton's elementwise math (a sum
+    of exponentials, a max of negated absolute values of a masked load, a min of square roots after a step), for
+    the table (rows 0-2) and a tile (rows 3-5): exp(0) = 1 of a padded or ``ptr_mask``-false buffer takes no part."""
+    p = tl.arange(0, triton.next_power_of_2(W))
+    chosen = ((bits >> p) & 1) != 0
+    bufs = multicast_like(out, table[:W], shape=(n,), ptr_mask=chosen)
+    tile = multicast_like(out, tl.load(table + p, mask=p < W, other=0), shape=(n,), ptr_mask=chosen & (p < W))
+    o = tl.arange(0, B)
+    tl.store(out + 0 * B + o, tl.sum(tl.exp(bufs[o]), axis=0))
+    tl.store(out + 1 * B + o, tl.max(-tl.abs(tl.load(bufs[o], mask=o < n, other=0)), axis=0))
+    tl.store(out + 2 * B + o, tl.min(tl.sqrt(bufs[o] * 2.0 + 20.0), axis=0))
+    tl.store(out + 3 * B + o, tl.sum(tl.exp(tile[o]), axis=0))
+    tl.store(out + 4 * B + o, tl.max(-tl.abs(tl.load(tile[o], mask=o < n, other=0)), axis=0))
+    tl.store(out + 5 * B + o, tl.min(tl.sqrt(tile[o] * 2.0 + 20.0), axis=0))
+
+
+@triton.jit
 def table_only(out, table, bits, n, W: tl.constexpr, B: tl.constexpr):
     """A table's reductions only (tests/test_reductions_v13.py also runs it with ``remote="nvshmem"``), rows of
     ``out`` (int32 buffers): and, xor, or, the last valid buffer's value doubled, argmax."""

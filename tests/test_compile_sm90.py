@@ -97,6 +97,7 @@ COMPILES = {
     "kernels_reductions_v13.py": {
         "bitwise": variants(["i32"], W=[1, 3, 8], B=16),
         "ordered": variants(["fp32"], W=[1, 3], B=16),
+        "functions": variants(["fp32"], W=[1, 3], B=16),
         "positions": variants(["fp32", "i32"], W=[1, 3], B=16),
         "table_only": variants(["i32"], W=[1, 3], B=16),
         "tile_rows": variants(["i32"], R=[1, 4], C=2, B=16),

@@ -108,6 +108,23 @@ def test_a_combine_function_folds_the_valid_buffers_in_stack_order(k, w):
             assert torch.equal(out.view(6, B)[row], ref), (bits, row)
 
 
+@pytest.mark.parametrize("w", WORLDS)
+def test_elementwise_math_between_the_access_and_its_reduction_folds_the_valid_buffers_only(k, w):
+    """``tl.exp``, ``tl.abs``, ``tl.sqrt`` are taken buffer by buffer: the padded entries' and the masked-out
+    buffers' exp(0) = 1 take no part in the sum, their -|0| = 0 none in the max of negative values."""
+    g = torch.Generator().manual_seed(w)
+    bufs = [(torch.randint(1, 5, (N,), generator=g) * (-1) ** j).float() for j in range(w)]
+    for bits in choices(w):
+        out = torch.full((6 * B,), 99.0)
+        k.functions[(1,)](out, address_table(bufs), bits, N, w, B)
+        valid = chosen(w, bits)
+        exp = in_bounds(folded([torch.exp(b) for b in bufs], valid, torch.add, torch.float32))
+        top = in_bounds(folded([-b.abs() for b in bufs], valid, torch.maximum, torch.float32))
+        low = in_bounds(folded([torch.sqrt(b * 2 + 20) for b in bufs], valid, torch.minimum, torch.float32))
+        for row, ref in enumerate([exp, top, low] * 2):
+            assert torch.allclose(out.view(6, B)[row], ref, rtol=1e-6, atol=0), (bits, row)
+
+
 def first_extremum(stack, valid, op):
     """Per lane, the first of the valid positions that holds their max (min); 0 with none (N lanes)."""
     if not valid:

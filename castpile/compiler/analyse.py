@@ -43,7 +43,7 @@ from .contract import (
 from .index_facts import IndexFacts
 from .mask_bounds import MaskBounds
 from .passing import Helpers
-from .plan import Access, AugStore, Binding, CallOn, GuardedReduce, Load, Plan, Reduction, Step, Store
+from .plan import UNARY_STEPS, Access, AugStore, Binding, CallOn, GuardedReduce, Load, Plan, Reduction, Step, Store
 from .scopes import Scope, collect_globals, collect_scope, dotted
 
 
@@ -357,9 +357,18 @@ class _ModuleAnalyser(TargetChecks):
     def _step(self, node: cst.BaseExpression) -> tuple[Step, cst.BaseExpression] | None:
         """``(step, x)`` when ``node`` is one elementwise step applied to ``x`` whose meaning does not depend on
         shapes castpile cannot see: ``x.to(T)`` (``bitcast=`` a literal, ``fp_downcast_rounding=`` a string literal),
-        ``x op s`` / ``s op x`` for ``+ - * / // %`` and a scalar ``s`` (:meth:`_scalar`), or ``-x``."""
+        ``x op s`` / ``s op x`` for ``+ - * / // %`` and a scalar ``s`` (:meth:`_scalar`), ``-x``, or one of
+        Triton's elementwise math functions of ``x`` alone (:data:`UNARY_STEPS`: ``tl.exp(x)``...)."""
         if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
             return Step("neg"), node.expression
+        if (
+            isinstance(node, cst.Call)
+            and self.resolver.triton_language(node.func) in UNARY_STEPS
+            and len(node.args) == 1
+            and not node.args[0].star
+            and node.args[0].keyword is None
+        ):
+            return Step(str(self.resolver.triton_language(node.func))), node.args[0].value
         if isinstance(node, cst.BinaryOperation) and type(node.operator) in _STEP_OPERATORS:
             name = _STEP_OPERATORS[type(node.operator)]
             if self._scalar(node.right):

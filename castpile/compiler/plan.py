@@ -136,10 +136,16 @@ class Step:
     """One elementwise step between an access and its reduction, as ``_castpile_apply`` names it: ``to``,
     ``bitcast``, ``to_rtne``, ``to_rtz`` (``.to(T, ...)``, ``operand`` the type); an arithmetic operator with a
     scalar ``operand`` on the right (``add``, ``sub``, ``mul``, ``truediv``, ``floordiv``, ``mod``) or on the left
-    (``radd``, ``rsub``, ...); or ``neg`` (no operand)."""
+    (``radd``, ``rsub``, ...); ``neg``; or one of :data:`UNARY_STEPS` (``exp``: ``tl.exp(x)``; no operand)."""
 
     kind: str
     operand: cst.BaseExpression | None = None
+
+
+UNARY_STEPS = frozenset(
+    {"abs", "ceil", "cos", "erf", "exp", "exp2", "floor", "log", "log2", "rsqrt", "sigmoid", "sin", "sqrt", "sqrt_rn"}
+)
+"""Triton's elementwise math functions of one tensor that may stand between an access and its reduction as steps."""
 
 
 @dataclass(eq=False)

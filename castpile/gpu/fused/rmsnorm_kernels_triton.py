@@ -487,8 +487,18 @@ def _castpile_step(steps, k):
 
 @triton.constexpr_function
 def _castpile_operand(steps, k):
-    """Where the operand of step ``k`` of ``steps`` sits among the steps' operands (``neg`` has none)."""
-    return sum(1 for kind in steps.split()[:k] if kind != "neg")
+    """Where the operand of step ``k`` of ``steps`` sits among the steps' operands (``neg`` and the math
+    functions have none)."""
+    arithmetic = ("add", "sub", "mul", "truediv", "floordiv", "mod")
+    casts = ("to", "bitcast", "to_rtne", "to_rtz")
+    return sum(1 for kind in steps.split()[:k] if kind in casts or kind in arithmetic or kind[1:] in arithmetic)
+
+
+@triton.constexpr_function
+def _castpile_is_math(steps, k):
+    """Whether step ``k`` of ``steps`` is one of Triton's math functions (:func:`_castpile_math`; no operand)."""
+    math = ("abs", "ceil", "cos", "erf", "exp", "exp2", "floor", "log", "log2", "rsqrt", "sigmoid", "sin", "sqrt")
+    return steps.split()[k] in (*math, "sqrt_rn")
 
 
 @triton.constexpr_function
@@ -549,13 +559,50 @@ def _castpile_apply_one(v, KIND: tl.constexpr, x):
 
 
 @triton.jit
+def _castpile_math(v, KIND: tl.constexpr):
+    """``v`` through the Triton math function named ``KIND``."""
+    if KIND == "abs":
+        r = tl.abs(v)
+    elif KIND == "ceil":
+        r = tl.ceil(v)
+    elif KIND == "cos":
+        r = tl.cos(v)
+    elif KIND == "erf":
+        r = tl.erf(v)
+    elif KIND == "exp":
+        r = tl.exp(v)
+    elif KIND == "exp2":
+        r = tl.exp2(v)
+    elif KIND == "floor":
+        r = tl.floor(v)
+    elif KIND == "log":
+        r = tl.log(v)
+    elif KIND == "log2":
+        r = tl.log2(v)
+    elif KIND == "rsqrt":
+        r = tl.rsqrt(v)
+    elif KIND == "sigmoid":
+        r = tl.sigmoid(v)
+    elif KIND == "sin":
+        r = tl.sin(v)
+    elif KIND == "sqrt":
+        r = tl.sqrt(v)
+    else:
+        r = tl.sqrt_rn(v)
+    return r
+
+
+@triton.jit
 def _castpile_apply(v, steps: tl.constexpr, operands):
     """``v`` through the elementwise steps that stand between an access and its reduction, in order: ``to``,
     ``bitcast``, ``to_rtne``, ``to_rtz`` (``.to(T, ...)``), an operator with a scalar operand on the right (``add``,
-    ``sub``, ``mul``, ``truediv``, ``floordiv``, ``mod``) or on the left (``radd``, ``rsub``, ...), ``neg``."""
+    ``sub``, ``mul``, ``truediv``, ``floordiv``, ``mod``) or on the left (``radd``, ``rsub``, ...), ``neg``, and
+    Triton's elementwise math functions (``exp``: ``tl.exp(v)``, :func:`_castpile_math`)."""
     for k in tl.static_range(_castpile_step_count(steps)):
         if _castpile_step(steps, k) == "neg":
             v = -v
+        elif _castpile_is_math(steps, k):
+            v = _castpile_math(v, _castpile_step(steps, k))
         else:
             v = _castpile_apply_one(v, _castpile_step(steps, k), operands[_castpile_operand(steps, k)])
     return v
