@@ -64,12 +64,14 @@ def one_stack_parser(doc: str, out: str) -> argparse.ArgumentParser:
 
 def one_stack_inputs(W: int, dev, dt) -> tuple:
     """Random inputs of the row kernels with one stack of ``W`` buffers (``table2`` is ``table``): the stacked
-    buffers ``s0``, ``res``, ``w``, ``out``, ``stats`` and the kernels' positional arguments."""
-    stacks = [torch.randn(M, D, device=dev, dtype=dt) for _ in range(W)]
-    table = torch.tensor([b.data_ptr() for b in stacks], device=dev, dtype=torch.int64)
+    buffers ``s0``, ``res``, ``w``, ``out``, ``stats`` and the kernels' positional arguments.  The table's
+    addresses are those of ``s0``'s buffers, which the arguments' ``s0[0]`` keeps alive (addresses of buffers
+    freed once stacked would be reused, or given back by a CUDA graph's capture: an illegal access)."""
+    s0 = torch.randn(W, M, D, device=dev, dtype=dt)
+    table = torch.tensor([b.data_ptr() for b in s0], device=dev, dtype=torch.int64)
     res, w = torch.randn(M, D, device=dev, dtype=dt), torch.randn(D, device=dev, dtype=dt)
     out, stats = torch.empty(M, D, device=dev, dtype=dt), torch.empty(M, device=dev, dtype=torch.float32)
-    return torch.stack(stacks), res, w, out, stats, (stacks[0], table, table, res, w, out, stats, M, D, EPS, ALPHA)
+    return s0, res, w, out, stats, (s0[0], table, table, res, w, out, stats, M, D, EPS, ALPHA)
 
 
 def timed_cell(fns: dict, reps: int, moved: int) -> dict:
