@@ -98,6 +98,7 @@ plots: $(STAMP)
 	$(BIN)/python benchmarks/plot.py docs/data/bench-tp-gemm.json docs/data/bench-tp-gemm-rs.png --x M --xlabel "M x K x N (M: all ranks' rows)" --select op=matmul_reduce_scatter --title "GEMM + reduce-scatter, 2 x H200, bf16"
 	$(BIN)/python benchmarks/plot.py docs/data/bench-sweep-row-bodies.json docs/data/bench-sweep-row-bodies.png --x W --xlabel "W (buffers on one H200)" --select body=res_weight_hoisted --select loop=for --select binding=2d --select cast=to --select dtype=bf16 --title "row loop: stack sum + residual + RMSNorm x weight, 4096 x 8192 bf16, one H200"
 	$(BIN)/python benchmarks/plot.py docs/data/bench-sweep-row-bodies.json docs/data/bench-sweep-row-bodies-1d.png --x W --xlabel "W (buffers on one H200)" --select body=res_weight_hoisted --select loop=for --select binding=1d --select cast=to --select dtype=bf16 --title "1-D row loop: stack sum + residual + RMSNorm x weight, bf16"
+	$(BIN)/python benchmarks/plot.py docs/data/bench-sweep-column-blocks.json docs/data/bench-sweep-column-blocks.png --x W --xlabel "W (buffers on one H200)" --select body=norm --select binding=1d --select BLOCK_D=1024 --title "1-D column blocks: two-pass norm, 4096 x 8192 bf16, BLOCK_D 1024"
 
 clean:
 	rm -rf $(VENV) $(OLDEST_VENV) $(NEWEST_VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache
